@@ -1,0 +1,53 @@
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { z } from 'zod';
+
+export const repositoryRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const port = z.coerce.number().int().min(0).max(65535);
+const optionalText = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+const brokerList = optionalText.transform((value) =>
+  value === undefined ? undefined : value.split(',').map((broker) => broker.trim()).filter(Boolean),
+);
+
+/**
+ * Every environment variable the platform reads, validated once at start-up.
+ * Entry points call loadConfig(process.env); everything else receives the parsed object.
+ */
+export const configSchema = z.object({
+  HOST: z.string().default('127.0.0.1'),
+  PORT: port.default(4000),
+  KAFKA_BROKERS: brokerList,
+  ELASTICSEARCH_URL: optionalText.pipe(z.url().optional()),
+  BOOTSTRAP_API_KEY: optionalText.pipe(z.string().min(16, 'BOOTSTRAP_API_KEY must be at least 16 characters').optional()),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  STACK_CACHE_DIR: z.string().default(path.join(repositoryRoot, '.stack-cache')),
+  STACK_KAFKA_PORT: port.default(39092),
+  STACK_KAFKA_CONTROLLER_PORT: port.default(39093),
+  STACK_ELASTICSEARCH_PORT: port.default(39200),
+  STACK_ELASTICSEARCH_TRANSPORT_PORT: port.default(39300),
+  STACK_ELASTICSEARCH_HEAP: z.string().regex(/^\d+[mg]$/, 'use a JVM size such as 1g or 768m').default('1g'),
+  STACK_KAFKA_HEAP: z.string().regex(/^\d+[mg]$/, 'use a JVM size such as 512m').default('512m'),
+  STACK_ELASTICSEARCH_USER: z.string().regex(/^[a-z_][a-z0-9_-]*$/).default('logplatform-es'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly issues: string[]) {
+    super(`invalid configuration:\n  ${issues.join('\n  ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
+  }
+  return parsed.data;
+}

@@ -1,0 +1,108 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { StackError } from './server-process.ts';
+import { ELASTICSEARCH_VERSION, KAFKA_VERSION } from './versions.ts';
+import { repositoryRoot } from '../shared/config.ts';
+
+export interface StackArtifacts {
+  javaHome: string;
+  kafkaLibs: string;
+  elasticsearchHome: string;
+}
+
+/** The JDK that runs both servers: JAVA_HOME when set, else the java on PATH. */
+export function findJavaHome(env: NodeJS.ProcessEnv = process.env): string {
+  const fromEnv = env.JAVA_HOME;
+  if (fromEnv && existsSync(path.join(fromEnv, 'bin', 'java'))) return fromEnv;
+  const which = spawnSync('sh', ['-c', 'command -v java'], { encoding: 'utf8' });
+  const javaPath = which.stdout.trim();
+  if (which.status !== 0 || javaPath === '') {
+    throw new StackError('java was not found on PATH and JAVA_HOME is not set: install a JDK 17 or newer (apt-get install openjdk-17-jdk-headless)');
+  }
+  const home = path.dirname(path.dirname(realpathSync(javaPath)));
+  const version = spawnSync(path.join(home, 'bin', 'java'), ['-version'], { encoding: 'utf8' });
+  const major = /version "(\d+)/.exec(version.stderr)?.[1];
+  if (major === undefined || Number(major) < 17) {
+    throw new StackError(`Elasticsearch ${ELASTICSEARCH_VERSION} needs Java 17 or newer; ${javaPath} reports: ${version.stderr.split('\n')[0]}`);
+  }
+  return home;
+}
+
+export function artifactPaths(cacheDir: string): { kafkaLibs: string; elasticsearchHome: string } {
+  return {
+    kafkaLibs: path.join(cacheDir, `kafka-${KAFKA_VERSION}`, 'libs'),
+    elasticsearchHome: path.join(cacheDir, `elasticsearch-${ELASTICSEARCH_VERSION}`),
+  };
+}
+
+function artifactsPresent(cacheDir: string): boolean {
+  const { kafkaLibs, elasticsearchHome } = artifactPaths(cacheDir);
+  return (
+    existsSync(path.join(kafkaLibs, `kafka_2.13-${KAFKA_VERSION}.jar`)) &&
+    existsSync(path.join(elasticsearchHome, 'bin', 'elasticsearch')) &&
+    existsSync(path.join(elasticsearchHome, 'lib'))
+  );
+}
+
+/**
+ * Resolves the Kafka broker jars and the Elasticsearch distribution from Maven Central into cacheDir
+ * (a private Maven repository lives there too), once; later runs find them and skip Maven.
+ */
+export async function ensureArtifacts(cacheDir: string, progress: (line: string) => void): Promise<StackArtifacts> {
+  const javaHome = findJavaHome();
+  if (!artifactsPresent(cacheDir)) {
+    const mvn = spawnSync('sh', ['-c', 'command -v mvn'], { encoding: 'utf8' });
+    if (mvn.status !== 0) {
+      throw new StackError('mvn was not found on PATH: install Apache Maven (apt-get install maven); it downloads Kafka and Elasticsearch from Maven Central');
+    }
+    progress(`resolving Kafka ${KAFKA_VERSION} and Elasticsearch ${ELASTICSEARCH_VERSION} from Maven Central into ${cacheDir} (about 180 MB, first run only)`);
+    await runMaven(cacheDir, javaHome, progress);
+    if (!artifactsPresent(cacheDir)) {
+      throw new StackError(`Maven finished but the artifacts are not in ${cacheDir}; see the Maven output above`);
+    }
+    progress('artifacts ready');
+  }
+  return { javaHome, ...artifactPaths(cacheDir) };
+}
+
+async function runMaven(cacheDir: string, javaHome: string, progress: (line: string) => void): Promise<void> {
+  const args = [
+    '-B',
+    '-f', path.join(repositoryRoot, 'stack', 'pom.xml'),
+    `-Dmaven.repo.local=${path.join(cacheDir, 'm2')}`,
+    `-Dstack.cache=${cacheDir}`,
+    `-Dkafka.version=${KAFKA_VERSION}`,
+    `-Delasticsearch.version=${ELASTICSEARCH_VERSION}`,
+    'generate-resources',
+  ];
+  const maven = spawn('mvn', args, { env: { ...process.env, JAVA_HOME: javaHome }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const transcript: string[] = [];
+  let downloaded = 0;
+  let bytes = 0;
+  const onLine = (line: string) => {
+    transcript.push(line);
+    const done = /Downloaded from \S+: (\S+) \(([\d.]+) (B|kB|MB)/.exec(line);
+    if (done) {
+      downloaded += 1;
+      const size = Number(done[2]) * ({ B: 1, kB: 1e3, MB: 1e6 } as Record<string, number>)[done[3]!]!;
+      bytes += size;
+      // Big files get their own line; small ones are summarised every 25 files.
+      if (size > 5e6 || downloaded % 25 === 0) {
+        progress(`downloaded ${downloaded} files, ${(bytes / 1e6).toFixed(1)} MB (latest: ${path.basename(done[1]!)})`);
+      }
+    }
+  };
+  createInterface({ input: maven.stdout! }).on('line', onLine);
+  createInterface({ input: maven.stderr! }).on('line', onLine);
+  const code = await new Promise<number | null>((resolve, reject) => {
+    maven.on('error', reject);
+    maven.on('exit', resolve);
+  });
+  if (code !== 0) {
+    const errors = transcript.filter((line) => line.includes('ERROR')).slice(0, 8).join('\n');
+    throw new StackError(`Maven could not resolve the stack artifacts (exit ${code}); is Maven Central reachable?\n${errors}`);
+  }
+  progress(`downloaded ${downloaded} files, ${(bytes / 1e6).toFixed(1)} MB`);
+}
