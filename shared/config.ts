@@ -23,6 +23,8 @@ export const configSchema = z.object({
   KAFKA_BROKERS: brokerList,
   ELASTICSEARCH_URL: optionalText.pipe(z.url().optional()),
   BOOTSTRAP_API_KEY: optionalText.pipe(z.string().min(16, 'BOOTSTRAP_API_KEY must be at least 16 characters').optional()),
+  INDEX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, 'lower-case letters, digits, _ . - only').default('logplatform-'),
+  TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/).default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   STACK_CACHE_DIR: z.string().default(path.join(repositoryRoot, '.stack-cache')),

@@ -35,10 +35,11 @@ export interface LocalStack {
  */
 export async function startLocalStack(settings: StackSettings, progress: (line: string) => void): Promise<LocalStack> {
   const artifacts = await ensureArtifacts(settings.STACK_CACHE_DIR, progress);
-  const kafkaPort = await claimPort(settings.STACK_KAFKA_PORT, 'kafka', 'STACK_KAFKA_PORT');
-  const controllerPort = await claimPort(settings.STACK_KAFKA_CONTROLLER_PORT, 'kafka controller', 'STACK_KAFKA_CONTROLLER_PORT');
-  const httpPort = await claimPort(settings.STACK_ELASTICSEARCH_PORT, 'elasticsearch http', 'STACK_ELASTICSEARCH_PORT');
-  const transportPort = await claimPort(settings.STACK_ELASTICSEARCH_TRANSPORT_PORT, 'elasticsearch transport', 'STACK_ELASTICSEARCH_TRANSPORT_PORT');
+  const claimed = new Set<number>();
+  const kafkaPort = await claimPort(settings.STACK_KAFKA_PORT, 'kafka', 'STACK_KAFKA_PORT', claimed);
+  const controllerPort = await claimPort(settings.STACK_KAFKA_CONTROLLER_PORT, 'kafka controller', 'STACK_KAFKA_CONTROLLER_PORT', claimed);
+  const httpPort = await claimPort(settings.STACK_ELASTICSEARCH_PORT, 'elasticsearch http', 'STACK_ELASTICSEARCH_PORT', claimed);
+  const transportPort = await claimPort(settings.STACK_ELASTICSEARCH_TRANSPORT_PORT, 'elasticsearch transport', 'STACK_ELASTICSEARCH_TRANSPORT_PORT', claimed);
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'logplatform-stack-'));
   progress(`starting kafka and elasticsearch (run folder ${runDir})`);
 

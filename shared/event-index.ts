@@ -1,0 +1,64 @@
+import type { estypes } from '@elastic/elasticsearch';
+
+/**
+ * The stored form of an event, shared by the ingest worker (which writes it) and the query service
+ * (which reads it). One document per event, `_id` = `id`.
+ *
+ * - `timestamp`: ISO 8601 in UTC with exactly six fractional digits (`2024-01-01T00:00:00.123456Z`),
+ *   mapped as date_nanos so microseconds survive; the API returns it as integer microseconds.
+ * - `id`, `project`, `event_message`: as produced (id generated when absent).
+ * - `metadata`: the producer's object, kept whole in `_source`. `metadata.request` is nested so that a
+ *   request record's url and path are matched together and each record is counted once.
+ */
+export interface StoredEvent {
+  id: string;
+  timestamp: string;
+  event_message: string;
+  project?: string;
+  metadata?: Record<string, unknown> | Record<string, unknown>[];
+}
+
+/** Strings long enough for real URLs stay searchable; longer ones are stored but not indexed. */
+export const KEYWORD_IGNORE_ABOVE = 8191;
+
+export const EVENT_INDEX_SETTINGS: estypes.IndicesIndexSettings = {
+  number_of_shards: 1,
+  number_of_replicas: 0,
+  refresh_interval: '1s',
+  'mapping.total_fields.limit': 2000,
+  // fields beyond the limit are kept in _source but not indexed, instead of rejecting the event
+  'mapping.total_fields.ignore_dynamic_beyond_limit': true,
+  'mapping.ignore_malformed': true,
+  'mapping.nested_objects.limit': 10000,
+};
+
+const keyword = { type: 'keyword', ignore_above: KEYWORD_IGNORE_ABOVE } as const;
+
+export const EVENT_INDEX_MAPPINGS: estypes.MappingTypeMapping = {
+  dynamic: true,
+  date_detection: false,
+  numeric_detection: false,
+  dynamic_templates: [
+    { strings_as_keywords: { match_mapping_type: 'string', mapping: { ...keyword } } },
+  ],
+  properties: {
+    id: { type: 'keyword' },
+    timestamp: { type: 'date_nanos', format: 'strict_date_optional_time_nanos' },
+    project: { type: 'keyword' },
+    event_message: { type: 'text', fields: { keyword: { ...keyword } } },
+    metadata: {
+      type: 'object',
+      properties: {
+        project: { type: 'keyword' },
+        project_ref: { type: 'keyword' },
+        request: {
+          type: 'nested',
+          properties: {
+            url: { ...keyword },
+            path: { ...keyword },
+          },
+        },
+      },
+    },
+  },
+};

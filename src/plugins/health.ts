@@ -1,0 +1,44 @@
+import type { Client } from '@elastic/elasticsearch';
+import type { FastifyPluginAsync } from 'fastify';
+import { fetchApiVersions, kafkaReleaseFromApis } from '../../shared/kafka-version.ts';
+
+export interface HealthOptions {
+  elasticsearch: Client;
+  kafkaBrokers: string[];
+}
+
+interface Dependency {
+  status: 'up' | 'down';
+  version?: string;
+  error?: string;
+}
+
+async function elasticsearchHealth(client: Client): Promise<Dependency & { url?: string }> {
+  try {
+    const info = await client.nodes.info({ node_id: '_local', metric: '_none', filter_path: 'nodes.*.version' }, { requestTimeout: 2000 });
+    const version = Object.values(info.nodes ?? {})[0]?.version;
+    return { status: 'up', version };
+  } catch (error) {
+    return { status: 'down', error: (error as Error).message };
+  }
+}
+
+async function kafkaHealth(brokers: string[]): Promise<Dependency & { brokers: string[] }> {
+  for (const broker of brokers) {
+    try {
+      const apis = await fetchApiVersions(broker, 2000);
+      return { status: 'up', brokers, version: kafkaReleaseFromApis(apis) };
+    } catch (error) {
+      if (broker === brokers[brokers.length - 1]) return { status: 'down', brokers, error: (error as Error).message };
+    }
+  }
+  return { status: 'down', brokers, error: 'no brokers configured' };
+}
+
+/** Liveness plus the servers this process talks to and their versions. */
+export const healthPlugin: FastifyPluginAsync<HealthOptions> = async (app, options) => {
+  app.get('/health', async () => {
+    const [elasticsearch, kafka] = await Promise.all([elasticsearchHealth(options.elasticsearch), kafkaHealth(options.kafkaBrokers)]);
+    return { status: 'ok', uptime_seconds: Math.round(process.uptime()), elasticsearch, kafka };
+  });
+};
