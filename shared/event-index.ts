@@ -1,4 +1,4 @@
-import type { estypes } from '@elastic/elasticsearch';
+import type { Client, estypes } from '@elastic/elasticsearch';
 
 /**
  * The stored form of an event, shared by the ingest worker (which writes it) and the query service
@@ -62,3 +62,14 @@ export const EVENT_INDEX_MAPPINGS: estypes.MappingTypeMapping = {
     },
   },
 };
+
+/** Creates a source's index with the event mapping unless it exists; safe to call from several processes at once. */
+export async function ensureEventIndex(client: Client, index: string): Promise<void> {
+  if (await client.indices.exists({ index })) return;
+  try {
+    await client.indices.create({ index, settings: { index: EVENT_INDEX_SETTINGS }, mappings: EVENT_INDEX_MAPPINGS });
+  } catch (error) {
+    const type = (error as { body?: { error?: { type?: string } } }).body?.error?.type;
+    if (type !== 'resource_already_exists_exception') throw error;
+  }
+}
