@@ -26,6 +26,9 @@ export const configSchema = z.object({
   INDEX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, 'lower-case letters, digits, _ . - only').default('logplatform-'),
   TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/).default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // query service: API keys and result cache
+  API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
+  CACHE_MAX_BYTES: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
 
   STACK_CACHE_DIR: z.string().default(path.join(repositoryRoot, '.stack-cache')),
   STACK_KAFKA_PORT: port.default(39092),
