@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { z } from 'zod';
+import { SOURCE_NAMES, type SourceName } from './sources.ts';
 
 export const repositoryRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -30,6 +31,20 @@ export const configSchema = z.object({
   API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
   CACHE_MAX_BYTES: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
 
+  // ingest worker
+  INGEST_HOST: z.string().default('127.0.0.1'),
+  INGEST_PORT: port.default(4001),
+  INGEST_GROUP_ID: z.string().min(1).default('logplatform-ingest'),
+  INGEST_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(3),
+  SOURCE_TOPICS: optionalText.transform((value, context) => parseSourceTopics(value, context)),
+  INGEST_MAX_MESSAGE_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  INGEST_BULK_MAX_BYTES: z.coerce.number().int().min(1024).default(5 * 1024 * 1024),
+  INGEST_BULK_MAX_EVENTS: z.coerce.number().int().min(1).default(2000),
+  INGEST_FETCH_MAX_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
+  INGEST_CONCURRENT_PARTITIONS: z.coerce.number().int().min(1).max(64).default(3),
+  INGEST_RETRY_INITIAL_MS: z.coerce.number().int().min(1).default(200),
+  INGEST_RETRY_MAX_MS: z.coerce.number().int().min(1).default(10_000),
+
   STACK_CACHE_DIR: z.string().default(path.join(repositoryRoot, '.stack-cache')),
   STACK_KAFKA_PORT: port.default(39092),
   STACK_KAFKA_CONTROLLER_PORT: port.default(39093),
@@ -39,6 +54,22 @@ export const configSchema = z.object({
   STACK_KAFKA_HEAP: z.string().regex(/^\d+[mg]$/, 'use a JVM size such as 512m').default('512m'),
   STACK_ELASTICSEARCH_USER: z.string().regex(/^[a-z_][a-z0-9_-]*$/).default('logplatform-es'),
 });
+
+/** `edge_logs=cf-edge,postgres_logs=pg`: per-source topic names that replace TOPIC_PREFIX + source name. */
+function parseSourceTopics(value: string | undefined, context: z.RefinementCtx): Partial<Record<SourceName, string>> {
+  const topics: Partial<Record<SourceName, string>> = {};
+  for (const entry of (value ?? '').split(',').map((part) => part.trim()).filter(Boolean)) {
+    const [source, topic, ...rest] = entry.split('=').map((part) => part.trim());
+    if (!source || !topic || rest.length > 0 || !/^[a-zA-Z0-9._-]+$/.test(topic)) {
+      context.addIssue({ code: 'custom', message: `"${entry}" is not source=topic (topic: letters, digits, . _ -)` });
+    } else if (!(SOURCE_NAMES as readonly string[]).includes(source)) {
+      context.addIssue({ code: 'custom', message: `unknown source "${source}"; sources are ${SOURCE_NAMES.join(', ')}` });
+    } else {
+      topics[source as SourceName] = topic;
+    }
+  }
+  return topics;
+}
 
 export type Config = z.infer<typeof configSchema>;
 
