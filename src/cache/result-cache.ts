@@ -1,0 +1,186 @@
+import type { Logger } from '../../shared/logger.ts';
+import { cacheBytes, cacheEntries, cacheEvictionsTotal, cacheLookupsTotal, cacheWarmingRunsTotal } from '../metrics.ts';
+import type { Clock, ScheduledTask } from './clock.ts';
+
+export interface CachePolicy {
+  /** Absolute lifetime of a result, counted from when its query started. 0 = not cached. */
+  ttlSeconds: number;
+  /** Re-run live results in the background this often; null = never. */
+  warmEverySeconds: number | null;
+}
+
+export interface CacheRequest {
+  key: string;
+  policy: CachePolicy;
+  /** Runs the query. Called again for every warming, so it must read the time (e.g. a look-back window) itself. */
+  run: () => Promise<unknown[]>;
+}
+
+export interface CacheResult {
+  rows: unknown[];
+  status: 'HIT' | 'MISS';
+  ageSeconds: number;
+}
+
+export interface ResultCacheOptions {
+  maxBytes: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+interface Entry {
+  key: string;
+  rows: unknown[];
+  /** Key plus JSON rows, the measure the byte limit applies to. */
+  bytes: number;
+  computedAt: number;
+  lastReadAt: number;
+  policy: CachePolicy;
+  run: () => Promise<unknown[]>;
+}
+
+/**
+ * In-process cache of endpoint results: absolute TTL, background warming, one query per key at a
+ * time, errors never stored, bounded by bytes with the least recently used result dropped first.
+ * Rows handed out are shared between callers and must not be mutated.
+ */
+export class ResultCache {
+  /** Map order is recency order: the first entry is the least recently used. */
+  private readonly entries = new Map<string, Entry>();
+  private readonly inflight = new Map<string, Promise<unknown[]>>();
+  private readonly warmers = new Map<number, ScheduledTask>();
+  private totalBytes = 0;
+
+  constructor(private readonly options: ResultCacheOptions) {}
+
+  async fetch(request: { key: string; policy: { ttlSeconds: number; warmEverySeconds: number | null }; run: () => Promise<unknown[]> }): Promise<{ rows: unknown[]; status: 'HIT' | 'MISS'; ageSeconds: number }> {
+    const now = this.options.clock.now();
+    const entry = this.entries.get(request.key);
+    if (entry && this.isLive(entry, now)) {
+      entry.lastReadAt = now;
+      this.entries.delete(entry.key);
+      this.entries.set(entry.key, entry);
+      cacheLookupsTotal.inc({ result: 'hit' });
+      return { rows: entry.rows, status: 'HIT', ageSeconds: Math.floor((now - entry.computedAt) / 1000) };
+    }
+    if (entry) this.remove(entry);
+    cacheLookupsTotal.inc({ result: 'miss' });
+    const rows = await this.runOnce(request);
+    return { rows, status: 'MISS', ageSeconds: 0 };
+  }
+
+  /** Bytes currently held. */
+  get bytes(): number {
+    return this.totalBytes;
+  }
+
+  /** Stops warming and drops every result. */
+  close(): void {
+    for (const warmer of this.warmers.values()) warmer.cancel();
+    this.warmers.clear();
+    for (const entry of [...this.entries.values()]) this.remove(entry);
+  }
+
+  /** Single flight: callers missing on a key while its query runs share that run and its outcome. */
+  private runOnce(request: CacheRequest): Promise<unknown[]> {
+    const running = this.inflight.get(request.key);
+    if (running) return running;
+    const startedAt = this.options.clock.now();
+    const flight = Promise.resolve()
+      .then(request.run)
+      .then((rows) => {
+        this.store(request, rows, startedAt);
+        return rows;
+      })
+      .finally(() => this.inflight.delete(request.key));
+    this.inflight.set(request.key, flight);
+    return flight;
+  }
+
+  private isLive(entry: Entry, now: number): boolean {
+    return now < entry.computedAt + entry.policy.ttlSeconds * 1000;
+  }
+
+  private store(request: CacheRequest, rows: unknown[], computedAt: number): void {
+    if (request.policy.ttlSeconds <= 0) return;
+    const previous = this.entries.get(request.key);
+    const bytes = Buffer.byteLength(request.key) + Buffer.byteLength(JSON.stringify(rows));
+    if (bytes > this.options.maxBytes) {
+      if (previous) this.remove(previous);
+      this.options.logger.debug({ bytes, maxBytes: this.options.maxBytes }, 'result larger than the whole cache, not cached');
+      return;
+    }
+    const entry: Entry = {
+      key: request.key,
+      rows,
+      bytes,
+      computedAt,
+      lastReadAt: previous?.lastReadAt ?? computedAt,
+      policy: request.policy,
+      run: request.run,
+    };
+    // replacing keeps the entry's place in recency order: a warming run is not a use
+    this.entries.set(entry.key, entry);
+    this.account(bytes - (previous?.bytes ?? 0), previous ? 0 : 1);
+    if (entry.policy.warmEverySeconds !== null) this.ensureWarmer(entry.policy.warmEverySeconds);
+    this.evictOverLimit();
+  }
+
+  private evictOverLimit(): void {
+    for (const oldest of this.entries.values()) {
+      if (this.totalBytes <= this.options.maxBytes) return;
+      this.remove(oldest);
+      cacheEvictionsTotal.inc();
+    }
+  }
+
+  private remove(entry: Entry): void {
+    if (this.entries.get(entry.key) !== entry) return;
+    this.entries.delete(entry.key);
+    this.account(-entry.bytes, -1);
+  }
+
+  private account(bytes: number, entries: number): void {
+    this.totalBytes += bytes;
+    cacheBytes.inc(bytes);
+    cacheEntries.inc(entries);
+  }
+
+  private ensureWarmer(periodSeconds: number): void {
+    if (this.warmers.has(periodSeconds)) return;
+    this.warmers.set(periodSeconds, this.options.clock.every(periodSeconds, () => this.warm(periodSeconds)));
+  }
+
+  /**
+   * Re-runs the live results of one warming period that someone read within their TTL; the old rows
+   * keep serving until the new ones arrive, and until their TTL if the run fails.
+   */
+  private async warm(periodSeconds: number): Promise<void> {
+    const now = this.options.clock.now();
+    const runs: Promise<void>[] = [];
+    for (const entry of [...this.entries.values()]) {
+      if (entry.policy.warmEverySeconds !== periodSeconds) continue;
+      if (!this.isLive(entry, now)) {
+        this.remove(entry);
+        continue;
+      }
+      const unread = now - entry.lastReadAt >= entry.policy.ttlSeconds * 1000;
+      if (unread || this.inflight.has(entry.key)) continue;
+      runs.push(
+        this.runOnce(entry).then(
+          () => void cacheWarmingRunsTotal.inc({ outcome: 'ok' }),
+          (error: unknown) => {
+            cacheWarmingRunsTotal.inc({ outcome: 'failed' });
+            this.options.logger.warn({ err: error, periodSeconds }, 'warming a cached result failed; the cached rows serve until their TTL');
+          },
+        ),
+      );
+    }
+    await Promise.all(runs);
+    const stillWarmed = [...this.entries.values()].some((entry) => entry.policy.warmEverySeconds === periodSeconds);
+    if (!stillWarmed) {
+      this.warmers.get(periodSeconds)?.cancel();
+      this.warmers.delete(periodSeconds);
+    }
+  }
+}

@@ -1,0 +1,230 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { cronRuleForPeriod } from '../../src/cache/clock.ts';
+import { ResultCache } from '../../src/cache/result-cache.ts';
+import { metricsRegistry } from '../../src/metrics.ts';
+import { ManualClock } from '../support/manual-clock.ts';
+
+const WARMED = { ttlSeconds: 900, warmEverySeconds: 300 };
+const UNWARMED = { ttlSeconds: 60, warmEverySeconds: null };
+
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** A query whose every run is counted and returns the next of its answers. */
+function countedQuery(...answers: unknown[][]) {
+  const query = {
+    runs: 0,
+    run: async () => {
+      const rows = answers[Math.min(query.runs, answers.length - 1)]!;
+      query.runs += 1;
+      return rows;
+    },
+  };
+  return query;
+}
+
+async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
+  const metric = (await metricsRegistry.getMetricsAsJSON()).find((m) => m.name === name);
+  const value = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+  return value?.value ?? 0;
+}
+
+describe('ResultCache', () => {
+  const caches: ResultCache[] = [];
+  function makeCache(maxBytes = 1024 * 1024) {
+    const clock = new ManualClock();
+    const cache = new ResultCache({ maxBytes, clock, logger: pino({ level: 'silent' }) });
+    caches.push(cache);
+    return { clock, cache };
+  }
+  afterEach(() => {
+    for (const cache of caches.splice(0)) cache.close();
+  });
+
+  it('misses first, then hits with the age of the result', async () => {
+    const { clock, cache } = makeCache();
+    const query = countedQuery([{ n: 1 }]);
+    const first = await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run });
+    await clock.advance(12_500);
+    const second = await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run });
+    expect(first).toEqual({ rows: [{ n: 1 }], status: 'MISS', ageSeconds: 0 });
+    expect(second).toEqual({ rows: [{ n: 1 }], status: 'HIT', ageSeconds: 12 });
+    expect(query.runs).toBe(1);
+  });
+
+  it('keeps keys apart', async () => {
+    const { cache } = makeCache();
+    await cache.fetch({ key: 'a', policy: UNWARMED, run: async () => ['a'] });
+    const b = await cache.fetch({ key: 'b', policy: UNWARMED, run: async () => ['b'] });
+    expect(b).toEqual({ rows: ['b'], status: 'MISS', ageSeconds: 0 });
+  });
+
+  it('runs one query for concurrent misses on one key', async () => {
+    const { cache } = makeCache();
+    const gate = deferred<unknown[]>();
+    let runs = 0;
+    const run = () => {
+      runs += 1;
+      return gate.promise;
+    };
+    const fetches = Array.from({ length: 10 }, () => cache.fetch({ key: 'k', policy: UNWARMED, run }));
+    gate.resolve([{ n: 1 }]);
+    const results = await Promise.all(fetches);
+    expect(runs).toBe(1);
+    expect(results.every((r) => r.status === 'MISS' && (r.rows as { n: number }[])[0]!.n === 1)).toBe(true);
+  });
+
+  it('rejects every waiter of a failed run and does not cache the error', async () => {
+    const { cache } = makeCache();
+    const gate = deferred<unknown[]>();
+    const fetches = Array.from({ length: 3 }, () => cache.fetch({ key: 'k', policy: UNWARMED, run: () => gate.promise }));
+    gate.reject(new Error('store down'));
+    const outcomes = await Promise.allSettled(fetches);
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    const retry = await cache.fetch({ key: 'k', policy: UNWARMED, run: async () => ['ok'] });
+    expect(retry).toEqual({ rows: ['ok'], status: 'MISS', ageSeconds: 0 });
+  });
+
+  it('expires a result exactly at its TTL, counted from when it was computed', async () => {
+    const { clock, cache } = makeCache();
+    const query = countedQuery(['old'], ['new']);
+    await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run });
+    await clock.advance(59_999);
+    expect((await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run })).status).toBe('HIT');
+    await clock.advance(1);
+    const expired = await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run });
+    expect(expired).toEqual({ rows: ['new'], status: 'MISS', ageSeconds: 0 });
+    expect(query.runs).toBe(2);
+  });
+
+  it('does not store results of a policy with no TTL', async () => {
+    const { cache } = makeCache();
+    const query = countedQuery(['x']);
+    await cache.fetch({ key: 'k', policy: { ttlSeconds: 0, warmEverySeconds: null }, run: query.run });
+    const again = await cache.fetch({ key: 'k', policy: { ttlSeconds: 0, warmEverySeconds: null }, run: query.run });
+    expect(again.status).toBe('MISS');
+    expect(query.runs).toBe(2);
+    expect(cache.bytes).toBe(0);
+  });
+
+  it('warms a read result every period, so it never expires while it is being read', async () => {
+    const { clock, cache } = makeCache();
+    const query = countedQuery(['v0'], ['v1'], ['v2'], ['v3'], ['v4']);
+    await cache.fetch({ key: 'k', policy: WARMED, run: query.run });
+    for (let tick = 1; tick <= 4; tick += 1) {
+      await clock.advance(300_000);
+      const read = await cache.fetch({ key: 'k', policy: WARMED, run: query.run });
+      expect(read).toEqual({ rows: [`v${tick}`], status: 'HIT', ageSeconds: 0 });
+    }
+    expect(query.runs).toBe(5);
+  });
+
+  it('serves the cached rows while a warming run is still in flight', async () => {
+    const { clock, cache } = makeCache();
+    const gate = deferred<unknown[]>();
+    let runs = 0;
+    const run = () => (++runs === 1 ? Promise.resolve(['old']) : gate.promise);
+    await cache.fetch({ key: 'k', policy: WARMED, run });
+    const warming = clock.advance(300_000);
+    const during = await cache.fetch({ key: 'k', policy: WARMED, run });
+    expect(during).toEqual({ rows: ['old'], status: 'HIT', ageSeconds: 300 });
+    gate.resolve(['new']);
+    await warming;
+    const after = await cache.fetch({ key: 'k', policy: WARMED, run });
+    expect(after).toEqual({ rows: ['new'], status: 'HIT', ageSeconds: 0 });
+    expect(runs).toBe(2);
+  });
+
+  it('keeps serving after a failed warming run until the TTL, and counts the failure', async () => {
+    const { clock, cache } = makeCache();
+    let runs = 0;
+    const run = async () => {
+      runs += 1;
+      if (runs > 1) throw new Error('store down');
+      return ['first'];
+    };
+    const failedBefore = await counterValue('result_cache_warming_runs_total', { outcome: 'failed' });
+    await cache.fetch({ key: 'k', policy: WARMED, run });
+    await clock.advance(300_000);
+    expect(await cache.fetch({ key: 'k', policy: WARMED, run })).toEqual({ rows: ['first'], status: 'HIT', ageSeconds: 300 });
+    await clock.advance(599_000);
+    expect(await cache.fetch({ key: 'k', policy: WARMED, run })).toEqual({ rows: ['first'], status: 'HIT', ageSeconds: 899 });
+    expect(runs).toBe(3);
+    expect(await counterValue('result_cache_warming_runs_total', { outcome: 'failed' })).toBe(failedBefore + 2);
+    await clock.advance(1_000);
+    await expect(cache.fetch({ key: 'k', policy: WARMED, run })).rejects.toThrow('store down');
+  });
+
+  it('stops warming a result nobody read within its TTL, and stops the schedule once nothing is left', async () => {
+    const { clock, cache } = makeCache();
+    const query = countedQuery(['v']);
+    await cache.fetch({ key: 'k', policy: WARMED, run: query.run });
+    expect(clock.scheduled).toBe(1);
+    await clock.advance(3 * 3600_000);
+    // warmed at 300 and 600 s; at 900 s nobody had read it for a TTL, so it was left to expire
+    expect(query.runs).toBe(3);
+    expect(clock.scheduled).toBe(0);
+    expect(cache.bytes).toBe(0);
+  });
+
+  it('counts ok warming runs', async () => {
+    const { clock, cache } = makeCache();
+    const before = await counterValue('result_cache_warming_runs_total', { outcome: 'ok' });
+    await cache.fetch({ key: 'k', policy: WARMED, run: async () => ['v'] });
+    await clock.advance(300_000);
+    expect(await counterValue('result_cache_warming_runs_total', { outcome: 'ok' })).toBe(before + 1);
+  });
+
+  it('evicts the least recently used results to stay within the byte limit', async () => {
+    const rows = (label: string) => [{ label, pad: 'x'.repeat(80) }];
+    const entryBytes = Buffer.byteLength('a') + Buffer.byteLength(JSON.stringify(rows('a')));
+    const { cache } = makeCache(entryBytes * 3);
+    for (const key of ['a', 'b', 'c']) await cache.fetch({ key, policy: UNWARMED, run: async () => rows(key) });
+    expect(cache.bytes).toBe(entryBytes * 3);
+    await cache.fetch({ key: 'a', policy: UNWARMED, run: async () => rows('a') }); // a is now the most recent
+    await cache.fetch({ key: 'd', policy: UNWARMED, run: async () => rows('d') }); // evicts b
+    const statuses = [];
+    for (const key of ['a', 'c', 'd', 'b']) statuses.push((await cache.fetch({ key, policy: UNWARMED, run: async () => rows(key) })).status);
+    expect(statuses).toEqual(['HIT', 'HIT', 'HIT', 'MISS']);
+    expect(cache.bytes).toBeLessThanOrEqual(entryBytes * 3);
+  });
+
+  it('does not cache a result larger than the whole limit', async () => {
+    const { cache } = makeCache(50);
+    const query = countedQuery([{ pad: 'x'.repeat(100) }]);
+    await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run });
+    expect((await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run })).status).toBe('MISS');
+    expect(cache.bytes).toBe(0);
+  });
+
+  it('close cancels the warming schedules', async () => {
+    const { clock, cache } = makeCache();
+    await cache.fetch({ key: 'k', policy: WARMED, run: async () => ['v'] });
+    cache.close();
+    expect(clock.scheduled).toBe(0);
+    expect(cache.bytes).toBe(0);
+  });
+});
+
+describe('cronRuleForPeriod', () => {
+  it('expresses periods that divide a minute, an hour or a day', () => {
+    expect(cronRuleForPeriod(30)).toBe('*/30 * * * * *');
+    expect(cronRuleForPeriod(300)).toBe('0 */5 * * * *');
+    expect(cronRuleForPeriod(7200)).toBe('0 0 */2 * * *');
+    expect(cronRuleForPeriod(86400)).toBe('0 0 0 * * *');
+  });
+
+  it('rejects periods that would drift, naming the period', () => {
+    expect(() => cronRuleForPeriod(7)).toThrow('7 s');
+    expect(() => cronRuleForPeriod(420)).toThrow('420 s');
+    expect(() => cronRuleForPeriod(0)).toThrow();
+  });
+});
