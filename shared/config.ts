@@ -30,6 +30,8 @@ export const configSchema = z.object({
   // query service: API keys and result cache
   API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
   CACHE_MAX_BYTES: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
+  // query service: saved endpoints (an Elasticsearch query running longer gets 504)
+  QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
 
   // ingest worker
   INGEST_HOST: z.string().default('127.0.0.1'),

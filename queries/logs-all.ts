@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { SOURCES } from '../shared/sources.ts';
+import type { EndpointDefinition, SourceCte } from './endpoint.ts';
+
+/** Empty and absent both mean "no bound" (DESIGN.md 1); the compiler parses the text. */
+const optionalTimestamp = z
+  .string({ error: 'must be an ISO 8601 timestamp such as 2024-01-01T00:00:00.000Z' })
+  .optional()
+  .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+
+const parameters = z.object({
+  project: z
+    .string({ error: 'project is required: the project reference every log source is filtered by' })
+    .trim()
+    .min(1, 'project is required: the project reference every log source is filtered by'),
+  iso_timestamp_start: optionalTimestamp,
+  iso_timestamp_end: optionalTimestamp,
+});
+
+export type LogsParameters = z.infer<typeof parameters>;
+
+const ctes: SourceCte[] = SOURCES.map((source) => ({
+  kind: 'source',
+  name: source.name,
+  source: source.name,
+  projectFilter: { field: source.projectField, parameter: 'project' },
+  timeBounds: { startExclusive: 'iso_timestamp_start', endInclusive: 'iso_timestamp_end' },
+}));
+
+/** Log events of one project (SPEC.md 4.2): nine CTEs, the saved selection reads edge_logs only. */
+export const logsAll: EndpointDefinition<LogsParameters> = {
+  id: '8d3b9f57-2c64-4e1a-b0d7-5f9e3a6c2b18',
+  name: 'logs.all',
+  description: 'Log events of one project within an optional time window; the saved selection returns edge events, newest first, 100 rows.',
+  parameters,
+  parameterDocs: [
+    { name: 'project', required: true, description: 'Project reference each log source is filtered by.' },
+    { name: 'iso_timestamp_start', required: false, description: 'Exclusive lower bound (ISO 8601); empty or absent = no bound.' },
+    { name: 'iso_timestamp_end', required: false, description: 'Inclusive upper bound (ISO 8601); empty or absent = no bound.' },
+  ],
+  ctes,
+  selection: { kind: 'events', from: 'edge_logs', columns: ['id', 'timestamp', 'event_message', 'metadata'], order: 'timestamp_desc', limit: 100 },
+  maxRows: 1000,
+  cache: null,
+  sandboxable: true,
+  redactPii: false,
+};

@@ -1,0 +1,44 @@
+import type { estypes } from '@elastic/elasticsearch';
+import { microsecondsFromStoredTimestamp } from './timestamp.ts';
+
+export interface LogRow {
+  id: string;
+  timestamp: number;
+  event_message: string;
+  metadata: Record<string, unknown>[];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Every nested record becomes an array of records; arrays of scalars stay as they are. */
+function recordFields(record: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, nestedValue(value)]));
+}
+
+function nestedValue(value: unknown): unknown {
+  if (isRecord(value)) return [recordFields(value)];
+  if (Array.isArray(value)) return value.map((element) => (isRecord(element) ? recordFields(element) : nestedValue(element)));
+  return value;
+}
+
+/** metadata in the BigQuery shape clients read as metadata[0].request[0].path (DESIGN.md 1). */
+export function metadataRows(metadata: unknown): Record<string, unknown>[] {
+  if (metadata === undefined || metadata === null) return [];
+  const records = Array.isArray(metadata) ? metadata : [metadata];
+  return records.filter(isRecord).map(recordFields);
+}
+
+/** Search hits of stored events -> logs.all rows. */
+export function logRows(hits: estypes.SearchHit<Record<string, unknown>>[]): LogRow[] {
+  return hits.map((hit) => {
+    const source = hit._source ?? {};
+    return {
+      id: typeof source.id === 'string' ? source.id : hit._id!,
+      timestamp: microsecondsFromStoredTimestamp(String(source.timestamp)),
+      event_message: typeof source.event_message === 'string' ? source.event_message : '',
+      metadata: metadataRows(source.metadata),
+    };
+  });
+}
