@@ -46,6 +46,7 @@ export const configSchema = z.object({
   INGEST_CONCURRENT_PARTITIONS: z.coerce.number().int().min(1).max(64).default(3),
   INGEST_RETRY_INITIAL_MS: z.coerce.number().int().min(1).default(200),
   INGEST_RETRY_MAX_MS: z.coerce.number().int().min(1).default(10_000),
+  INGEST_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).default(30_000),
 
   STACK_CACHE_DIR: z.string().default(path.join(repositoryRoot, '.stack-cache')),
   STACK_KAFKA_PORT: port.default(39092),

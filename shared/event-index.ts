@@ -16,6 +16,31 @@ export interface StoredEvent {
   event_message: string;
   project?: string;
   metadata?: Record<string, unknown> | Record<string, unknown>[];
+  /**
+   * Metadata fields whose type clashed with the index mapping, moved here by the ingest worker so the
+   * event is still stored (this field is not indexed). Readers call restoreSetAsideFields() to get
+   * the event as produced.
+   */
+  metadata_unindexed?: SetAsideField[];
+}
+
+/** One metadata value set aside: its path inside `metadata` (array positions as numbers) and the value. */
+export interface SetAsideField {
+  path: (string | number)[];
+  value: unknown;
+}
+
+/** The event as produced: set-aside fields put back into `metadata`, `metadata_unindexed` dropped. */
+export function restoreSetAsideFields<T extends { metadata?: unknown; metadata_unindexed?: SetAsideField[] }>(stored: T): Omit<T, 'metadata_unindexed'> {
+  const { metadata_unindexed: setAside, ...event } = stored;
+  if (!setAside || setAside.length === 0 || event.metadata === undefined) return event;
+  const metadata = structuredClone(event.metadata) as Record<string | number, unknown>;
+  for (const { path, value } of setAside) {
+    let container: Record<string | number, unknown> = metadata;
+    for (const step of path.slice(0, -1)) container = container[step] as Record<string | number, unknown>;
+    container[path[path.length - 1]!] = value;
+  }
+  return { ...event, metadata };
 }
 
 /** Strings long enough for real URLs stay searchable; longer ones are stored but not indexed. */
@@ -46,6 +71,7 @@ export const EVENT_INDEX_MAPPINGS: estypes.MappingTypeMapping = {
     timestamp: { type: 'date_nanos', format: 'strict_date_optional_time_nanos' },
     project: { type: 'keyword' },
     event_message: { type: 'text', fields: { keyword: { ...keyword } } },
+    metadata_unindexed: { type: 'object', enabled: false },
     metadata: {
       type: 'object',
       properties: {

@@ -1,0 +1,64 @@
+import type { estypes } from '@elastic/elasticsearch';
+import type { StoredEvent } from '../shared/event-index.ts';
+import { conflictingField } from './type-conflict.ts';
+
+/** What happened to one event of a bulk request. */
+export type ItemOutcome =
+  | { kind: 'indexed' }
+  | { kind: 'retry'; cause: string }
+  | { kind: 'type_conflict'; field: string; reason: string }
+  | { kind: 'rejected'; reason: string };
+
+const MAPPING_ERRORS = new Set(['document_parsing_exception', 'mapper_parsing_exception', 'illegal_argument_exception']);
+
+/** Sorts a bulk item result into indexed, worth retrying, a type conflict to work around, or permanently rejected. */
+export function classifyItem(item: estypes.BulkResponseItem): ItemOutcome {
+  if (item.status >= 200 && item.status < 300) return { kind: 'indexed' };
+  const error = item.error;
+  if (item.status === 429 || item.status >= 500) return { kind: 'retry', cause: error?.type ?? `status_${item.status}` };
+  const reason = error ? `${error.type}: ${error.reason ?? ''}` : `status ${item.status}`;
+  if (error && MAPPING_ERRORS.has(error.type)) {
+    const field = conflictingField(error.reason ?? '') ?? conflictingField(error.caused_by?.reason ?? '');
+    if (field) return { kind: 'type_conflict', field, reason };
+  }
+  return { kind: 'rejected', reason };
+}
+
+/**
+ * A whole bulk request that failed: connection errors, timeouts, 429 and 5xx are worth retrying;
+ * anything else (a 400 for the request as a whole) is a fault in the request itself.
+ */
+export function isRetriableRequestError(error: unknown): boolean {
+  const status = (error as { meta?: { statusCode?: number } }).meta?.statusCode;
+  if (status === undefined || status === null) return true;
+  return status === 408 || status === 429 || status >= 500;
+}
+
+export function bulkOperations(index: string, events: StoredEvent[]): unknown[] {
+  // `index`, not `create`: a redelivered event overwrites itself with identical content
+  return events.flatMap((event) => [{ index: { _index: index, _id: event.id } }, event]);
+}
+
+/** Splits items into consecutive runs bounded by count and by approximate serialised size. */
+export function chunkBySize<T>(items: T[], sizeOf: (item: T) => number, maxBytes: number, maxCount: number): T[][] {
+  const chunks: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = sizeOf(item);
+    if (current.length > 0 && (current.length >= maxCount || bytes + size > maxBytes)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/** Capped exponential backoff: initial, 2x, 4x ... never above max. */
+export function backoffMs(attempt: number, initialMs: number, maxMs: number): number {
+  return Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30));
+}

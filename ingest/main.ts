@@ -1,0 +1,49 @@
+import { ConfigError, loadConfig } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import { startIngestWorker } from './worker.ts';
+
+/** The ingest worker process: `npm run ingest`. */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger('ingest', config.LOG_LEVEL);
+  const worker = await startIngestWorker(config, logger).catch((error: unknown) => {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(2);
+    }
+    logger.fatal({ err: error }, 'ingest worker could not start');
+    process.exit(1);
+  });
+  console.log(`ingest: http://${config.INGEST_HOST}:${worker.port}/health`);
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    worker.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'unclean shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  worker.failed.then((error) => {
+    logger.fatal({ err: error }, 'consumer failed for good, exiting');
+    worker.stop().finally(() => process.exit(1));
+  });
+}
+
+await main();

@@ -1,0 +1,26 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The worker's Prometheus metrics, on a registry of its own so two workers in one process stay apart. */
+export function createIngestMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'ingest_' });
+  return {
+    registry,
+    consumed: new Counter({ name: 'ingest_events_consumed_total', help: 'Events read from Kafka (array elements counted one by one)', labelNames: ['source'], registers: [registry] }),
+    indexed: new Counter({ name: 'ingest_events_indexed_total', help: 'Events acknowledged by Elasticsearch', labelNames: ['source'], registers: [registry] }),
+    deadLettered: new Counter({ name: 'ingest_events_dead_lettered_total', help: 'Events sent to the dead-letter topic, by reason', labelNames: ['source', 'reason'], registers: [registry] }),
+    retries: new Counter({ name: 'ingest_bulk_retries_total', help: 'Bulk attempts repeated because Elasticsearch was unavailable or overloaded', labelNames: ['source', 'cause'], registers: [registry] }),
+    typeConflicts: new Counter({ name: 'ingest_type_conflicts_total', help: 'Metadata fields set aside unindexed because their type clashed with the mapping', labelNames: ['source'], registers: [registry] }),
+    bulkDuration: new Histogram({
+      name: 'ingest_bulk_duration_seconds',
+      help: 'Duration of Elasticsearch bulk requests',
+      labelNames: ['outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    consumerLag: new Gauge({ name: 'ingest_consumer_lag', help: 'Messages behind the end of the partition after the last committed batch', labelNames: ['topic', 'partition'], registers: [registry] }),
+    heldPartitions: new Gauge({ name: 'ingest_partitions_held', help: 'Partitions whose consumption is paused while Elasticsearch is retried', registers: [registry] }),
+  };
+}
+
+export type IngestMetrics = ReturnType<typeof createIngestMetrics>;

@@ -1,0 +1,39 @@
+/**
+ * What `npm run produce` publishes: a file (or stdin) holding one JSON document (an event, or an
+ * array of events) or newline-delimited JSON, one event per line. Each event becomes one message,
+ * sent as the producer wrote it, so the worker's validation is what decides.
+ */
+export function eventsFromText(text: string): string[] {
+  const trimmed = text.trim();
+  if (trimmed === '') return [];
+  try {
+    const whole: unknown = JSON.parse(trimmed);
+    return Array.isArray(whole) ? whole.map((event) => JSON.stringify(event)) : [JSON.stringify(whole)];
+  } catch {
+    // not one document: newline-delimited JSON
+  }
+  return trimmed
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+}
+
+export interface ProduceArguments {
+  source: string;
+  file?: string;
+}
+
+export function parseProduceArguments(argv: string[]): ProduceArguments {
+  let source: string | undefined;
+  let file: string | undefined;
+  for (let position = 0; position < argv.length; position += 1) {
+    const argument = argv[position]!;
+    if (argument === '--source') source = argv[++position];
+    else if (argument.startsWith('--source=')) source = argument.slice('--source='.length);
+    else if (argument.startsWith('--')) throw new Error(`unknown option ${argument}; usage: npm run produce -- --source <source> [file.ndjson]`);
+    else if (file === undefined) file = argument;
+    else throw new Error(`only one file may be given, got ${file} and ${argument}`);
+  }
+  if (!source) throw new Error('--source is required; usage: npm run produce -- --source edge_logs [file.ndjson]');
+  return { source, file };
+}

@@ -1,0 +1,137 @@
+import type { Client } from '@elastic/elasticsearch';
+import { Partitioners } from 'kafkajs';
+import { ConfigError, type Config } from '../shared/config.ts';
+import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { ensureEventIndex } from '../shared/event-index.ts';
+import type { Logger } from '../shared/logger.ts';
+import { indexName } from '../shared/sources.ts';
+import { processBatch } from './batch.ts';
+import { startStatusServer, type HealthReport } from './http.ts';
+import { createKafka } from './kafka.ts';
+import { createIngestMetrics } from './metrics.ts';
+import { ensureTopics, sourceRoutes } from './topics.ts';
+
+export interface IngestWorker {
+  /** The port /health and /metrics are served on (useful with INGEST_PORT=0). */
+  port: number;
+  /** Resolves when the consumer has crashed for good (the process should exit non-zero). */
+  failed: Promise<Error>;
+  /** Leaves the consumer group after committing what is durable; an unfinished batch stays uncommitted. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts consuming the nine source topics into their indices: creates topics and indices that are
+ * missing, joins the consumer group and serves /health and /metrics.
+ */
+export async function startIngestWorker(config: Config, logger: Logger): Promise<IngestWorker> {
+  const brokers = config.KAFKA_BROKERS;
+  const elasticsearchUrl = config.ELASTICSEARCH_URL;
+  if (!brokers || !elasticsearchUrl) {
+    throw new ConfigError([...(brokers ? [] : ['KAFKA_BROKERS: required by the ingest worker']), ...(elasticsearchUrl ? [] : ['ELASTICSEARCH_URL: required by the ingest worker'])]);
+  }
+  const routes = sourceRoutes(config);
+  const kafka = createKafka(brokers, 'logplatform-ingest', logger);
+  const client = createElasticsearchClient({ url: elasticsearchUrl });
+
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const created = await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS);
+    if (created.length > 0) logger.info({ topics: created, partitions: config.INGEST_TOPIC_PARTITIONS }, 'topics created');
+  } finally {
+    await admin.disconnect();
+  }
+  await ensureIndices(client, routes.map((route) => indexName({ indexPrefix: config.INDEX_PREFIX }, route.source)), logger);
+
+  const metrics = createIngestMetrics();
+  let status: HealthReport['status'] = 'starting';
+  let heldPartitions = 0;
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+  const consumer = kafka.consumer({
+    groupId: config.INGEST_GROUP_ID,
+    sessionTimeout: config.INGEST_SESSION_TIMEOUT_MS,
+    heartbeatInterval: Math.max(500, Math.floor(config.INGEST_SESSION_TIMEOUT_MS / 10)),
+    maxBytes: config.INGEST_FETCH_MAX_BYTES,
+    maxBytesPerPartition: Math.min(config.INGEST_FETCH_MAX_BYTES, config.INGEST_BULK_MAX_BYTES),
+    maxWaitTimeInMs: 500,
+  });
+  let reportFailure!: (error: Error) => void;
+  const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
+  consumer.on(consumer.events.GROUP_JOIN, (event) => {
+    status = 'consuming';
+    logger.info({ assignment: event.payload.memberAssignment }, 'joined the consumer group');
+  });
+  consumer.on(consumer.events.CRASH, (event) => {
+    logger.error({ err: event.payload.error, restart: event.payload.restart }, 'consumer crashed');
+    if (!event.payload.restart) {
+      status = 'failed';
+      reportFailure(event.payload.error);
+    } else {
+      status = 'starting';
+    }
+  });
+
+  const status$ = await startStatusServer(config.INGEST_HOST, config.INGEST_PORT, () => ({ status, heldPartitions }), metrics.registry);
+  await producer.connect();
+  await consumer.connect();
+  await consumer.subscribe({ topics: routes.map((route) => route.topic), fromBeginning: true });
+  const routeByTopic = new Map(
+    routes.map((route) => [route.topic, { source: route.source, index: indexName({ indexPrefix: config.INDEX_PREFIX }, route.source), deadLetterTopic: route.deadLetterTopic }]),
+  );
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: config.INGEST_CONCURRENT_PARTITIONS,
+    eachBatch: (payload) =>
+      processBatch(payload, {
+        client,
+        producer,
+        metrics,
+        logger,
+        routes: routeByTopic,
+        settings: {
+          maxMessageBytes: config.INGEST_MAX_MESSAGE_BYTES,
+          bulkMaxBytes: config.INGEST_BULK_MAX_BYTES,
+          bulkMaxEvents: config.INGEST_BULK_MAX_EVENTS,
+          retryInitialMs: config.INGEST_RETRY_INITIAL_MS,
+          retryMaxMs: config.INGEST_RETRY_MAX_MS,
+        },
+        onHold: (held) => {
+          heldPartitions += held ? 1 : -1;
+          metrics.heldPartitions.set(heldPartitions);
+        },
+      }),
+  });
+  logger.info({ topics: routes.map((route) => route.topic), group: config.INGEST_GROUP_ID, port: status$.port }, 'ingest worker started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    port: status$.port,
+    failed,
+    stop: () =>
+      (stopping ??= (async () => {
+        status = 'stopping';
+        await consumer.disconnect();
+        await producer.disconnect();
+        await new Promise<void>((resolve) => status$.server.close(() => resolve()));
+        await client.close();
+        logger.info('ingest worker stopped');
+      })()),
+  };
+}
+
+/** Elasticsearch may still be starting next to us: retry for a while before giving up. */
+async function ensureIndices(client: Client, indices: string[], logger: Logger, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      for (const index of indices) await ensureEventIndex(client, index);
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      logger.warn({ err: error, attempt }, 'cannot create indices yet, retrying');
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * 2 ** attempt)));
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import type { Client } from '@elastic/elasticsearch';
+import type { StoredEvent } from '../shared/event-index.ts';
+import type { Logger } from '../shared/logger.ts';
+import { backoffMs, bulkOperations, classifyItem, isRetriableRequestError } from './bulk.ts';
+import type { IngestMetrics } from './metrics.ts';
+import { setAsideField } from './type-conflict.ts';
+
+export interface WriteContext {
+  client: Client;
+  index: string;
+  source: string;
+  metrics: IngestMetrics;
+  logger: Logger;
+  retryInitialMs: number;
+  retryMaxMs: number;
+  /** False once the batch must be given up (shutdown, rebalance); nothing of it is committed then. */
+  keepGoing(): boolean;
+  /** Keeps the consumer group membership alive while we wait for Elasticsearch. */
+  heartbeat(): Promise<void>;
+  onHold(held: boolean): void;
+}
+
+/** Thrown when the batch was given up before Elasticsearch acknowledged it. */
+export class WriteAbandoned extends Error {
+  override name = 'WriteAbandoned';
+}
+
+export interface Rejected<T> {
+  item: T;
+  reason: string;
+}
+
+/**
+ * Writes events until Elasticsearch has acknowledged every one or rejected it for good. Overload and
+ * outages are retried with capped exponential backoff (the partition stays held meanwhile, which is
+ * the backpressure); type conflicts are retried at once with the clashing field set aside.
+ * Returns the permanently rejected items, which belong in the dead-letter topic.
+ */
+export async function writeEvents<T extends { event: StoredEvent }>(context: WriteContext, items: T[]): Promise<Rejected<T>[]> {
+  const rejected: Rejected<T>[] = [];
+  let pending = items;
+  let attempt = 0;
+  try {
+    while (pending.length > 0) {
+      if (!context.keepGoing()) throw new WriteAbandoned(`gave up writing ${pending.length} events to ${context.index}`);
+      const again: T[] = [];
+      let retryCause: string | undefined;
+      const timer = context.metrics.bulkDuration.startTimer();
+      try {
+        const response = await context.client.bulk({ operations: bulkOperations(context.index, pending.map((item) => item.event)), refresh: false });
+        timer({ outcome: response.errors ? 'partial' : 'ok' });
+        response.items.forEach((entry, position) => {
+          const item = pending[position]!;
+          const outcome = classifyItem(entry.index ?? Object.values(entry)[0]!);
+          if (outcome.kind === 'indexed') {
+            context.metrics.indexed.inc({ source: context.source });
+          } else if (outcome.kind === 'retry') {
+            again.push(item);
+            retryCause = outcome.cause;
+          } else if (outcome.kind === 'type_conflict') {
+            const reduced = setAsideField(item.event, outcome.field);
+            if (reduced) {
+              context.metrics.typeConflicts.inc({ source: context.source });
+              context.logger.warn({ index: context.index, id: item.event.id, field: outcome.field }, 'type conflict: field stored unindexed');
+              again.push({ ...item, event: reduced });
+            } else {
+              rejected.push({ item, reason: outcome.reason });
+            }
+          } else {
+            rejected.push({ item, reason: outcome.reason });
+          }
+        });
+      } catch (error) {
+        timer({ outcome: 'failed' });
+        if (!isRetriableRequestError(error)) {
+          const reason = `bulk request refused: ${(error as Error).message}`;
+          for (const item of pending) rejected.push({ item, reason });
+          pending = [];
+          continue;
+        }
+        again.push(...pending);
+        retryCause = (error as Error).name || 'request_failed';
+      }
+      pending = again;
+      if (retryCause !== undefined) {
+        context.metrics.retries.inc({ source: context.source, cause: retryCause });
+        const delay = backoffMs(attempt, context.retryInitialMs, context.retryMaxMs);
+        attempt += 1;
+        context.onHold(true);
+        context.logger.warn({ index: context.index, events: pending.length, cause: retryCause, retryInMs: delay, attempt }, 'elasticsearch unavailable, holding the partition');
+        await waitAlive(context, delay);
+      }
+    }
+  } finally {
+    if (attempt > 0) context.onHold(false);
+  }
+  return rejected;
+}
+
+/** Sleeps in short steps, heartbeating and stopping early when the batch is given up. */
+async function waitAlive(context: WriteContext, delayMs: number): Promise<void> {
+  const until = Date.now() + delayMs;
+  while (Date.now() < until && context.keepGoing()) {
+    await new Promise((resolve) => setTimeout(resolve, Math.min(500, until - Date.now())));
+    await context.heartbeat();
+  }
+}

@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import { Partitioners } from 'kafkajs';
+import { loadConfig } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import { SOURCE_NAMES, sourceByName } from '../shared/sources.ts';
+import { createKafka } from '../ingest/kafka.ts';
+import { eventsFromText, parseProduceArguments } from '../ingest/produce-input.ts';
+import { sourceTopic } from '../ingest/topics.ts';
+
+/** `npm run produce -- --source edge_logs [file.ndjson]`: publishes events from a file or stdin to a source's topic. */
+const config = loadConfig(process.env);
+let options;
+try {
+  options = parseProduceArguments(process.argv.slice(2));
+} catch (error) {
+  console.error((error as Error).message);
+  process.exit(2);
+}
+const source = sourceByName(options.source);
+if (!source) {
+  console.error(`unknown source "${options.source}"; sources are ${SOURCE_NAMES.join(', ')}`);
+  process.exit(2);
+}
+if (!config.KAFKA_BROKERS) {
+  console.error('KAFKA_BROKERS is not set: name the Kafka brokers to publish to, e.g. KAFKA_BROKERS=127.0.0.1:39092');
+  process.exit(2);
+}
+const text = options.file ? readFileSync(options.file, 'utf8') : readFileSync(0, 'utf8');
+const events = eventsFromText(text);
+const topic = sourceTopic(config, source.name);
+const producer = createKafka(config.KAFKA_BROKERS, 'logplatform-produce', createLogger('produce', config.LOG_LEVEL)).producer({
+  createPartitioner: Partitioners.DefaultPartitioner,
+});
+await producer.connect();
+try {
+  const perRequest = 1000;
+  for (let start = 0; start < events.length; start += perRequest) {
+    await producer.send({ topic, acks: -1, messages: events.slice(start, start + perRequest).map((value) => ({ value })) });
+  }
+} finally {
+  await producer.disconnect();
+}
+console.log(`published ${events.length} event(s) to ${topic}`);
