@@ -69,3 +69,9 @@ export class QueryTimeout extends ApiError {
   readonly status = 504;
   readonly code = 'query_timeout';
 }
+
+/** The service runs but cannot answer queries yet (e.g. source indices not created). */
+export class NotReady extends ApiError {
+  readonly status = 503;
+  readonly code = 'not_ready';
+}

@@ -2,14 +2,30 @@ import type { Client } from '@elastic/elasticsearch';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
+import { ENDPOINTS } from '../queries/index.ts';
+import { Authenticator } from './auth/authenticator.ts';
+import { KeyStore } from './auth/key-store.ts';
+import { withoutSecrets } from './auth/log-secrets.ts';
+import { SystemClock, type Clock } from './cache/clock.ts';
+import { ResultCache } from './cache/result-cache.ts';
 import { installErrorHandler } from './http/error-handler.ts';
+import { authPlugin } from './plugins/auth.ts';
 import { healthPlugin } from './plugins/health.ts';
+import { metricsPlugin } from './plugins/metrics.ts';
+import { openApiPlugin } from './plugins/openapi.ts';
+import { readyPlugin } from './plugins/ready.ts';
 
 export interface ServerDependencies {
   config: Config;
   logger: Logger;
   elasticsearch: Client;
   kafkaBrokers: string[];
+  /** Time for the result cache and the key cache; default: wall clock and node-schedule. */
+  clock?: Clock;
+  /** Default: one bounded by CACHE_MAX_BYTES. Closed with the server. */
+  resultCache?: ResultCache;
+  /** Default: keys in <INDEX_PREFIX>api-keys, plus BOOTSTRAP_API_KEY. */
+  authenticator?: Authenticator;
 }
 
 /** Sandboxed SQL arrives in the query string: accept URLs well beyond the 16 KiB clients send. */
@@ -17,13 +33,29 @@ const MAX_URL_BYTES = 64 * 1024;
 
 export async function buildServer(deps: ServerDependencies): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance: withoutSecrets(deps.logger) as FastifyBaseLogger,
     routerOptions: { maxParamLength: 512 },
     bodyLimit: 1024 * 1024,
     http: { maxHeaderSize: MAX_URL_BYTES + 16 * 1024 },
     requestIdHeader: 'x-request-id',
   });
   installErrorHandler(app);
+  const clock = deps.clock ?? new SystemClock();
+  const resultCache = deps.resultCache ?? new ResultCache({ maxBytes: deps.config.CACHE_MAX_BYTES, clock, logger: deps.logger });
+  app.addHook('onClose', async () => resultCache.close());
+  const authenticator =
+    deps.authenticator ??
+    new Authenticator({
+      keyStore: new KeyStore(deps.elasticsearch, deps.config.INDEX_PREFIX),
+      bootstrapKey: deps.config.BOOTSTRAP_API_KEY,
+      clock,
+      cacheSeconds: deps.config.API_KEY_CACHE_SECONDS,
+    });
+  // metrics and auth hooks first, so they apply to every route registered after them
+  await app.register(metricsPlugin);
+  await app.register(authPlugin, { authenticator });
+  await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
+  await app.register(openApiPlugin, { endpoints: ENDPOINTS });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers });
   return app;
 }

@@ -1,0 +1,95 @@
+import { errors as elasticsearchErrors } from '@elastic/elasticsearch';
+import type { Clock } from '../cache/clock.ts';
+import { StoreUnavailable, Unauthorized } from '../errors.ts';
+import { hashApiKey, hashesEqual, keyIdOf, secretsEqual } from './api-key.ts';
+import type { ApiKeyRecord, KeyStore } from './key-store.ts';
+import type { Principal } from './principal.ts';
+
+const HOW_TO_SEND = 'send it in the X-API-KEY header or as Authorization: Bearer <key>';
+
+export const BOOTSTRAP_PRINCIPAL: Principal = { keyId: 'bootstrap', account: 'bootstrap', endpoints: 'all', projects: null };
+
+/** Verified keys remembered at most this many; the oldest is forgotten first. */
+const MAX_REMEMBERED_KEYS = 10_000;
+
+export interface AuthenticatorOptions {
+  keyStore: KeyStore;
+  bootstrapKey: string | undefined;
+  clock: Clock;
+  /** How long a verified key is trusted without asking Elasticsearch again: the bound on how late a revoke takes effect. */
+  cacheSeconds: number;
+}
+
+interface RememberedKey {
+  record: ApiKeyRecord;
+  hash: string;
+  verifiedAt: number;
+}
+
+/**
+ * The key a request presents, from X-API-KEY or `Authorization: Bearer`; undefined when it sends none.
+ * An Authorization header of another scheme is an error rather than "no key", so the caller learns why.
+ */
+export function presentedKey(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const header = headers['x-api-key'];
+  const apiKey = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (apiKey) return apiKey;
+  const authorization = headers.authorization?.toString().trim();
+  if (!authorization) return undefined;
+  const bearer = /^Bearer\s+(\S+)$/i.exec(authorization);
+  if (!bearer) throw new Unauthorized(`the Authorization header must be "Bearer <key>"; or ${HOW_TO_SEND.replace('send it ', 'send the key ')}`);
+  return bearer[1];
+}
+
+export function principalOf(record: ApiKeyRecord): Principal {
+  return { keyId: record.keyId, account: record.account, endpoints: record.endpoints, projects: record.projects };
+}
+
+/** Turns the key a request presents into a Principal, or refuses it with 401. */
+export class Authenticator {
+  private readonly remembered = new Map<string, RememberedKey>();
+
+  constructor(private readonly options: AuthenticatorOptions) {}
+
+  async authenticate(headers: Record<string, string | string[] | undefined>): Promise<Principal> {
+    const key = presentedKey(headers);
+    if (key === undefined) throw new Unauthorized(`missing API key: ${HOW_TO_SEND}`);
+    const bootstrap = this.options.bootstrapKey;
+    if (bootstrap !== undefined && secretsEqual(key, bootstrap)) return BOOTSTRAP_PRINCIPAL;
+
+    const invalid = new Unauthorized(`invalid API key: no such key; ${HOW_TO_SEND}, exactly as printed by npm run keys -- create`);
+    const keyId = keyIdOf(key);
+    if (keyId === null) throw invalid;
+    const presentedHash = hashApiKey(key);
+    const stored = await this.lookUp(keyId);
+    if (!stored || !hashesEqual(presentedHash, stored.hash)) throw invalid;
+    if (stored.record.revokedAt !== null) {
+      throw new Unauthorized(`this API key (id ${keyId}) was revoked at ${stored.record.revokedAt}; ask for a new key`);
+    }
+    return principalOf(stored.record);
+  }
+
+  private async lookUp(keyId: string): Promise<RememberedKey | null> {
+    const now = this.options.clock.now();
+    const cached = this.remembered.get(keyId);
+    if (cached && now - cached.verifiedAt < this.options.cacheSeconds * 1000) return cached;
+    this.remembered.delete(keyId);
+
+    let found: Awaited<ReturnType<KeyStore['find']>>;
+    try {
+      found = await this.options.keyStore.find(keyId);
+    } catch (error) {
+      if (error instanceof elasticsearchErrors.ConnectionError || error instanceof elasticsearchErrors.TimeoutError) {
+        throw new StoreUnavailable('cannot verify the API key: Elasticsearch is unreachable; retry shortly');
+      }
+      throw error;
+    }
+    if (!found) return null;
+    const remembered = { ...found, verifiedAt: now };
+    if (this.options.cacheSeconds > 0) {
+      this.remembered.set(keyId, remembered);
+      if (this.remembered.size > MAX_REMEMBERED_KEYS) this.remembered.delete(this.remembered.keys().next().value!);
+    }
+    return remembered;
+  }
+}

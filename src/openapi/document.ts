@@ -1,0 +1,171 @@
+import { z } from 'zod';
+import type { EndpointDefinition } from '../../queries/endpoint.ts';
+
+/** The OpenAPI 3.1 document of the saved endpoints, derived from their definitions in queries/. */
+export interface OpenApiDocument {
+  openapi: '3.1.0';
+  info: { title: string; version: string; description: string };
+  paths: Record<string, Record<string, Operation>>;
+  components: Record<string, unknown>;
+  security: Record<string, string[]>[];
+}
+
+export interface Parameter {
+  name: string;
+  in: 'query' | 'header';
+  required: boolean;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
+export interface Operation {
+  operationId: string;
+  summary: string;
+  description: string;
+  tags: string[];
+  parameters: Parameter[];
+  requestBody?: { required: boolean; content: Record<string, { schema: Record<string, unknown> }> };
+  responses: Record<string, { description: string; headers?: Record<string, unknown>; content?: Record<string, { schema: unknown }> }>;
+}
+
+type JsonSchema = { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+
+const ERROR_RESPONSES: Record<string, string> = {
+  '400': 'Bad parameter or query; the message names what was wrong',
+  '401': 'Missing, unknown or revoked API key',
+  '403': 'The key may not query this endpoint or project',
+  '404': 'Unknown endpoint',
+  '413': 'Request body too large',
+  '414': 'URL too long',
+  '503': 'Elasticsearch unavailable',
+  '504': 'Query exceeded the time limit',
+};
+
+const SANDBOX_PARAMETERS: Parameter[] = [
+  { name: 'sql', in: 'query', required: false, description: "Ad-hoc SQL restricted to the endpoint's CTE names.", schema: { type: 'string' } },
+  { name: 'lql', in: 'query', required: false, description: "Ad-hoc query in the log query language, restricted to the endpoint's CTE names.", schema: { type: 'string' } },
+];
+
+const REDACT_HEADER: Parameter = {
+  name: 'SVC-ENDPOINT-REDACT-PII',
+  in: 'header',
+  required: false,
+  description: '`true` replaces every IPv4 and IPv6 address in the result with REDACTED, for this request only.',
+  schema: { type: 'string', enum: ['true', 'false'] },
+};
+
+function rowSchema(endpoint: EndpointDefinition): Record<string, unknown> {
+  const selection = endpoint.selection;
+  if (selection.kind === 'events') {
+    const columns: Record<string, unknown> = {
+      id: { type: 'string' },
+      timestamp: { type: 'integer', description: 'Microseconds since the Unix epoch' },
+      event_message: { type: 'string' },
+      metadata: { type: 'array', items: { type: 'object' }, description: 'Records; every nested record is itself an array of records' },
+    };
+    return { type: 'object', properties: Object.fromEntries(selection.columns.map((column) => [column, columns[column]])) };
+  }
+  const counts = endpoint.ctes.find((cte) => cte.name === selection.from);
+  const countColumns = counts?.kind === 'request_counts' ? Object.keys(counts.pathColumns) : [];
+  return {
+    type: 'object',
+    properties: {
+      timestamp: { type: 'string', description: 'Bucket start in UTC, YYYY-MM-DDTHH:MM:SS' },
+      ...Object.fromEntries(countColumns.map((column) => [column, { type: 'integer', minimum: 0 }])),
+    },
+  };
+}
+
+/** The endpoint's declared parameters as query parameters, from its zod schema and parameter docs. */
+export function declaredParameters(endpoint: EndpointDefinition): Parameter[] {
+  const schema = z.toJSONSchema(endpoint.parameters, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  const required = new Set(schema.required ?? []);
+  return Object.entries(schema.properties ?? {}).map(([name, property]) => {
+    const doc = endpoint.parameterDocs.find((parameter) => parameter.name === name);
+    return { name, in: 'query', required: required.has(name), description: doc?.description ?? '', schema: property };
+  });
+}
+
+function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operation {
+  const query = [...declaredParameters(endpoint), ...(endpoint.sandboxable ? SANDBOX_PARAMETERS : [])];
+  const caching = endpoint.cache
+    ? `Cached for ${endpoint.cache.ttlSeconds} s${endpoint.cache.warmEverySeconds ? `, warmed every ${endpoint.cache.warmEverySeconds} s` : ''}.`
+    : 'Not cached.';
+  const description = `${endpoint.description} Also served at /api/endpoints/query/${endpoint.id}. At most ${endpoint.maxRows} rows. ${caching}`;
+  const ok = {
+    description: 'The result rows',
+    headers: {
+      'X-Cache': { description: 'HIT, MISS or BYPASS', schema: { type: 'string', enum: ['HIT', 'MISS', 'BYPASS'] } },
+      Age: { description: 'Seconds since a cached result was computed', schema: { type: 'integer' } },
+    },
+    content: {
+      'application/json': {
+        schema: { type: 'object', required: ['result'], properties: { result: { type: 'array', maxItems: endpoint.maxRows, items: rowSchema(endpoint) } } },
+      },
+    },
+  };
+  const errors = Object.fromEntries(
+    Object.entries(ERROR_RESPONSES).map(([status, text]) => [
+      status,
+      { description: text, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+    ]),
+  );
+  const common = {
+    operationId: `${endpoint.name.replace(/[^A-Za-z0-9]+/g, '_')}_${method}`,
+    summary: endpoint.name,
+    description,
+    tags: ['endpoints'],
+    responses: { '200': ok, ...errors },
+  };
+  if (method === 'get') return { ...common, parameters: [...query, REDACT_HEADER] };
+  return {
+    ...common,
+    parameters: [REDACT_HEADER],
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            properties: Object.fromEntries(query.map((parameter) => [parameter.name, { ...parameter.schema, description: parameter.description }])),
+            required: query.filter((parameter) => parameter.required).map((parameter) => parameter.name),
+          },
+        },
+      },
+    },
+  };
+}
+
+export function openApiDocument(endpoints: readonly EndpointDefinition[]): OpenApiDocument {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Log query endpoints',
+      version: '1.0.0',
+      description: 'Saved, parameterised queries over the log store. Every /api/ route needs an API key (X-API-KEY or Authorization: Bearer).',
+    },
+    paths: Object.fromEntries(
+      endpoints.map((endpoint) => [`/api/endpoints/query/${endpoint.name}`, { get: operation(endpoint, 'get'), post: operation(endpoint, 'post') }]),
+    ),
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' },
+        bearer: { type: 'http', scheme: 'bearer' },
+      },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['error'],
+          properties: {
+            error: {
+              type: 'object',
+              required: ['code', 'message'],
+              properties: { code: { type: 'string', description: 'Stable snake_case code' }, message: { type: 'string', description: 'What was wrong and how to fix it' } },
+            },
+          },
+        },
+      },
+    },
+    security: [{ apiKey: [] }, { bearer: [] }],
+  };
+}

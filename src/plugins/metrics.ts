@@ -1,0 +1,37 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { findEndpoint } from '../../queries/index.ts';
+import { httpRequestDurationSeconds, httpRequestsTotal, metricsRegistry } from '../metrics.ts';
+
+const QUERY_ROUTE_PREFIX = '/api/endpoints/query/';
+
+/**
+ * The `endpoint` label: the saved endpoint's name on the query route (whether called by UUID or
+ * name), else the route pattern; a fixed value for unknown endpoints and unmatched URLs keeps the
+ * label set small whatever callers send.
+ */
+export function endpointLabel(request: FastifyRequest): string {
+  const route = request.routeOptions.url;
+  if (route === undefined) return 'unmatched';
+  if (route.startsWith(QUERY_ROUTE_PREFIX)) {
+    const idOrName = Object.values((request.params ?? {}) as Record<string, string>)[0] ?? '';
+    return findEndpoint(idOrName)?.name ?? 'unknown_endpoint';
+  }
+  return route;
+}
+
+/** /metrics in Prometheus text format, and request counts and latency for every route. */
+const metrics: FastifyPluginAsync = async (app) => {
+  app.addHook('onResponse', async (request, reply) => {
+    const endpoint = endpointLabel(request);
+    httpRequestsTotal.inc({ endpoint, status: String(reply.statusCode) });
+    httpRequestDurationSeconds.observe({ endpoint }, reply.elapsedTime / 1000);
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    void reply.header('content-type', metricsRegistry.contentType);
+    return metricsRegistry.metrics();
+  });
+};
+
+// the hook must see routes registered outside this plugin, as fastify-plugin would arrange
+export const metricsPlugin = Object.assign(metrics, { [Symbol.for('skip-override')]: true });
