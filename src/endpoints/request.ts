@@ -1,0 +1,66 @@
+import type { z } from 'zod';
+import type { EndpointDefinition } from '../../queries/endpoint.ts';
+import type { Principal } from '../auth/principal.ts';
+import { BadParameter, Forbidden } from '../errors.ts';
+
+/** Query-string and JSON-body values merged; the body wins, as clients send long SQL there. */
+export function mergedParameters(query: unknown, body: unknown): Record<string, unknown> {
+  const merged: Record<string, unknown> = {};
+  for (const source of [query, body]) {
+    if (typeof source !== 'object' || source === null || Array.isArray(source)) continue;
+    for (const [name, raw] of Object.entries(source)) {
+      // a repeated query-string parameter: the last value wins
+      const value = Array.isArray(raw) && typeof raw[raw.length - 1] === 'string' ? raw[raw.length - 1] : raw;
+      merged[name] = typeof value === 'number' || typeof value === 'boolean' ? String(value) : value;
+    }
+  }
+  return merged;
+}
+
+/** The scope check: a key limited to named endpoints may call only those (by name or id). */
+export function assertEndpointAllowed(principal: Principal, endpoint: EndpointDefinition): void {
+  if (principal.endpoints === 'all') return;
+  if (principal.endpoints.includes(endpoint.name) || principal.endpoints.includes(endpoint.id)) return;
+  throw new Forbidden(`this API key may not query endpoint ${endpoint.name}; it is limited to: ${principal.endpoints.join(', ') || '(none)'}`);
+}
+
+/** Ad-hoc `sql` / `lql` needs the sandbox planner, which this release does not have yet. */
+export function assertNoSandboxQuery(parameters: Record<string, unknown>): void {
+  for (const name of ['sql', 'lql']) {
+    const value = parameters[name];
+    if (typeof value === 'string' && value.trim() !== '') {
+      throw new BadParameter(`${name}: ad-hoc queries are not supported yet; call the endpoint without ${name} to run its saved query`, 'sandbox_not_supported');
+    }
+  }
+}
+
+/** The endpoint's declared parameters, validated and normalised; undeclared ones are dropped. */
+export function validateParameters(endpoint: EndpointDefinition, parameters: Record<string, unknown>): Record<string, unknown> {
+  const parsed = (endpoint.parameters as z.ZodType).safeParse(parameters);
+  if (parsed.success) return parsed.data as Record<string, unknown>;
+  const messages = parsed.error.issues.map((issue) => {
+    const name = issue.path.join('.');
+    return name === '' || issue.message.startsWith(name) ? issue.message : `${name}: ${issue.message}`;
+  });
+  throw new BadParameter(`${endpoint.name}: ${messages.join('; ')}`);
+}
+
+/** `SVC-ENDPOINT-REDACT-PII: true` (any letter case) turns redaction on; otherwise the endpoint's setting holds. */
+export function redactionRequested(header: string | string[] | undefined, endpoint: EndpointDefinition): boolean {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined) return endpoint.redactPii;
+  return value.trim().toLowerCase() === 'true';
+}
+
+/**
+ * Everything that changes a result: the endpoint, its normalised declared parameters (sorted), the
+ * sandboxed query text (none yet), redaction, and the caller's project restriction.
+ */
+export function cacheKey(endpoint: EndpointDefinition, parameters: Record<string, unknown>, redact: boolean, principal: Principal): string {
+  const declared = Object.keys(parameters)
+    .filter((name) => parameters[name] !== undefined)
+    .sort()
+    .map((name) => [name, parameters[name]]);
+  const projects = principal.projects === null ? '*' : [...principal.projects].sort();
+  return JSON.stringify([endpoint.id, declared, '', redact, projects]);
+}

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
+import { ensureEventIndex } from '../../shared/event-index.ts';
+import { luceneRegexpForContains } from '../../src/compiler/regex.ts';
+import { testConfig, uniqueName } from '../support/stack.ts';
+
+/** URLs with the characters that differ between JavaScript and Lucene regular expressions. */
+const URLS = [
+  'https://abc.supabase.co/rest/v1/table',
+  'https://abcxdef.supabase.co/rest/v1/t',
+  'https://abc.def.supabase.co/storage/v1/object',
+  'http://abc.supabase.co/auth/v1/token?grant_type=password',
+  'https://ABC.supabase.co/rest/v1/',
+  'https://xyz.supabase.co/realtime/v1/websocket?apikey=a&vsn=1.0.0',
+  'https://xyz.supabase.co/rest/v1/rpc/f?select=*,a(b)#frag',
+  'https://proj-123.supabase.co/rest/v1/items?id=eq.42',
+  'https://proj_123.supabase.co/rest/v1/items?id=eq.7',
+  'https://q.supabase.co/rest/v1/a b c',
+  'https://q.supabase.co/p@th/~user/<x>/"quoted"',
+  'https://q.supabase.co/functions/v1/hello\nworld',
+  'https://q.supabase.co/ünïcode/é',
+  'abc',
+  '',
+];
+
+const PATTERNS = [
+  'abc',
+  'abc.def',
+  'abc\\.def',
+  '^https://abc',
+  '^http://',
+  'v1/$',
+  '/rest/v1/table$',
+  '^abc$',
+  'ABC',
+  '[Aa][Bb][Cc]',
+  'proj-\\d+',
+  'proj.\\d{3}\\.',
+  '\\w+_\\d',
+  '\\s',
+  '\\S+\\s\\S',
+  '[^a-z:/.]',
+  'abc|xyz',
+  '^(?:abc|xyz)\\.',
+  '(rest|auth)/v1/(table|token)',
+  '\\?select=\\*,a\\(b\\)#frag',
+  'a&vsn=1\\.0',
+  'p@th/~user/<x>/"quoted"',
+  'hello.world',
+  'hello\\sworld',
+  'hello[^]world',
+  '[\\Dx]{5}$',
+  'eq\\.\\d{1,2}$',
+  'eq\\.\\d{2,}',
+  'x{0}abc',
+  '(ab)*c',
+  '(?<sub>abc)\\.supabase',
+  'ünïcode/.$',
+  '\\u00e9',
+  '\\x41BC',
+  '[.]',
+  '-',
+  '\\/storage\\/',
+  'a{',
+  '}',
+  ']',
+  '.*',
+  '',
+];
+
+describe('project patterns in Elasticsearch match what JavaScript RegExp matches', () => {
+  const config = testConfig();
+  const elasticsearch = createElasticsearchClient({ url: config.ELASTICSEARCH_URL! });
+  const index = uniqueName('regex-oracle');
+
+  beforeAll(async () => {
+    await ensureEventIndex(elasticsearch, index);
+    await elasticsearch.bulk({
+      refresh: true,
+      operations: URLS.flatMap((url, i) => [
+        { index: { _index: index, _id: String(i) } },
+        { id: String(i), timestamp: '2024-01-01T00:00:00.000000Z', event_message: '', project: 'p', metadata: { request: { url, path: '/' } } },
+      ]),
+    });
+  });
+
+  afterAll(async () => {
+    await elasticsearch.indices.delete({ index });
+    await elasticsearch.close();
+  });
+
+  it.each(PATTERNS.filter((pattern) => pattern !== ''))('%j', async (pattern) => {
+    const expected = URLS.flatMap((url, i) => (new RegExp(pattern).test(url) ? [String(i)] : [])).sort();
+    const response = await elasticsearch.search({
+      index,
+      size: 100,
+      _source: false,
+      query: { nested: { path: 'metadata.request', query: { regexp: { 'metadata.request.url': { value: luceneRegexpForContains(pattern), flags: 'NONE' } } } } },
+    });
+    const actual = response.hits.hits.map((hit) => hit._id!).sort();
+    expect(actual).toEqual(expected);
+  });
+});
