@@ -1,0 +1,86 @@
+import { parseArgs } from 'node:util';
+import type { EndpointDefinition } from '../../queries/endpoint.ts';
+import type { ApiKeyRecord } from './key-store.ts';
+
+export type KeysCommand =
+  | { action: 'create'; account: string; endpoints: 'all' | string[]; projects: string[] | null }
+  | { action: 'list'; json: boolean }
+  | { action: 'revoke'; keyId: string };
+
+export const KEYS_USAGE = `usage:
+  npm run keys -- create --account <account> [--endpoints <name-or-id>,...] [--projects <project>,...]
+  npm run keys -- list [--json]
+  npm run keys -- revoke <key id>
+Without --endpoints a key may query every endpoint; without --projects, every project.`;
+
+export class KeysUsageError extends Error {}
+
+function commaList(text: string): string[] {
+  return text.split(',').map((part) => part.trim()).filter(Boolean);
+}
+
+/** Endpoint names or ids as canonical names; unknown ones are an error listing the valid names. */
+export function canonicalEndpointNames(requested: string[], endpoints: readonly EndpointDefinition[]): string[] {
+  return requested.map((wanted) => {
+    const endpoint = endpoints.find((candidate) => candidate.name === wanted || candidate.id === wanted.toLowerCase());
+    if (!endpoint) throw new KeysUsageError(`unknown endpoint "${wanted}"; known endpoints: ${endpoints.map((e) => e.name).join(', ')}`);
+    return endpoint.name;
+  });
+}
+
+/** Parses `npm run keys -- ...` arguments; throws KeysUsageError saying what is wrong. */
+export function parseKeysCommand(argv: string[], endpoints: readonly EndpointDefinition[]): KeysCommand {
+  const [action, ...rest] = argv;
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: { account: { type: 'string' }, endpoints: { type: 'string' }, projects: { type: 'string' }, json: { type: 'boolean' } },
+    });
+  } catch (error) {
+    throw new KeysUsageError(`${(error as Error).message}\n${KEYS_USAGE}`);
+  }
+  const { values, positionals } = parsed;
+  switch (action) {
+    case 'create': {
+      const account = values.account?.trim();
+      if (!account) throw new KeysUsageError(`create needs --account <account>\n${KEYS_USAGE}`);
+      if (positionals.length > 0) throw new KeysUsageError(`unexpected argument "${positionals[0]}"\n${KEYS_USAGE}`);
+      const endpointList = values.endpoints === undefined ? undefined : commaList(values.endpoints);
+      const projectList = values.projects === undefined ? undefined : commaList(values.projects);
+      if (endpointList?.length === 0) throw new KeysUsageError('--endpoints needs at least one endpoint name or id; leave it out for every endpoint');
+      if (projectList?.length === 0) throw new KeysUsageError('--projects needs at least one project; leave it out for every project');
+      return {
+        action,
+        account,
+        endpoints: endpointList === undefined ? 'all' : canonicalEndpointNames(endpointList, endpoints),
+        projects: projectList ?? null,
+      };
+    }
+    case 'list':
+      return { action, json: values.json ?? false };
+    case 'revoke': {
+      const keyId = positionals[0];
+      if (!keyId || positionals.length > 1) throw new KeysUsageError(`revoke needs exactly one key id (see npm run keys -- list)\n${KEYS_USAGE}`);
+      return { action, keyId };
+    }
+    default:
+      throw new KeysUsageError(`${action === undefined ? 'missing command' : `unknown command "${action}"`}\n${KEYS_USAGE}`);
+  }
+}
+
+/** One line per key for `list`: never the key or its hash, which are not stored or not shown. */
+export function keyTable(records: ApiKeyRecord[]): string {
+  const header = ['KEY ID', 'ACCOUNT', 'ENDPOINTS', 'PROJECTS', 'CREATED', 'REVOKED'];
+  const rows = records.map((r) => [
+    r.keyId,
+    r.account,
+    r.endpoints === 'all' ? 'all' : r.endpoints.join(','),
+    r.projects === null ? 'all' : r.projects.join(','),
+    r.createdAt,
+    r.revokedAt ?? '-',
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  return [header, ...rows].map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+}
