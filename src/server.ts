@@ -10,6 +10,7 @@ import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
 import { installErrorHandler } from './http/error-handler.ts';
 import { authPlugin } from './plugins/auth.ts';
+import { endpointsPlugin } from './plugins/endpoints.ts';
 import { healthPlugin } from './plugins/health.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
@@ -57,5 +58,12 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: ENDPOINTS });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers });
+  await app.register(endpointsPlugin, {
+    elasticsearch: deps.elasticsearch,
+    indexPrefix: deps.config.INDEX_PREFIX,
+    queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
+    clock,
+    resultCache,
+  });
   return app;
 }
