@@ -113,7 +113,7 @@ export class KeyStore {
       revoked_at: null,
       key_sha256: generated.hash,
     };
-    await this.elasticsearch.create({ index: this.index, id: generated.keyId, document, refresh: 'wait_for' });
+    await this.elasticsearch.create({ index: this.index, id: generated.keyId, document, refresh: true });
     return { key: generated.key, record: toRecord(document) };
   }
 
@@ -150,7 +150,7 @@ export class KeyStore {
     if (!existing) return null;
     if (existing.record.revokedAt !== null) return existing.record;
     const revokedAt = new Date().toISOString();
-    await this.elasticsearch.update({ index: this.index, id: keyId, doc: { revoked_at: revokedAt }, refresh: 'wait_for' });
+    await this.elasticsearch.update({ index: this.index, id: keyId, doc: { revoked_at: revokedAt }, refresh: true });
     return { ...existing.record, revokedAt };
   }
 }
