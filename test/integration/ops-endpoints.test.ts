@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
+import { ensureEventIndex } from '../../shared/event-index.ts';
+import { createLogger } from '../../shared/logger.ts';
+import { SOURCE_NAMES, indexName } from '../../shared/sources.ts';
+import { ENDPOINTS } from '../../queries/index.ts';
+import { buildServer } from '../../src/server.ts';
+import { testConfig, uniqueName } from '../support/stack.ts';
+
+const BOOTSTRAP = 'bootstrap-key-for-ops-tests-0123456789';
+
+describe('operational endpoints', () => {
+  const config = testConfig({ INDEX_PREFIX: `${uniqueName('ops')}-`, BOOTSTRAP_API_KEY: BOOTSTRAP });
+  const elasticsearch = createElasticsearchClient({ url: inject('elasticsearchUrl') });
+  const indices = SOURCE_NAMES.map((source) => indexName({ indexPrefix: config.INDEX_PREFIX }, source));
+  let app: FastifyInstance;
+
+  beforeAll(async () => {
+    app = await buildServer({ config, logger: createLogger('test', 'silent'), elasticsearch, kafkaBrokers: config.KAFKA_BROKERS! });
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await elasticsearch.indices.delete({ index: indices, ignore_unavailable: true });
+    await elasticsearch.close();
+  });
+
+  describe('/ready', () => {
+    it('is 503 naming every missing source index, then 200 once all nine exist', async () => {
+      await ensureEventIndex(elasticsearch, indices[0]!);
+      const missing = await app.inject({ method: 'GET', url: '/ready' });
+      expect(missing.statusCode).toBe(503);
+      expect(missing.json().error.code).toBe('not_ready');
+      for (const index of indices.slice(1)) expect(missing.json().error.message).toContain(index);
+      expect(missing.json().error.message).not.toContain(`${indices[0]},`);
+
+      await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index)));
+      const ready = await app.inject({ method: 'GET', url: '/ready' });
+      expect(ready.statusCode).toBe(200);
+      expect(ready.json()).toEqual({ status: 'ready', indices });
+    });
+
+    it('is 503 when Elasticsearch is unreachable', async () => {
+      const unreachable = createElasticsearchClient({ url: 'http://127.0.0.1:1' });
+      const down = await buildServer({ config, logger: createLogger('test', 'silent'), elasticsearch: unreachable, kafkaBrokers: [] });
+      const response = await down.inject({ method: 'GET', url: '/ready' });
+      await down.close();
+      await unreachable.close();
+      expect(response.statusCode).toBe(503);
+      expect(response.json().error).toMatchObject({ code: 'store_unavailable', message: expect.stringMatching(/Elasticsearch is unreachable/) });
+    });
+  });
+
+  describe('/metrics', () => {
+    it('counts requests by endpoint and status, with latency histograms and cache series', async () => {
+      await app.inject({ method: 'GET', url: '/health' });
+      await app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all' }); // no key: 401
+      await app.inject({ method: 'GET', url: '/no/such/route' });
+      const response = await app.inject({ method: 'GET', url: '/metrics' });
+      expect(response.statusCode).toBe(200);
+      expect(response.headers['content-type']).toMatch(/^text\/plain/);
+      const text = response.body;
+      expect(text).toMatch(/^http_requests_total\{endpoint="\/health",status="200"\} [1-9]/m);
+      expect(text).toMatch(/^http_requests_total\{endpoint="unmatched",status="404"\} [1-9]/m);
+      expect(text).toMatch(/^http_request_duration_seconds_bucket\{le="\+Inf",endpoint="\/health"\} [1-9]/m);
+      for (const series of ['result_cache_lookups_total', 'result_cache_warming_runs_total', 'result_cache_evictions_total', 'result_cache_bytes', 'elasticsearch_query_duration_seconds']) {
+        expect(text).toContain(`# TYPE ${series} `);
+      }
+    });
+
+    it('labels the query route with the endpoint name whether called by name or UUID', async () => {
+      const logsAll = ENDPOINTS.find((endpoint) => endpoint.name === 'logs.all')!;
+      const before = await app.inject({ method: 'GET', url: '/metrics' });
+      const count = (text: string) => Number(/^http_requests_total\{endpoint="logs\.all",status="401"\} (\d+)/m.exec(text)?.[1] ?? 0);
+      const routed = app.hasRoute({ method: 'GET', url: '/api/endpoints/query/:idOrName' }) || app.printRoutes().includes('query/');
+      await app.inject({ method: 'GET', url: `/api/endpoints/query/${logsAll.id}` });
+      await app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all' });
+      const after = await app.inject({ method: 'GET', url: '/metrics' });
+      // before the query route exists, these requests count as unmatched instead
+      if (routed) expect(count(after.body) - count(before.body)).toBe(2);
+      else expect(after.body).toMatch(/^http_requests_total\{endpoint="unmatched",status="401"\} [2-9]/m);
+    });
+  });
+
+  describe('/openapi.json and /docs', () => {
+    it('lists both endpoints with their parameters', async () => {
+      const response = await app.inject({ method: 'GET', url: '/openapi.json' });
+      expect(response.statusCode).toBe(200);
+      const document = response.json();
+      expect(document.openapi).toBe('3.1.0');
+      expect(Object.keys(document.paths)).toEqual(['/api/endpoints/query/usage.api-counts', '/api/endpoints/query/logs.all']);
+
+      const usage = document.paths['/api/endpoints/query/usage.api-counts'].get;
+      const usageParameters = Object.fromEntries(usage.parameters.map((p: { name: string }) => [p.name, p]));
+      expect(usageParameters.interval).toMatchObject({ in: 'query', required: true, schema: { enum: ['hourly', 'daily', 'minutely'] } });
+      expect(usageParameters.project).toMatchObject({ in: 'query', required: true });
+      expect(usageParameters.sql).toMatchObject({ required: false });
+      expect(usage.responses['200'].content['application/json'].schema.properties.result.items.properties).toHaveProperty('total_realtime_requests', { type: 'integer', minimum: 0 });
+
+      const logs = document.paths['/api/endpoints/query/logs.all'];
+      const logsParameters = Object.fromEntries(logs.get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]));
+      expect(logsParameters).toMatchObject({ project: true, iso_timestamp_start: false, iso_timestamp_end: false, 'SVC-ENDPOINT-REDACT-PII': false });
+      expect(logs.post.requestBody.content['application/json'].schema.required).toEqual(['project']);
+      expect(logs.get.description).toContain(ENDPOINTS.find((e) => e.name === 'logs.all')!.id);
+      expect(Object.keys(logs.get.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '503', '504']));
+    });
+
+    it('renders a self-contained docs page', async () => {
+      const response = await app.inject({ method: 'GET', url: '/docs' });
+      expect(response.statusCode).toBe(200);
+      expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
+      expect(response.body).toContain('/api/endpoints/query/usage.api-counts');
+      expect(response.body).toContain('<code>iso_timestamp_start</code>');
+      expect(response.body).not.toMatch(/<script|<link|src="http/);
+    });
+  });
+});
