@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { decodeMessage } from '../../ingest/event.ts';
+import { deterministicEventId } from '../../ingest/event-id.ts';
+
+const record = (value: string | null, offset = '7') => ({
+  topic: 'edge_logs',
+  partition: 1,
+  offset,
+  timestamp: String(Date.UTC(2024, 0, 2, 3, 4, 5, 678)),
+  value: value === null ? null : Buffer.from(value),
+});
+
+describe('decoding a message into events', () => {
+  it('fills a missing id from the Kafka position and a missing timestamp from the message', () => {
+    const [decoded] = decodeMessage(record('{"event_message":"hello","project":"default","metadata":{"a":[1,{"b":2}]}}'), 1024);
+    expect(decoded).toEqual({
+      ok: true,
+      event: {
+        id: deterministicEventId('edge_logs', 1, '7'),
+        timestamp: '2024-01-02T03:04:05.678000Z',
+        event_message: 'hello',
+        project: 'default',
+        metadata: { a: [1, { b: 2 }] },
+      },
+    });
+  });
+
+  it('derives the same id for the same position and a different one elsewhere', () => {
+    const id = deterministicEventId('edge_logs', 1, '7');
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(deterministicEventId('edge_logs', 1, '7')).toBe(id);
+    expect(deterministicEventId('edge_logs', 1, '8')).not.toBe(id);
+    expect(deterministicEventId('edge_logs', 1, '7', 0)).not.toBe(id);
+  });
+
+  it('keeps a given id and splits an array message into its events', () => {
+    const decoded = decodeMessage(record('[{"id":"a","event_message":"one","timestamp":1700000000},{"event_message":"two"},3]'), 1024);
+    expect(decoded).toHaveLength(3);
+    expect(decoded[0]).toMatchObject({ ok: true, event: { id: 'a', timestamp: '2023-11-14T22:13:20.000000Z' } });
+    expect(decoded[1]).toMatchObject({ ok: true, event: { id: deterministicEventId('edge_logs', 1, '7', 1) } });
+    expect(decoded[2]).toMatchObject({ ok: false, reason: 'not_an_object', element: 2, value: Buffer.from('3') });
+  });
+
+  it.each([
+    [null, 'empty_message'],
+    ['{"event_message": "x"', 'invalid_json'],
+    ['"just a string"', 'not_an_object'],
+    ['{"metadata":{}}', 'missing_event_message'],
+    ['{"event_message":42}', 'event_message_not_string'],
+    ['{"event_message":"x","timestamp":"last tuesday"}', 'invalid_timestamp'],
+    ['{"event_message":"x","id":{"a":1}}', 'invalid_id'],
+    ['{"event_message":"x","project":7}', 'invalid_project'],
+    ['{"event_message":"x","metadata":"flat"}', 'invalid_metadata'],
+    ['{"event_message":"x","level":"info"}', 'unexpected_field'],
+    [`{"event_message":"${'x'.repeat(2000)}"}`, 'too_large'],
+  ])('sends %s to the dead-letter topic as %s, with the original bytes', (value, reason) => {
+    const [decoded] = decodeMessage(record(value), 1024);
+    expect(decoded).toMatchObject({ ok: false, reason });
+    if (decoded?.ok === false) {
+      expect(decoded.detail.length).toBeGreaterThan(5);
+      expect(decoded.value.toString()).toBe(value ?? '');
+    }
+  });
+});
