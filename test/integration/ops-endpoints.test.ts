@@ -73,13 +73,22 @@ describe('operational endpoints', () => {
       const logsAll = ENDPOINTS.find((endpoint) => endpoint.name === 'logs.all')!;
       const before = await app.inject({ method: 'GET', url: '/metrics' });
       const count = (text: string) => Number(/^http_requests_total\{endpoint="logs\.all",status="401"\} (\d+)/m.exec(text)?.[1] ?? 0);
-      const routed = app.hasRoute({ method: 'GET', url: '/api/endpoints/query/:idOrName' }) || app.printRoutes().includes('query/');
       await app.inject({ method: 'GET', url: `/api/endpoints/query/${logsAll.id}` });
       await app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all' });
+      await app.inject({ method: 'GET', url: '/api/endpoints/query/no.such-endpoint' });
       const after = await app.inject({ method: 'GET', url: '/metrics' });
-      // before the query route exists, these requests count as unmatched instead
-      if (routed) expect(count(after.body) - count(before.body)).toBe(2);
-      else expect(after.body).toMatch(/^http_requests_total\{endpoint="unmatched",status="401"\} [2-9]/m);
+      expect(count(after.body) - count(before.body)).toBe(2);
+      expect(after.body).toMatch(/^http_requests_total\{endpoint="unknown_endpoint",status="401"\} [1-9]/m);
+    });
+
+    it('records Elasticsearch time and successful requests per endpoint', async () => {
+      await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index)));
+      const response = await app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all?project=p1', headers: { 'x-api-key': BOOTSTRAP } });
+      expect(response.statusCode).toBe(200);
+      const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(text).toMatch(/^http_requests_total\{endpoint="logs\.all",status="200"\} [1-9]/m);
+      expect(text).toMatch(/^http_request_duration_seconds_count\{endpoint="logs\.all"\} [1-9]/m);
+      expect(text).toMatch(/^elasticsearch_query_duration_seconds_count\{endpoint="logs\.all"\} [1-9]/m);
     });
   });
 
