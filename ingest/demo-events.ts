@@ -2,7 +2,7 @@ import type { SourceName } from '../shared/sources.ts';
 import { formatMicros } from './timestamp.ts';
 
 /**
- * Realistic events for the nine sources, shaped like the samples in shared/samples/logflare, for
+ * Realistic events for the nine sources, shaped like the samples in the Logflare samples (test/fixtures/logflare-samples), for
  * demos and benchmarks. Pure and seeded: the same options give the same events.
  */
 export interface DemoEvent {

@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repositoryRoot } from '../../shared/config.ts';
+import { restoreSetAsideFields, type StoredEvent } from '../../shared/event-index.ts';
+import { SOURCES, type SourceName } from '../../shared/sources.ts';
+import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
+import { deleteIndices, documentCount, ingestTestConfig, produce, silentLogger, sourceIndex, storeClient, waitFor } from '../support/ingest.ts';
+
+const samplesDir = path.join(repositoryRoot, 'test', 'fixtures', 'logflare-samples');
+const sample = (upstream: string): Record<string, unknown> => JSON.parse(readFileSync(path.join(samplesDir, `${upstream}.json`), 'utf8'));
+
+describe('ingest: every sample source into its own index', () => {
+  const config = ingestTestConfig('samples');
+  const client = storeClient(config);
+  let worker: IngestWorker;
+
+  beforeAll(async () => {
+    worker = await startIngestWorker(config, silentLogger);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await deleteIndices(client, config.INDEX_PREFIX);
+    await client.close();
+  });
+
+  it('stores each sample in its source index with every field intact', async () => {
+    for (const [position, source] of SOURCES.entries()) {
+      await produce(config, source.name, [{ ...sample(source.upstream), id: `sample-${source.name}`, timestamp: 1_700_000_000_000_000 + position }]);
+    }
+    for (const [position, source] of SOURCES.entries()) {
+      const index = sourceIndex(config, source.name);
+      const stored = await waitFor(`the ${source.name} sample in ${index}`, async () => {
+        const response = await client.get<StoredEvent>({ index, id: `sample-${source.name}` }, { ignore: [404] });
+        return response.found ? response._source : undefined;
+      });
+      // JSON.parse keeps the last of duplicate keys, as any producer's serialiser would
+      const { metadata, event_message, project } = sample(source.upstream);
+      expect(stored).toEqual({
+        id: `sample-${source.name}`,
+        timestamp: `2023-11-14T22:13:20.000${String(position).padStart(3, '0')}Z`,
+        event_message,
+        ...(project === undefined ? {} : { project }),
+        metadata,
+      });
+      expect(await documentCount(client, index)).toBe(1);
+    }
+  });
+
+  it('makes the project fields searchable the way each source is filtered', async () => {
+    for (const source of SOURCES) {
+      const { count } = await client.count({ index: sourceIndex(config, source.name), query: { term: { [source.projectField]: expectedProject(source.name) } } });
+      expect(count, source.name).toBe(1);
+    }
+    const { count } = await client.count({
+      index: sourceIndex(config, 'edge_logs'),
+      query: { nested: { path: 'metadata.request', query: { bool: { filter: [{ term: { 'metadata.request.path': '/rest/v1/some_table' } }, { prefix: { 'metadata.request.url': 'https://default.supabase.co/rest/v1/' } }] } } } },
+    });
+    expect(count).toBe(1);
+  });
+
+  it('stores an event whose metadata type clashes with the mapping, sets the field aside and counts the conflict', async () => {
+    const first = { id: 'typed-1', event_message: 'a', project: 'default', metadata: { detail: { code: 1 }, level: 'info' } };
+    const clashing = { id: 'typed-2', event_message: 'b', project: 'default', metadata: { detail: 'plain text', level: 'info', request: [{ url: 'https://default.supabase.co/rest/v1/x', path: '/rest/v1/x' }] } };
+    await produce(config, 'postgres_logs', [first], 0);
+    const index = sourceIndex(config, 'postgres_logs');
+    await waitFor('the first typed event', async () => ((await client.exists({ index, id: 'typed-1' })) ? true : undefined));
+    await produce(config, 'postgres_logs', [clashing], 0);
+    const stored = await waitFor('the clashing event', async () => {
+      const response = await client.get<StoredEvent>({ index, id: 'typed-2' }, { ignore: [404] });
+      return response.found ? response._source : undefined;
+    });
+    expect(stored?.metadata).toEqual({ level: 'info', request: clashing.metadata.request });
+    expect(stored?.metadata_unindexed).toEqual([{ path: ['detail'], value: 'plain text' }]);
+    expect(restoreSetAsideFields(stored!)).toMatchObject({ id: 'typed-2', metadata: clashing.metadata });
+    // the rest of the event stays searchable
+    const { count } = await client.count({ index, query: { nested: { path: 'metadata.request', query: { term: { 'metadata.request.path': '/rest/v1/x' } } } } });
+    expect(count).toBe(1);
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
+    expect(metrics).toMatch(/ingest_type_conflicts_total\{source="postgres_logs"\} 1/);
+  });
+
+  it('serves health and metrics', async () => {
+    const health = await fetch(`http://127.0.0.1:${worker.port}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'consuming' });
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
+    expect(metrics).toMatch(/ingest_events_indexed_total\{source="edge_logs"\} 1/);
+    expect(metrics).toMatch(/ingest_bulk_duration_seconds_bucket/);
+    expect(metrics).toMatch(/ingest_consumer_lag\{topic="[^"]+edge_logs",partition="\d"\} 0/);
+  });
+});
+
+function expectedProject(source: SourceName): string {
+  const { project, metadata } = sample(SOURCES.find((entry) => entry.name === source)!.upstream) as { project?: string; metadata: Record<string, string> };
+  const field = SOURCES.find((entry) => entry.name === source)!.projectField;
+  return field === 'project' ? project! : metadata[field.slice('metadata.'.length)]!;
+}

@@ -1,0 +1,128 @@
+import type { Client } from '@elastic/elasticsearch';
+import { Kafka, Partitioners, logLevel, type IHeaders, type Message } from 'kafkajs';
+import type { Config } from '../../shared/config.ts';
+import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
+import { createLogger } from '../../shared/logger.ts';
+import { indexName, type SourceName } from '../../shared/sources.ts';
+import { sourceTopic } from '../../ingest/topics.ts';
+import { testConfig, uniqueName } from './stack.ts';
+
+/** Configuration for one ingest test: its own prefixes and consumer group, a short session timeout. */
+export function ingestTestConfig(label: string, overrides: Record<string, string> = {}): Config {
+  const name = uniqueName(label);
+  return testConfig({
+    INDEX_PREFIX: `${name}-`,
+    TOPIC_PREFIX: `${name}.`,
+    INGEST_GROUP_ID: `${name}-ingest`,
+    INGEST_PORT: '0',
+    INGEST_TOPIC_PARTITIONS: '2',
+    // the broker's minimum: a killed worker's partitions move on after 6 s instead of 30
+    INGEST_SESSION_TIMEOUT_MS: '6000',
+    INGEST_RETRY_MAX_MS: '2000',
+    ...overrides,
+  });
+}
+
+export const silentLogger = createLogger('ingest-test', 'silent');
+
+export function testKafka(config: Config): Kafka {
+  return new Kafka({ clientId: 'ingest-test', brokers: config.KAFKA_BROKERS!, logLevel: logLevel.NOTHING });
+}
+
+/** Publishes raw message values (strings as given, objects as JSON) to a source's topic. */
+export async function produce(config: Config, source: SourceName, values: (string | object | null)[], partition?: number): Promise<void> {
+  const producer = testKafka(config).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  try {
+    const messages: Message[] = values.map((value) => ({ value: value === null || typeof value === 'string' ? value : JSON.stringify(value), partition }));
+    for (let start = 0; start < messages.length; start += 2000) {
+      await producer.send({ topic: sourceTopic(config, source), acks: -1, messages: messages.slice(start, start + 2000) });
+    }
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+export function storeClient(config: Config): Client {
+  return createElasticsearchClient({ url: config.ELASTICSEARCH_URL! });
+}
+
+export function sourceIndex(config: Config, source: SourceName): string {
+  return indexName({ indexPrefix: config.INDEX_PREFIX }, source);
+}
+
+export async function waitFor<T>(description: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`timed out waiting for ${description}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+}
+
+/** Documents in an index, after a refresh so the count is exact. */
+export async function documentCount(client: Client, index: string): Promise<number> {
+  await client.indices.refresh({ index, ignore_unavailable: true });
+  return (await client.count({ index, ignore_unavailable: true })).count;
+}
+
+/** Waits until the consumer group has committed every partition of the topics up to their end. */
+export async function waitForCommittedToEnd(config: Config, topics: string[], timeoutMs = 60_000): Promise<void> {
+  const admin = testKafka(config).admin();
+  await admin.connect();
+  try {
+    await waitFor(`${config.INGEST_GROUP_ID} to commit ${topics.join(', ')} to the end`, async () => {
+      for (const topic of topics) {
+        const ends = await admin.fetchTopicOffsets(topic);
+        const [committed] = await admin.fetchOffsets({ groupId: config.INGEST_GROUP_ID, topics: [topic] });
+        for (const end of ends) {
+          const offset = committed?.partitions.find((partition) => partition.partition === end.partition)?.offset ?? '-1';
+          if (end.high !== '0' && offset !== end.high) return undefined;
+        }
+      }
+      return true;
+    }, timeoutMs);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export interface ReceivedDeadLetter {
+  value: string;
+  headers: Record<string, string>;
+}
+
+/** Reads a dead-letter topic from the start until `expected` messages arrived. */
+export async function readDeadLetters(config: Config, topic: string, expected: number): Promise<ReceivedDeadLetter[]> {
+  const consumer = testKafka(config).consumer({ groupId: uniqueName('dead-letter-reader') });
+  const received: ReceivedDeadLetter[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        received.push({ value: message.value?.toString() ?? '', headers: textHeaders(message.headers) });
+      },
+    });
+    await waitFor(`${expected} dead letters on ${topic}`, async () => (received.length >= expected ? true : undefined));
+  } finally {
+    await consumer.disconnect();
+  }
+  return received;
+}
+
+function textHeaders(headers: IHeaders | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers ?? {}).map(([key, value]) => [key, String(value)]));
+}
+
+/** Deletes the indices a test created (wildcard deletes are refused, so by name). */
+export async function deleteIndices(client: Client, prefix: string): Promise<void> {
+  const indices = Object.keys(await client.indices.get({ index: `${prefix}*`, allow_no_indices: true }));
+  if (indices.length > 0) await client.indices.delete({ index: indices });
+}
