@@ -81,7 +81,7 @@ describe('logs.all (SPEC.md 4.2)', () => {
     const badEnd = await logs({ project: 'abc', iso_timestamp_end: '2024-02-30T00:00:00Z' });
     expect(badEnd.status).toBe(400);
     expect(badEnd.body.error?.message).toMatch(/iso_timestamp_end/);
-    for (const query of [{}, { project: '' }]) {
+    for (const query of [{}, { project: '' }] as Record<string, string>[]) {
       const missing = await logs(query);
       expect(missing.status).toBe(400);
       expect(missing.body.error?.message).toMatch(/project is required/);

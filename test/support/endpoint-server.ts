@@ -70,6 +70,7 @@ export function storedTimestamp(ms: number, extraMicros = 0): string {
 export interface RequestRecord {
   url: string;
   path: string;
+  [field: string]: unknown;
 }
 
 /** An edge event whose metadata.request is one record (as the samples have it) or several. */

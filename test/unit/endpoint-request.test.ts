@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { logsAll } from '../../queries/logs-all.ts';
+import { findEndpoint, type EndpointDefinition } from '../../queries/index.ts';
+import { usageApiCounts } from '../../queries/usage-api-counts.ts';
+import type { Principal } from '../../src/auth/principal.ts';
+import { assertEndpointAllowed, assertNoSandboxQuery, cacheKey, mergedParameters, redactionRequested, validateParameters } from '../../src/endpoints/request.ts';
+
+const usage = usageApiCounts as unknown as EndpointDefinition;
+const everything: Principal = { keyId: 'k', account: 'a', endpoints: 'all', projects: null };
+
+describe('saved endpoints', () => {
+  it('are found by name and by UUID, and carry the spec\'s settings', () => {
+    expect(findEndpoint('usage.api-counts')).toBe(usage);
+    expect(findEndpoint(logsAll.id.toUpperCase())?.name).toBe('logs.all');
+    expect(findEndpoint('nothing')).toBeUndefined();
+    expect(usageApiCounts).toMatchObject({ maxRows: 1000, cache: { ttlSeconds: 900, warmEverySeconds: 300 }, sandboxable: true, redactPii: false });
+    expect(logsAll).toMatchObject({ maxRows: 1000, cache: null, sandboxable: true, redactPii: false });
+  });
+});
+
+describe('request rules', () => {
+  it('merges query string and body, the body winning, the last repeated value winning', () => {
+    expect(mergedParameters({ project: ['a', 'b'], interval: 'hourly' }, { project: 'c', n: 5 })).toEqual({ project: 'c', interval: 'hourly', n: '5' });
+  });
+
+  it('checks the endpoint scope by name or id', () => {
+    expect(() => assertEndpointAllowed({ ...everything, endpoints: ['logs.all'] }, usage)).toThrow(/may not query endpoint usage.api-counts/);
+    expect(() => assertEndpointAllowed({ ...everything, endpoints: [usage.id] }, usage)).not.toThrow();
+    expect(() => assertEndpointAllowed(everything, usage)).not.toThrow();
+  });
+
+  it('refuses non-empty sql or lql', () => {
+    expect(() => assertNoSandboxQuery({ sql: 'select 1' })).toThrow(/not supported yet/);
+    expect(() => assertNoSandboxQuery({ lql: 'x' })).toThrow(/lql/);
+    expect(() => assertNoSandboxQuery({ sql: '  ' })).not.toThrow();
+  });
+
+  it('names the parameter and the allowed values when validation fails, and drops undeclared parameters', () => {
+    expect(() => validateParameters(usage, { interval: 'weekly', project: 'a' })).toThrow(/interval must be one of hourly, daily, minutely/);
+    expect(validateParameters(usage, { interval: 'daily', project: 'a', extra: 'x' })).toEqual({ interval: 'daily', project: 'a' });
+  });
+
+  it('reads the redaction header case-insensitively', () => {
+    expect(redactionRequested('TRUE', usage)).toBe(true);
+    expect(redactionRequested('false', usage)).toBe(false);
+    expect(redactionRequested(undefined, usage)).toBe(false);
+  });
+
+  it('builds cache keys from declared parameters in any order, the redaction flag and the project restriction', () => {
+    const key = cacheKey(usage, { project: 'a', interval: 'daily' }, false, everything);
+    expect(cacheKey(usage, { interval: 'daily', project: 'a' }, false, everything)).toBe(key);
+    expect(cacheKey(usage, { interval: 'daily', project: 'a' }, true, everything)).not.toBe(key);
+    const limited = cacheKey(usage, { interval: 'daily', project: 'a' }, false, { ...everything, projects: ['y', 'x'] });
+    expect(limited).not.toBe(key);
+    expect(cacheKey(usage, { interval: 'daily', project: 'a' }, false, { ...everything, keyId: 'other', projects: ['x', 'y'] })).toBe(limited);
+  });
+});
