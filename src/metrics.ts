@@ -67,3 +67,7 @@ export const cacheEntries = new Gauge({
   help: 'Results held by the result cache',
   registers: [metricsRegistry],
 });
+
+// every labelled series exists from the start, so rates and dashboards see zeros rather than gaps
+for (const result of ['hit', 'miss']) cacheLookupsTotal.inc({ result }, 0);
+for (const outcome of ['ok', 'failed']) cacheWarmingRunsTotal.inc({ outcome }, 0);

@@ -67,6 +67,8 @@ describe('operational endpoints', () => {
       for (const series of ['result_cache_lookups_total', 'result_cache_warming_runs_total', 'result_cache_evictions_total', 'result_cache_bytes', 'elasticsearch_query_duration_seconds']) {
         expect(text).toContain(`# TYPE ${series} `);
       }
+      expect(text).toMatch(/^result_cache_lookups_total\{result="miss"\} \d+/m);
+      expect(text).toMatch(/^result_cache_warming_runs_total\{outcome="failed"\} \d+/m);
     });
 
     it('labels the query route with the endpoint name whether called by name or UUID', async () => {
