@@ -85,7 +85,8 @@ function compileEvents(endpoint: EndpointDefinition, selection: EventSelection, 
       track_total_hits: false,
       query: { bool: { filter: from.filter } },
       sort: [{ timestamp: { order: 'desc' } }, { id: { order: 'desc' } }],
-      _source: [...selection.columns],
+      // metadata values the ingest worker set aside (type conflicts) are put back by the row formatter
+      _source: selection.columns.includes('metadata') ? [...selection.columns, 'metadata_unindexed'] : [...selection.columns],
     },
   };
 }

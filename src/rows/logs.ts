@@ -1,4 +1,5 @@
 import type { estypes } from '@elastic/elasticsearch';
+import { restoreSetAsideFields, type SetAsideField } from '../../shared/event-index.ts';
 import { microsecondsFromStoredTimestamp } from './timestamp.ts';
 
 export interface LogRow {
@@ -33,7 +34,7 @@ export function metadataRows(metadata: unknown): Record<string, unknown>[] {
 /** Search hits of stored events -> logs.all rows. */
 export function logRows(hits: estypes.SearchHit<Record<string, unknown>>[]): LogRow[] {
   return hits.map((hit) => {
-    const source = hit._source ?? {};
+    const source = restoreSetAsideFields((hit._source ?? {}) as { metadata?: unknown; metadata_unindexed?: SetAsideField[] } & Record<string, unknown>);
     return {
       id: typeof source.id === 'string' ? source.id : hit._id!,
       timestamp: microsecondsFromStoredTimestamp(String(source.timestamp)),

@@ -33,7 +33,7 @@ describe('compileEndpoint: logs.all', () => {
       index: 'lp-edge_logs',
       size: 100,
       sort: [{ timestamp: { order: 'desc' } }, { id: { order: 'desc' } }],
-      _source: ['id', 'timestamp', 'event_message', 'metadata'],
+      _source: ['id', 'timestamp', 'event_message', 'metadata', 'metadata_unindexed'],
     });
   });
 

@@ -59,6 +59,18 @@ describe('logRows', () => {
     const rows = logRows([{ _index: 'i', _id: 'e1', _source: { id: 'e1', timestamp: '2024-01-01T00:00:00.000001Z', event_message: 'hi', project: 'p', metadata: { request: { path: '/x' } } } }]);
     expect(rows).toEqual([{ id: 'e1', timestamp: 1_704_067_200_000_001, event_message: 'hi', metadata: [{ request: [{ path: '/x' }] }] }]);
   });
+
+  it('puts metadata values the ingest worker set aside back in place', () => {
+    const rows = logRows([
+      {
+        _index: 'i',
+        _id: 'e2',
+        _source: { id: 'e2', timestamp: '2024-01-01T00:00:00.000000Z', event_message: '', metadata: { request: [{ path: '/x' }] }, metadata_unindexed: [{ path: ['request', 0, 'status'], value: { code: 1 } }] },
+      },
+    ]);
+    expect(rows[0]!.metadata).toEqual([{ request: [{ path: '/x', status: [{ code: 1 }] }] }]);
+    expect(rows[0]).not.toHaveProperty('metadata_unindexed');
+  });
 });
 
 describe('usageRows', () => {
