@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { Principal } from '../auth/principal.ts';
 
@@ -10,6 +10,22 @@ export interface AuthOptions {
 const PROTECTED_PREFIX = '/api/';
 
 /**
+ * Judged on the matched route pattern as well as the URL: the router matches percent-encoded paths
+ * (`/%61pi/...` reaches `/api/...`), so the raw URL alone would let such a request through.
+ */
+export function needsKey(request: FastifyRequest): boolean {
+  if (request.routeOptions.url?.startsWith(PROTECTED_PREFIX)) return true;
+  const path = request.url.split('?')[0]!;
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // a malformed escape: judge the raw path
+  }
+  return path.startsWith(PROTECTED_PREFIX) || decoded.startsWith(PROTECTED_PREFIX);
+}
+
+/**
  * Authenticates every request under /api/ (matched routes and 404s alike, so an unknown endpoint is
  * only revealed to a valid key) and sets request.principal. Scope and project checks belong to the
  * endpoint route, which knows the endpoint.
@@ -17,7 +33,7 @@ const PROTECTED_PREFIX = '/api/';
 const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request) => {
-    if (!request.url.startsWith(PROTECTED_PREFIX)) return;
+    if (!needsKey(request)) return;
     request.principal = await options.authenticator.authenticate(request.headers);
   });
 };

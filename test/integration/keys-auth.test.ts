@@ -122,6 +122,12 @@ describe('API keys against real Elasticsearch', () => {
     expect((await app.inject({ method: 'GET', url: '/api/nowhere', headers: { 'x-api-key': BOOTSTRAP } })).statusCode).toBe(404);
   });
 
+  it('asks for a key on percent-encoded paths that reach /api/ routes', async () => {
+    const response = await app.inject({ method: 'GET', url: '/%61pi/test/principal' });
+    expect(response.statusCode).toBe(401);
+    expect((await app.inject({ method: 'GET', url: '/%61pi/nowhere' })).statusCode).toBe(401);
+  });
+
   it('does not ask for a key outside /api/', async () => {
     expect((await app.inject({ method: 'GET', url: '/openapi.json' })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
