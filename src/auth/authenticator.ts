@@ -37,7 +37,7 @@ export function presentedKey(headers: Record<string, string | string[] | undefin
   const authorization = headers.authorization?.toString().trim();
   if (!authorization) return undefined;
   const bearer = /^Bearer\s+(\S+)$/i.exec(authorization);
-  if (!bearer) throw new Unauthorized(`the Authorization header must be "Bearer <key>"; or ${HOW_TO_SEND.replace('send it ', 'send the key ')}`);
+  if (!bearer) throw new Unauthorized('the Authorization header must be "Bearer <key>"; or send the key in the X-API-KEY header');
   return bearer[1];
 }
 
