@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ServerProcess, StackError } from './server-process.ts';
@@ -45,11 +45,17 @@ function ensureUser(name: string): Identity {
  */
 function readableInstall(elasticsearchHome: string): string {
   const copy = path.join(os.tmpdir(), `logplatform-elasticsearch-${ELASTICSEARCH_VERSION}`);
-  const marker = path.join(copy, '.complete');
-  if (!existsSync(marker)) {
-    cpSync(elasticsearchHome, copy, { recursive: true });
-    spawnSync('chmod', ['-R', 'a+rX', copy]);
-    writeFileSync(marker, '');
+  if (existsSync(path.join(copy, '.complete'))) return copy;
+  // copy aside, then rename into place: several launchers may start at once, none sees a half copy
+  const staging = mkdtempSync(`${copy}.staging-`);
+  cpSync(elasticsearchHome, staging, { recursive: true });
+  spawnSync('chmod', ['-R', 'a+rX', staging]);
+  writeFileSync(path.join(staging, '.complete'), '');
+  try {
+    renameSync(staging, copy);
+  } catch {
+    rmSync(staging, { recursive: true, force: true });
+    if (!existsSync(path.join(copy, '.complete'))) throw new StackError(`could not prepare ${copy}; remove it and retry`);
   }
   return copy;
 }
