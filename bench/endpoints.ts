@@ -1,0 +1,156 @@
+import { randomBytes } from 'node:crypto';
+import type { Client } from '@elastic/elasticsearch';
+import { loadConfig, type Config } from '../shared/config.ts';
+import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { ensureEventIndex, type StoredEvent } from '../shared/event-index.ts';
+import { createLogger } from '../shared/logger.ts';
+import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
+import { startLocalStack, type LocalStack } from '../stack/index.ts';
+import { buildServer } from '../src/server.ts';
+
+/**
+ * p50 / p99 latency of both saved endpoints over real HTTP, cached and uncached, at concurrency 1
+ * and 16, over an edge index of 1,000,000 events spread over the last 7 days (100 projects, 1 or 2
+ * request records each). Uncached runs use a server whose result cache holds nothing
+ * (CACHE_MAX_BYTES=0), so every call queries Elasticsearch with the same parameters.
+ *
+ *   npm run bench:endpoints [-- --events 1000000]
+ *
+ * Starts its own Kafka and Elasticsearch unless KAFKA_BROKERS and ELASTICSEARCH_URL are set.
+ */
+const EVENTS = Number(process.argv[process.argv.indexOf('--events') + 1] ?? 0) || 1_000_000;
+const PROJECTS = 100;
+const BULK_EVENTS = 5000;
+const BOOTSTRAP = `bench-bootstrap-${randomBytes(16).toString('hex')}`;
+const AREAS = ['rest', 'storage', 'auth', 'realtime', 'graphql', 'functions'];
+const WEEK_MS = 7 * 24 * 3600 * 1000;
+
+const project = (n: number) => `proj${String(n).padStart(3, '0')}`;
+
+function benchEvent(n: number, now: number): StoredEvent {
+  const projectNumber = n % PROJECTS;
+  const micros = (now - Math.floor(((n * 7919) % EVENTS) / EVENTS * WEEK_MS)) * 1000 + (n % 1000);
+  const records = Array.from({ length: n % 5 === 0 ? 2 : 1 }, (_, r) => {
+    const area = AREAS[(n + r) % AREAS.length]!;
+    const path = `/${area}/v1/table${n % 50}`;
+    return { url: `https://${project(projectNumber)}.supabase.co${path}?id=eq.${n % 997}`, path, method: 'GET', headers: { cf_connecting_ip: `203.0.113.${n % 250}` } };
+  });
+  return {
+    id: `bench-${n}`,
+    timestamp: `${new Date(Math.floor(micros / 1000)).toISOString().slice(0, 23)}${String(micros % 1000).padStart(3, '0')}Z`,
+    event_message: `GET | 200 | 203.0.113.${n % 250} | ${records[0]!.url}`,
+    project: project(projectNumber),
+    metadata: { request: records, response: { status_code: 200, origin_time: n % 300 } },
+  };
+}
+
+async function indexEvents(elasticsearch: Client, index: string, now: number): Promise<void> {
+  await ensureEventIndex(elasticsearch, index);
+  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '-1' } });
+  const started = Date.now();
+  let next = 0;
+  let indexed = 0;
+  const loader = async () => {
+    while (next < EVENTS) {
+      const from = next;
+      next = Math.min(EVENTS, next + BULK_EVENTS);
+      const operations: unknown[] = [];
+      for (let n = from; n < next; n += 1) {
+        const event = benchEvent(n, now);
+        operations.push({ index: { _index: index, _id: event.id } }, event);
+      }
+      const response = await elasticsearch.bulk({ operations }, { requestTimeout: 300_000 });
+      if (response.errors) throw new Error(`bulk failed: ${JSON.stringify(response.items.find((item) => item.index?.error))}`);
+      const before = indexed;
+      indexed += operations.length / 2;
+      if (Math.floor(indexed / 100_000) > Math.floor(before / 100_000) || indexed === EVENTS) {
+        const seconds = (Date.now() - started) / 1000;
+        console.error(`indexed ${indexed.toLocaleString('en')} / ${EVENTS.toLocaleString('en')} events (${Math.round(indexed / seconds)} events/s)`);
+      }
+    }
+  };
+  await Promise.all([loader(), loader()]);
+  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '1s' } });
+  await elasticsearch.indices.refresh({ index });
+  await elasticsearch.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 600_000 });
+}
+
+async function measure(url: string, requests: number, concurrency: number): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < requests) {
+      next += 1;
+      const started = process.hrtime.bigint();
+      const response = await fetch(url, { headers: { 'x-api-key': BOOTSTRAP } });
+      const body = await response.text();
+      if (response.status !== 200) throw new Error(`${url}: status ${response.status}: ${body}`);
+      latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return latencies.sort((a, b) => a - b);
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+
+const CASES: [string, string][] = [
+  ['usage.api-counts hourly', `/api/endpoints/query/usage.api-counts?interval=hourly&project=${encodeURIComponent('proj042\\.supabase\\.co')}`],
+  ['usage.api-counts minutely', `/api/endpoints/query/usage.api-counts?interval=minutely&project=${encodeURIComponent('proj042\\.supabase\\.co')}`],
+  ['usage.api-counts daily', `/api/endpoints/query/usage.api-counts?interval=daily&project=${encodeURIComponent('proj042\\.supabase\\.co')}`],
+  ['logs.all, no bounds', '/api/endpoints/query/logs.all?project=proj042'],
+  ['logs.all, 1-day window', '/api/endpoints/query/logs.all?project=proj042&iso_timestamp_start=START&iso_timestamp_end='],
+];
+
+async function main(): Promise<void> {
+  const base = loadConfig(process.env);
+  let stack: LocalStack | undefined;
+  let urls = { elasticsearch: base.ELASTICSEARCH_URL, kafka: base.KAFKA_BROKERS };
+  if (!urls.elasticsearch || !urls.kafka) {
+    stack = await startLocalStack({ ...base, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, (line) => console.error(`stack: ${line}`));
+    urls = { elasticsearch: stack.elasticsearchUrl, kafka: stack.kafkaBrokers };
+  }
+  const prefix = `bench-endpoints-${randomBytes(4).toString('hex')}-`;
+  const elasticsearch = createElasticsearchClient({ url: urls.elasticsearch!, requestTimeoutMs: 120_000 });
+  const now = Date.now();
+  const table: string[] = [];
+  try {
+    await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, indexName({ indexPrefix: prefix }, source))));
+    await indexEvents(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), now);
+    const dayAgo = new Date(now - 24 * 3600 * 1000).toISOString();
+    for (const cached of [true, false]) {
+      const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', CACHE_MAX_BYTES: cached ? base.CACHE_MAX_BYTES : 0, QUERY_TIMEOUT_MS: 120_000 };
+      const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers: urls.kafka! });
+      const address = await app.listen({ host: '127.0.0.1', port: 0 });
+      try {
+        for (const [label, path] of CASES) {
+          const url = `${address}${path.replace('START', dayAgo)}`;
+          // logs.all is never cached: its one row set is measured once, under "uncached"
+          if (cached && label.startsWith('logs.all')) continue;
+          await measure(url, 3, 1); // warm up: JIT, Lucene structures, and the cached result
+          for (const concurrency of [1, 16]) {
+            const requests = cached ? 2000 : concurrency === 1 ? 30 : 96;
+            const latencies = await measure(url, requests, concurrency);
+            table.push(`| ${label} | ${cached ? 'cached' : 'uncached'} | ${concurrency} | ${requests} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
+            console.error(table[table.length - 1]);
+          }
+        }
+      } finally {
+        await app.close();
+      }
+    }
+  } finally {
+    const indices = Object.keys(await elasticsearch.indices.get({ index: `${prefix}*`, allow_no_indices: true }));
+    if (indices.length > 0) await elasticsearch.indices.delete({ index: indices });
+    await elasticsearch.close();
+    await stack?.stop();
+  }
+  console.log(`\n${EVENTS.toLocaleString('en')} edge events over 7 days, ${PROJECTS} projects; HTTP on 127.0.0.1 with the bootstrap key\n`);
+  console.log('| case | cache | concurrency | requests | p50 ms | p99 ms |\n|---|---|---|---|---|---|');
+  for (const row of table) console.log(row);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.stack : error);
+  process.exit(1);
+});
