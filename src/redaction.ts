@@ -3,14 +3,16 @@ import { isIPv6 } from 'node:net';
 export const REDACTED = 'REDACTED';
 
 /**
- * Candidates for IPv6: a run of hex digits, colons and dots (a dotted IPv4 tail) with at least one
- * colon, not glued to a word (so `std::io` stays), with an optional zone. Node's own parser decides.
+ * Candidates for IPv6: a maximal run of hex digits, colons and dots (a dotted IPv4 tail), not glued
+ * to a word before it (so `std::io` stays), with an optional zone; Node's own parser decides. One
+ * greedy run and no lookahead keep the scan linear on long strings.
  */
-const IPV6_CANDIDATE = /(?<![\w:.])[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[0-9A-Za-z._~-]+)?(?![\w:])/g;
+const IPV6_CANDIDATE = /(?<![\w:.])[0-9A-Fa-f:.]+(?:%[0-9A-Za-z._~-]+)?/g;
 /** Dotted quads of one to three digits: over-redacting a version string beats leaking an address. */
 const IPV4 = /(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.\d)/g;
 
-function redactIpv6(candidate: string): string {
+function redactIpv6(candidate: string, offset: number, text: string): string {
+  if (!candidate.includes(':') || /[\w:]/.test(text[offset + candidate.length] ?? '')) return candidate;
   const trailingDots = /\.*$/.exec(candidate)![0];
   const address = candidate.slice(0, candidate.length - trailingDots.length);
   const withoutZone = address.split('%')[0]!;

@@ -23,6 +23,8 @@ describe('redactText', () => {
     'version 1.2.3 released',
     'ratio 12:30',
     'a :: b',
+    'token 2001:db8::1x glued to a word',
+    'hash deadbeef:cafe',
   ])('leaves %j alone', (input) => {
     expect(redactText(input)).toBe(input);
   });
