@@ -29,9 +29,10 @@ export function classifyItem(item: estypes.BulkResponseItem): ItemOutcome {
  * anything else (a 400 for the request as a whole) is a fault in the request itself.
  */
 export function isRetriableRequestError(error: unknown): boolean {
-  const status = (error as { meta?: { statusCode?: number } }).meta?.statusCode;
-  if (status === undefined || status === null) return true;
-  return status === 408 || status === 429 || status >= 500;
+  // connection errors and timeouts carry statusCode 0 (or none): Elasticsearch never answered
+  if ((error as { name?: string }).name !== 'ResponseError') return true;
+  const status = (error as { meta?: { statusCode?: number } }).meta?.statusCode ?? 0;
+  return status === 0 || status === 408 || status === 429 || status >= 500;
 }
 
 export function bulkOperations(index: string, events: StoredEvent[]): unknown[] {

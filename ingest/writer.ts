@@ -40,6 +40,7 @@ export async function writeEvents<T extends { event: StoredEvent }>(context: Wri
   const rejected: Rejected<T>[] = [];
   let pending = items;
   let attempt = 0;
+  let held = false;
   try {
     while (pending.length > 0) {
       if (!context.keepGoing()) throw new WriteAbandoned(`gave up writing ${pending.length} events to ${context.index}`);
@@ -86,13 +87,13 @@ export async function writeEvents<T extends { event: StoredEvent }>(context: Wri
         context.metrics.retries.inc({ source: context.source, cause: retryCause });
         const delay = backoffMs(attempt, context.retryInitialMs, context.retryMaxMs);
         attempt += 1;
-        context.onHold(true);
+        if (!held) context.onHold((held = true));
         context.logger.warn({ index: context.index, events: pending.length, cause: retryCause, retryInMs: delay, attempt }, 'elasticsearch unavailable, holding the partition');
         await waitAlive(context, delay);
       }
     }
   } finally {
-    if (attempt > 0) context.onHold(false);
+    if (held) context.onHold(false);
   }
   return rejected;
 }

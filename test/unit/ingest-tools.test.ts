@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs, chunkBySize } from '../../ingest/bulk.ts';
+import { errors } from '@elastic/elasticsearch';
+import { backoffMs, chunkBySize, isRetriableRequestError } from '../../ingest/bulk.ts';
 import { deadLetterMessage } from '../../ingest/dead-letter.ts';
 import { demoEvents } from '../../ingest/demo-events.ts';
 import { decodeMessage } from '../../ingest/event.ts';
@@ -13,6 +14,15 @@ describe('bulk batching and retries', () => {
     expect(chunkBySize([1, 2, 3, 4, 5], () => 1, 100, 2)).toEqual([[1, 2], [3, 4], [5]]);
     expect(chunkBySize([60, 60, 10, 90], (n) => n, 100, 10)).toEqual([[60], [60, 10], [90]]);
     expect(chunkBySize([500], (n) => n, 100, 10)).toEqual([[500]]);
+  });
+
+  it('retries a bulk request Elasticsearch did not answer or answered with overload, not one it refused', () => {
+    const answered = (statusCode: number) => new errors.ResponseError({ statusCode, body: {}, headers: {}, warnings: null, meta: {} as never });
+    expect(isRetriableRequestError(new errors.ConnectionError('connect ECONNREFUSED'))).toBe(true);
+    expect(isRetriableRequestError(new errors.TimeoutError('Request timed out'))).toBe(true);
+    expect(isRetriableRequestError(answered(503))).toBe(true);
+    expect(isRetriableRequestError(answered(429))).toBe(true);
+    expect(isRetriableRequestError(answered(413))).toBe(false);
   });
 
   it('backs off exponentially up to the cap', () => {
