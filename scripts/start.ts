@@ -1,0 +1,162 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
+import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { createLogger } from '../shared/logger.ts';
+import { indexName, SOURCES } from '../shared/sources.ts';
+import { publishDemoData } from '../ingest/demo-data.ts';
+import { startLocalStack, type LocalStack } from '../stack/index.ts';
+
+/**
+ * `npm start`: the local stack when no external servers are named, then the ingest worker and the
+ * query service as separate processes; prints `ready: http://HOST:PORT` once events can be ingested
+ * and queried. Ctrl-C stops everything it started.
+ */
+const DEMO_EVENTS = 20_000;
+
+const config = loadConfig(process.env);
+const logger = createLogger('start', config.LOG_LEVEL);
+const children: ChildProcess[] = [];
+let stack: LocalStack | undefined;
+let stopping = false;
+
+function say(line: string): void {
+  console.error(`start: ${line}`);
+}
+
+function spawnService(entry: string, env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repositoryRoot, entry)], {
+    cwd: repositoryRoot,
+    env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  children.push(child);
+  child.on('exit', (code, signal) => {
+    if (stopping) return;
+    // Ctrl-C reaches the children too; a clean exit of theirs starts a clean shutdown of ours
+    if (code !== 0) say(`${entry} exited unexpectedly (code ${code}, signal ${signal}); stopping everything`);
+    void shutdown(code === 0 ? 0 : 1);
+  });
+  return child;
+}
+
+async function waitForHealth(url: string, name: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (stopping) throw new Error('stopped');
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${name} did not answer ${url} within ${timeoutMs / 1000} s`);
+}
+
+/** Waits until the demo events are searchable, so the first query a newcomer runs returns rows. */
+async function waitForDemoData(elasticsearchUrl: string, expected: number): Promise<void> {
+  const client = createElasticsearchClient({ url: elasticsearchUrl });
+  const indices = SOURCES.map((source) => indexName({ indexPrefix: config.INDEX_PREFIX }, source.name)).join(',');
+  const deadline = Date.now() + 180_000;
+  let last = -1;
+  try {
+    while (Date.now() < deadline) {
+      const { count } = await client.count({ index: indices, ignore_unavailable: true, allow_no_indices: true });
+      if (count !== last) {
+        say(`demo data: ${count}/${expected} events searchable`);
+        last = count;
+      }
+      if (count >= expected) return;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    throw new Error(`only ${last} of ${expected} demo events became searchable within 180 s`);
+  } finally {
+    await client.close();
+  }
+}
+
+async function shutdown(code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  say('stopping');
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+  await stack?.stop();
+  process.exit(code);
+}
+
+async function main(runConfig: Config): Promise<void> {
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+  process.on('SIGHUP', () => void shutdown(0));
+
+  const external = runConfig.KAFKA_BROKERS !== undefined || runConfig.ELASTICSEARCH_URL !== undefined;
+  if (external && !(runConfig.KAFKA_BROKERS && runConfig.ELASTICSEARCH_URL)) {
+    throw new Error('set both KAFKA_BROKERS and ELASTICSEARCH_URL to use external servers, or neither to run the local stack');
+  }
+  let brokers = runConfig.KAFKA_BROKERS;
+  let elasticsearchUrl = runConfig.ELASTICSEARCH_URL;
+  if (!external) {
+    stack = await startLocalStack(runConfig, say);
+    brokers = stack.kafkaBrokers;
+    elasticsearchUrl = stack.elasticsearchUrl;
+    say(`kafka: ${brokers.join(',')}`);
+    say(`elasticsearch: ${elasticsearchUrl}`);
+  }
+  // a local first run gets a key to try the API with; against external servers the operator brings one
+  const bootstrapKey = runConfig.BOOTSTRAP_API_KEY ?? (external ? undefined : `dev_${randomBytes(24).toString('base64url')}`);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    KAFKA_BROKERS: brokers!.join(','),
+    ELASTICSEARCH_URL: elasticsearchUrl,
+    ...(bootstrapKey ? { BOOTSTRAP_API_KEY: bootstrapKey } : {}),
+  };
+  const ingestPort = process.env.INGEST_PORT ?? '4001';
+  spawnService('ingest/main.ts', { ...env, INGEST_PORT: ingestPort });
+  spawnService('src/main.ts', env);
+  const base = `http://${runConfig.HOST}:${runConfig.PORT}`;
+  await Promise.all([
+    waitForHealth(`http://127.0.0.1:${ingestPort}/health`, 'ingest worker'),
+    waitForHealth(`${base}/health`, 'query service'),
+  ]);
+
+  if (!external) {
+    const now = new Date();
+    const { published } = await publishDemoData({
+      brokers: brokers!,
+      topicPrefix: runConfig.TOPIC_PREFIX,
+      events: DEMO_EVENTS,
+      from: new Date(now.getTime() - 24 * 3600_000),
+      to: now,
+      projects: ['default'],
+      logger,
+    });
+    await waitForDemoData(elasticsearchUrl!, published);
+  }
+
+  console.log(`ready: ${base}`);
+  if (bootstrapKey && !runConfig.BOOTSTRAP_API_KEY) {
+    console.log(`api key for this run (BOOTSTRAP_API_KEY): ${bootstrapKey}`);
+    console.log(`try: curl -H 'X-API-KEY: ${bootstrapKey}' '${base}/api/endpoints/query/usage.api-counts?interval=hourly&project=default'`);
+  }
+}
+
+main(config).catch((error: unknown) => {
+  say(error instanceof Error ? error.message : String(error));
+  void shutdown(1);
+});
