@@ -12,7 +12,8 @@ import { buildServer } from '../src/server.ts';
  * p50 / p99 latency of both saved endpoints over real HTTP, cached and uncached, at concurrency 1
  * and 16, over an edge index of 1,000,000 events spread over the last 7 days (100 projects, 1 or 2
  * request records each). Uncached runs use a server whose result cache holds nothing
- * (CACHE_MAX_BYTES=0), so every call queries Elasticsearch with the same parameters.
+ * (CACHE_MAX_BYTES=0), and give each usage request its own pattern (a never-matching alternative
+ * `|zq<n>zq` appended) so concurrent calls are not folded into one query by the cache's single flight.
  *
  *   npm run bench:endpoints [-- --events 1000000]
  *
@@ -75,12 +76,14 @@ async function indexEvents(elasticsearch: Client, index: string, now: number): P
   await elasticsearch.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 600_000 });
 }
 
-async function measure(url: string, requests: number, concurrency: number): Promise<number[]> {
+/** `urlFor(i)` is the i-th request's URL, so uncached runs can give every request its own cache key. */
+async function measure(urlFor: (i: number) => string, requests: number, concurrency: number): Promise<number[]> {
   const latencies: number[] = [];
   let next = 0;
   const worker = async () => {
     while (next < requests) {
       next += 1;
+      const url = urlFor(next);
       const started = process.hrtime.bigint();
       const response = await fetch(url, { headers: { 'x-api-key': BOOTSTRAP } });
       const body = await response.text();
@@ -125,12 +128,13 @@ async function main(): Promise<void> {
       try {
         for (const [label, path] of CASES) {
           const url = `${address}${path.replace('START', dayAgo)}`;
+          const urlFor = cached || !label.startsWith('usage') ? () => url : (i: number) => `${url}${encodeURIComponent(`|zq${i}zq`)}`;
           // logs.all is never cached: its one row set is measured once, under "uncached"
           if (cached && label.startsWith('logs.all')) continue;
-          await measure(url, 3, 1); // warm up: JIT, Lucene structures, and the cached result
+          await measure(urlFor, 3, 1); // warm up: JIT, Lucene structures, and the cached result
           for (const concurrency of [1, 16]) {
             const requests = cached ? 2000 : concurrency === 1 ? 30 : 96;
-            const latencies = await measure(url, requests, concurrency);
+            const latencies = await measure(urlFor, requests, concurrency);
             table.push(`| ${label} | ${cached ? 'cached' : 'uncached'} | ${concurrency} | ${requests} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
             console.error(table[table.length - 1]);
           }
