@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import { createLogger } from '../shared/logger.ts';
@@ -25,20 +26,32 @@ function say(line: string): void {
   console.error(`start: ${line}`);
 }
 
-function spawnService(entry: string, env: NodeJS.ProcessEnv): ChildProcess {
+/**
+ * Starts a service process and resolves with the URL it announces on stdout (`<label>: <url>`),
+ * so ports chosen by the OS (0) are learned rather than assumed.
+ */
+function spawnService(entry: string, label: string, env: NodeJS.ProcessEnv): Promise<string> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(repositoryRoot, entry)], {
     cwd: repositoryRoot,
     env,
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
+  const announced = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const prefix = `${label}: `;
+      if (line.startsWith(prefix)) resolve(line.slice(prefix.length).trim());
+      else console.log(line);
+    });
+    child.once('exit', () => reject(new Error(`${entry} exited before it was listening`)));
+  });
   child.on('exit', (code, signal) => {
     if (stopping) return;
     // Ctrl-C reaches the children too; a clean exit of theirs starts a clean shutdown of ours
     if (code !== 0) say(`${entry} exited unexpectedly (code ${code}, signal ${signal}); stopping everything`);
     void shutdown(code === 0 ? 0 : 1);
   });
-  return child;
+  return announced;
 }
 
 async function waitForHealth(url: string, name: string, timeoutMs = 120_000): Promise<void> {
@@ -126,14 +139,8 @@ async function main(runConfig: Config): Promise<void> {
     ELASTICSEARCH_URL: elasticsearchUrl,
     ...(bootstrapKey ? { BOOTSTRAP_API_KEY: bootstrapKey } : {}),
   };
-  const ingestPort = process.env.INGEST_PORT ?? '4001';
-  spawnService('ingest/main.ts', { ...env, INGEST_PORT: ingestPort });
-  spawnService('src/main.ts', env);
-  const base = `http://${runConfig.HOST}:${runConfig.PORT}`;
-  await Promise.all([
-    waitForHealth(`http://127.0.0.1:${ingestPort}/health`, 'ingest worker'),
-    waitForHealth(`${base}/health`, 'query service'),
-  ]);
+  const [ingestHealth, base] = await Promise.all([spawnService('ingest/main.ts', 'ingest', env), spawnService('src/main.ts', 'query', env)]);
+  await Promise.all([waitForHealth(ingestHealth, 'ingest worker'), waitForHealth(`${base}/health`, 'query service')]);
 
   if (!external) {
     const now = new Date();

@@ -39,6 +39,6 @@ async function kafkaHealth(brokers: string[]): Promise<Dependency & { brokers: s
 export const healthPlugin: FastifyPluginAsync<HealthOptions> = async (app, options) => {
   app.get('/health', async () => {
     const [elasticsearch, kafka] = await Promise.all([elasticsearchHealth(options.elasticsearch), kafkaHealth(options.kafkaBrokers)]);
-    return { status: 'ok', uptime_seconds: Math.round(process.uptime()), elasticsearch, kafka };
+    return { status: 'ok', pid: process.pid, uptime_seconds: Math.round(process.uptime()), elasticsearch, kafka };
   });
 };
