@@ -1,0 +1,240 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Partitioners, type Message, type Producer } from 'kafkajs';
+import { loadConfig, repositoryRoot } from '../shared/config.ts';
+import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { createLogger } from '../shared/logger.ts';
+import { SOURCES, indexName, topicName, type SourceName } from '../shared/sources.ts';
+import { demoEvents } from '../ingest/demo-events.ts';
+import { createKafka } from '../ingest/kafka.ts';
+import { startLocalStack, type LocalStack } from '../stack/index.ts';
+
+/**
+ * `npm run bench:ingest`: 200,000 mixed-source events through a real worker process.
+ * Phase 1 (throughput): everything produced as fast as Kafka takes it; events/s and MB/s until the
+ * last event is searchable. Phase 2 (freshness): a steady stream at a normal rate, with marker
+ * events polled until searchable, for produce-to-searchable latency. Worker peak RSS from VmHWM.
+ * Uses KAFKA_BROKERS / ELASTICSEARCH_URL when both are set, else starts its own stack.
+ * `npm run bench:ingest -- --events 50000` for a shorter run.
+ */
+const config = loadConfig(process.env);
+const { values: options } = parseArgs({ options: { events: { type: 'string', default: '200000' } } });
+const EVENTS = Number(options.events);
+if (!Number.isInteger(EVENTS) || EVENTS < 1) throw new Error(`--events must be a positive integer, got ${options.events}`);
+const STEADY_RATE = 2000;
+const STEADY_SECONDS = 20;
+const MARKER_EVERY = 100;
+const logger = createLogger('bench', 'warn');
+const say = (line: string) => console.error(`bench: ${line}`);
+
+let stack: LocalStack | undefined;
+let worker: ChildProcess | undefined;
+
+async function main(): Promise<void> {
+  let brokers = config.KAFKA_BROKERS;
+  let elasticsearchUrl = config.ELASTICSEARCH_URL;
+  if (!brokers || !elasticsearchUrl) {
+    say('starting a local stack (KAFKA_BROKERS / ELASTICSEARCH_URL not both set)');
+    stack = await startLocalStack({ ...config, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, say);
+    brokers = stack.kafkaBrokers;
+    elasticsearchUrl = stack.elasticsearchUrl;
+  }
+  const prefix = `bench${randomBytes(3).toString('hex')}`;
+  const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };
+  const client = createElasticsearchClient({ url: elasticsearchUrl });
+  const indices = SOURCES.map((source) => indexName(locations, source.name)).join(',');
+  const searchable = async () => (await client.count({ index: indices, ignore_unavailable: true, allow_no_indices: true })).count;
+
+  const started = await startWorker(brokers, elasticsearchUrl, locations);
+  worker = started.child;
+  const producer = createKafka(brokers, 'logplatform-bench', logger).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+
+  // Phase 1: throughput
+  say(`generating ${EVENTS} events for the nine sources`);
+  const bySource = new Map<SourceName, Message[]>();
+  let bytes = 0;
+  const now = new Date();
+  for (const { source, event } of demoEvents({ count: EVENTS, from: new Date(now.getTime() - 86_400_000), to: now, projects: ['default', 'bench'] })) {
+    const value = JSON.stringify(event);
+    bytes += Buffer.byteLength(value);
+    const messages = bySource.get(source) ?? [];
+    messages.push({ value });
+    bySource.set(source, messages);
+  }
+  say(`producing ${EVENTS} events (${(bytes / 1e6).toFixed(1)} MB)`);
+  const phaseStart = performance.now();
+  let produced = 0;
+  const progress = setInterval(() => {
+    void indexedByWorker(started.port).then((indexed) =>
+      say(`${((performance.now() - phaseStart) / 1000).toFixed(1)} s: produced ${produced}, indexed ${indexed}, rss ${(rssBytes(worker!.pid!) / 1e6).toFixed(0)} MB`),
+    );
+  }, 1000);
+  const sends: Promise<void>[] = [];
+  for (const [source, messages] of bySource) {
+    sends.push(
+      (async () => {
+        for (let start = 0; start < messages.length; start += 2000) {
+          const slice = messages.slice(start, start + 2000);
+          await producer.send({ topic: topicName(locations, source), acks: 1, messages: slice });
+          produced += slice.length;
+        }
+      })(),
+    );
+  }
+  await Promise.all(sends);
+  const producedAt = performance.now();
+  while ((await searchable()) < EVENTS) await sleep(100);
+  const throughputSeconds = (performance.now() - phaseStart) / 1000;
+  clearInterval(progress);
+  say(`all ${EVENTS} searchable after ${throughputSeconds.toFixed(1)} s (produced in ${((producedAt - phaseStart) / 1000).toFixed(1)} s)`);
+
+  // Phase 2: freshness under a steady, normal load
+  say(`steady stream: ${STEADY_RATE} events/s for ${STEADY_SECONDS} s, every ${MARKER_EVERY}th a marker`);
+  const latencies = await steadyLatencies(producer, client, indices, locations);
+  await producer.disconnect();
+
+  const peakRss = peakRssBytes(worker.pid!);
+  await stopWorker();
+  await client.close();
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const quantile = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  const rows: [string, string][] = [
+    ['events', String(EVENTS)],
+    ['payload', `${(bytes / 1e6).toFixed(1)} MB`],
+    ['throughput', `${Math.round(EVENTS / throughputSeconds)} events/s`],
+    ['throughput', `${(bytes / 1e6 / throughputSeconds).toFixed(2)} MB/s`],
+    [`latency p50 (steady ${STEADY_RATE}/s)`, `${Math.round(quantile(0.5))} ms`],
+    [`latency p99 (steady ${STEADY_RATE}/s)`, `${Math.round(quantile(0.99))} ms`],
+    ['latency samples', String(sorted.length)],
+    ['worker peak RSS (VmHWM)', `${(peakRss / 1e6).toFixed(0)} MB`],
+  ];
+  const width = Math.max(...rows.map(([name]) => name.length));
+  console.log(`\ningest benchmark (${brokers.join(',')}, ${elasticsearchUrl})`);
+  console.log(`${'metric'.padEnd(width)} | value`);
+  console.log(`${'-'.repeat(width)}-|-${'-'.repeat(20)}`);
+  for (const [name, value] of rows) console.log(`${name.padEnd(width)} | ${value}`);
+}
+
+/** Produces at a fixed rate; marker events are polled until searchable, their latency measured from the send. */
+async function steadyLatencies(producer: Producer, client: ReturnType<typeof createElasticsearchClient>, indices: string, locations: { topicPrefix: string }): Promise<number[]> {
+  const pendingMarkers = new Map<string, number>();
+  const latencies: number[] = [];
+  let producing = true;
+  const poller = (async () => {
+    while (producing || pendingMarkers.size > 0) {
+      if (pendingMarkers.size > 0) {
+        const ids = [...pendingMarkers.keys()];
+        const response = await client.search({ index: indices, size: ids.length, _source: false, query: { ids: { values: ids } } });
+        const seen = performance.now();
+        for (const hit of response.hits.hits) {
+          const sentAt = pendingMarkers.get(hit._id!);
+          if (sentAt !== undefined) {
+            latencies.push(seen - sentAt);
+            pendingMarkers.delete(hit._id!);
+          }
+        }
+      }
+      await sleep(20);
+    }
+  })();
+  const events = demoEvents({ count: STEADY_RATE * STEADY_SECONDS, from: new Date(Date.now() - 3_600_000), to: new Date(), projects: ['default'], seed: 7 });
+  const tickMs = 100;
+  const perTick = (STEADY_RATE * tickMs) / 1000;
+  let sequence = 0;
+  const start = performance.now();
+  for (let tick = 0; tick < (STEADY_SECONDS * 1000) / tickMs; tick += 1) {
+    const bySource = new Map<SourceName, Message[]>();
+    const markers: string[] = [];
+    for (let n = 0; n < perTick; n += 1) {
+      const { source, event } = events.next().value!;
+      sequence += 1;
+      const id = `steady-${sequence}`;
+      if (sequence % MARKER_EVERY === 0) markers.push(id);
+      const messages = bySource.get(source) ?? [];
+      messages.push({ value: JSON.stringify({ ...event, id }) });
+      bySource.set(source, messages);
+    }
+    const sentAt = performance.now();
+    await Promise.all([...bySource].map(([source, messages]) => producer.send({ topic: topicName(locations, source), acks: 1, messages })));
+    for (const id of markers) pendingMarkers.set(id, sentAt);
+    const next = start + (tick + 1) * tickMs;
+    await sleep(Math.max(0, next - performance.now()));
+  }
+  producing = false;
+  const deadline = performance.now() + 30_000;
+  while (pendingMarkers.size > 0 && performance.now() < deadline) await sleep(50);
+  if (pendingMarkers.size > 0) throw new Error(`${pendingMarkers.size} marker events never became searchable`);
+  await poller;
+  return latencies;
+}
+
+async function startWorker(brokers: string[], elasticsearchUrl: string, locations: { indexPrefix: string; topicPrefix: string }): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repositoryRoot, 'ingest', 'main.ts')], {
+    cwd: repositoryRoot,
+    env: {
+      PATH: process.env.PATH,
+      KAFKA_BROKERS: brokers.join(','),
+      ELASTICSEARCH_URL: elasticsearchUrl,
+      INDEX_PREFIX: locations.indexPrefix,
+      TOPIC_PREFIX: locations.topicPrefix,
+      INGEST_GROUP_ID: `${locations.topicPrefix}ingest`,
+      INGEST_PORT: '0',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the worker exited with ${child.exitCode} during start-up`);
+    const match = /ingest: http:\/\/[^:]+:(\d+)\/health/.exec(output);
+    if (match) return { child, port: Number(match[1]) };
+    await sleep(100);
+  }
+  throw new Error('the worker did not start within 120 s');
+}
+
+async function indexedByWorker(port: number): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return [...text.matchAll(/^ingest_events_indexed_total\{[^}]*\} (\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+  } catch {
+    return 0;
+  }
+}
+
+function statusField(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith(`${field}:`));
+  return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
+}
+const rssBytes = (pid: number) => statusField(pid, 'VmRSS');
+const peakRssBytes = (pid: number) => statusField(pid, 'VmHWM');
+
+async function stopWorker(): Promise<void> {
+  if (!worker || worker.exitCode !== null) return;
+  const exited = new Promise((resolve) => worker!.once('exit', resolve));
+  worker.kill('SIGTERM');
+  await exited;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function cleanUp(): Promise<void> {
+  await stopWorker();
+  await stack?.stop();
+}
+
+process.on('SIGINT', () => void cleanUp().finally(() => process.exit(130)));
+try {
+  await main();
+  await cleanUp();
+} catch (error) {
+  console.error(`bench: failed: ${(error as Error).stack ?? error}`);
+  await cleanUp();
+  process.exit(1);
+}
