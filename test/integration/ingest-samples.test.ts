@@ -5,6 +5,7 @@ import { repositoryRoot } from '../../shared/config.ts';
 import { restoreSetAsideFields, type StoredEvent } from '../../shared/event-index.ts';
 import { SOURCES, type SourceName } from '../../shared/sources.ts';
 import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
+import { BOOTSTRAP_KEY, startEndpointServer } from '../support/endpoint-server.ts';
 import { deleteIndices, documentCount, ingestTestConfig, produce, silentLogger, sourceIndex, storeClient, waitFor } from '../support/ingest.ts';
 
 const samplesDir = path.join(repositoryRoot, 'test', 'fixtures', 'logflare-samples');
@@ -74,10 +75,40 @@ describe('ingest: every sample source into its own index', () => {
     expect(stored?.metadata_unindexed).toEqual([{ path: ['detail'], value: 'plain text' }]);
     expect(restoreSetAsideFields(stored!)).toMatchObject({ id: 'typed-2', metadata: clashing.metadata });
     // the rest of the event stays searchable
+    await client.indices.refresh({ index });
     const { count } = await client.count({ index, query: { nested: { path: 'metadata.request', query: { term: { 'metadata.request.path': '/rest/v1/x' } } } } });
     expect(count).toBe(1);
     const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
     expect(metrics).toMatch(/ingest_type_conflicts_total\{source="postgres_logs"\} 1/);
+  });
+
+  it('returns the ingested edge events through the query path as the same events, set-aside fields included', async () => {
+    const request = { url: 'https://default.supabase.co/rest/v1/t', path: '/rest/v1/t', method: 'GET' };
+    await produce(config, 'edge_logs', [{ id: 'edge-typed-1', event_message: 'a', project: 'default', timestamp: '2023-11-14T22:13:21.5Z', metadata: { request, extra: { a: 1 } } }], 0);
+    const index = sourceIndex(config, 'edge_logs');
+    await waitFor('the first edge event', async () => ((await client.exists({ index, id: 'edge-typed-1' })) ? true : undefined));
+    await produce(config, 'edge_logs', [{ id: 'edge-typed-2', event_message: 'b', project: 'default', timestamp: '2023-11-14T22:13:22.25Z', metadata: { request, extra: 'text' } }], 0);
+    await waitFor('the clashing edge event', async () => ((await client.exists({ index, id: 'edge-typed-2' })) ? true : undefined));
+    await client.indices.refresh({ index });
+
+    const server = await startEndpointServer({ now: Date.now(), overrides: { INDEX_PREFIX: config.INDEX_PREFIX } });
+    try {
+      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=default', headers: { 'x-api-key': BOOTSTRAP_KEY } });
+      expect(response.statusCode).toBe(200);
+      const rows = (response.json() as { result: { id: string; timestamp: number; event_message: string; metadata: Record<string, unknown>[] }[] }).result;
+      expect(rows.map((row) => row.id)).toEqual(['edge-typed-2', 'edge-typed-1', 'sample-edge_logs']);
+      const edge = sample('cloudflare.logs.prod') as { event_message: string; metadata: { request: { cf: { city: string }; path: string }; response: { status_code: number } } };
+      const [typed2, typed1, sampleRow] = rows as [(typeof rows)[0], (typeof rows)[0], (typeof rows)[0]];
+      expect(sampleRow).toMatchObject({ timestamp: 1_700_000_000_000_000, event_message: edge.event_message });
+      const metadata = sampleRow.metadata[0] as { request: [{ path: string; cf: [{ city: string }] }]; response: [{ status_code: number }] };
+      expect(metadata.request[0].path).toBe(edge.metadata.request.path);
+      expect(metadata.request[0].cf[0].city).toBe(edge.metadata.request.cf.city);
+      expect(metadata.response[0].status_code).toBe(edge.metadata.response.status_code);
+      expect(typed1).toMatchObject({ timestamp: 1_700_000_001_500_000, metadata: [{ extra: [{ a: 1 }] }] });
+      expect(typed2).toMatchObject({ timestamp: 1_700_000_002_250_000, metadata: [{ extra: 'text', request: [request] }] });
+    } finally {
+      await server.app.close();
+    }
   });
 
   it('serves health and metrics', async () => {
@@ -85,7 +116,7 @@ describe('ingest: every sample source into its own index', () => {
     expect(health.status).toBe(200);
     expect(await health.json()).toMatchObject({ status: 'consuming' });
     const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
-    expect(metrics).toMatch(/ingest_events_indexed_total\{source="edge_logs"\} 1/);
+    expect(metrics).toMatch(/ingest_events_indexed_total\{source="edge_logs"\} 3/);
     expect(metrics).toMatch(/ingest_bulk_duration_seconds_bucket/);
     expect(metrics).toMatch(/ingest_consumer_lag\{topic="[^"]+edge_logs",partition="\d"\} 0/);
   });
