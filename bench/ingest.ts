@@ -183,6 +183,12 @@ async function startWorker(brokers: string[], elasticsearchUrl: string, location
       TOPIC_PREFIX: locations.topicPrefix,
       INGEST_GROUP_ID: `${locations.topicPrefix}ingest`,
       INGEST_PORT: '0',
+      // the worker's tuning, as configured for this run
+      INGEST_TOPIC_PARTITIONS: String(config.INGEST_TOPIC_PARTITIONS),
+      INGEST_CONCURRENT_PARTITIONS: String(config.INGEST_CONCURRENT_PARTITIONS),
+      INGEST_BULK_MAX_BYTES: String(config.INGEST_BULK_MAX_BYTES),
+      INGEST_BULK_MAX_EVENTS: String(config.INGEST_BULK_MAX_EVENTS),
+      INGEST_FETCH_MAX_BYTES: String(config.INGEST_FETCH_MAX_BYTES),
       LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'inherit'],

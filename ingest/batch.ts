@@ -54,7 +54,8 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
       const decoded = decodeMessage(record, settings.maxMessageBytes);
       metrics.consumed.inc({ source: route.source }, decoded.length);
       decoded.forEach((result, element) => {
-        const source = { topic: batch.topic, partition: batch.partition, offset: message.offset, ...(decoded.length > 1 || result.ok === false && result.element !== undefined ? { element } : {}) };
+        const fromArray = decoded.length > 1 || (!result.ok && result.element !== undefined);
+        const source = { topic: batch.topic, partition: batch.partition, offset: message.offset, ...(fromArray ? { element } : {}) };
         if (result.ok) {
           events.push({ event: result.event, letter: { key: message.key, value: message.value!, source } });
         } else {

@@ -72,7 +72,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     }
   });
 
-  const status$ = await startStatusServer(config.INGEST_HOST, config.INGEST_PORT, () => ({ status, heldPartitions }), metrics.registry);
+  const statusServer = await startStatusServer(config.INGEST_HOST, config.INGEST_PORT, () => ({ status, heldPartitions }), metrics.registry);
   await producer.connect();
   await consumer.connect();
   await consumer.subscribe({ topics: routes.map((route) => route.topic), fromBeginning: true });
@@ -103,18 +103,18 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
         },
       }),
   });
-  logger.info({ topics: routes.map((route) => route.topic), group: config.INGEST_GROUP_ID, port: status$.port }, 'ingest worker started');
+  logger.info({ topics: routes.map((route) => route.topic), group: config.INGEST_GROUP_ID, port: statusServer.port }, 'ingest worker started');
 
   let stopping: Promise<void> | undefined;
   return {
-    port: status$.port,
+    port: statusServer.port,
     failed,
     stop: () =>
       (stopping ??= (async () => {
         status = 'stopping';
         await consumer.disconnect();
         await producer.disconnect();
-        await new Promise<void>((resolve) => status$.server.close(() => resolve()));
+        await new Promise<void>((resolve) => statusServer.server.close(() => resolve()));
         await client.close();
         logger.info('ingest worker stopped');
       })()),

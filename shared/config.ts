@@ -43,7 +43,7 @@ export const configSchema = z.object({
   INGEST_BULK_MAX_BYTES: z.coerce.number().int().min(1024).default(5 * 1024 * 1024),
   INGEST_BULK_MAX_EVENTS: z.coerce.number().int().min(1).default(2000),
   INGEST_FETCH_MAX_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
-  INGEST_CONCURRENT_PARTITIONS: z.coerce.number().int().min(1).max(64).default(3),
+  INGEST_CONCURRENT_PARTITIONS: z.coerce.number().int().min(1).max(64).default(9),
   INGEST_RETRY_INITIAL_MS: z.coerce.number().int().min(1).default(200),
   INGEST_RETRY_MAX_MS: z.coerce.number().int().min(1).default(10_000),
   INGEST_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).default(30_000),
