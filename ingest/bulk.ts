@@ -40,6 +40,19 @@ export function bulkOperations(index: string, events: StoredEvent[]): unknown[] 
   return events.flatMap((event) => [{ index: { _index: index, _id: event.id } }, event]);
 }
 
+/**
+ * One write per id, the latest in Kafka order: the final document is the same as writing them in
+ * turn, and a retried earlier version can never overwrite a later one that already succeeded.
+ */
+export function latestPerId<T extends { event: StoredEvent }>(items: T[]): T[] {
+  const latest = new Map<string, T>();
+  for (const item of items) {
+    latest.delete(item.event.id);
+    latest.set(item.event.id, item);
+  }
+  return [...latest.values()];
+}
+
 /** Splits items into consecutive runs bounded by count and by approximate serialised size. */
 export function chunkBySize<T>(items: T[], sizeOf: (item: T) => number, maxBytes: number, maxCount: number): T[][] {
   const chunks: T[][] = [];

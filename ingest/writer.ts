@@ -1,7 +1,7 @@
 import type { Client } from '@elastic/elasticsearch';
 import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
-import { backoffMs, bulkOperations, classifyItem, isRetriableRequestError } from './bulk.ts';
+import { backoffMs, bulkOperations, classifyItem, isRetriableRequestError, latestPerId } from './bulk.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { setAsideField } from './type-conflict.ts';
 
@@ -38,7 +38,7 @@ export interface Rejected<T> {
  */
 export async function writeEvents<T extends { event: StoredEvent }>(context: WriteContext, items: T[]): Promise<Rejected<T>[]> {
   const rejected: Rejected<T>[] = [];
-  let pending = items;
+  let pending = latestPerId(items);
   let attempt = 0;
   let held = false;
   try {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { errors } from '@elastic/elasticsearch';
-import { backoffMs, chunkBySize, isRetriableRequestError } from '../../ingest/bulk.ts';
+import { backoffMs, chunkBySize, isRetriableRequestError, latestPerId } from '../../ingest/bulk.ts';
 import { deadLetterMessage } from '../../ingest/dead-letter.ts';
 import { demoEvents } from '../../ingest/demo-events.ts';
 import { decodeMessage } from '../../ingest/event.ts';
@@ -23,6 +23,11 @@ describe('bulk batching and retries', () => {
     expect(isRetriableRequestError(answered(503))).toBe(true);
     expect(isRetriableRequestError(answered(429))).toBe(true);
     expect(isRetriableRequestError(answered(413))).toBe(false);
+  });
+
+  it('writes each id once, its latest version, in Kafka order', () => {
+    const item = (id: string, event_message: string) => ({ event: { id, event_message, timestamp: '2024-01-01T00:00:00.000000Z' } });
+    expect(latestPerId([item('a', '1'), item('b', '1'), item('a', '2'), item('c', '1')]).map(({ event }) => `${event.id}${event.event_message}`)).toEqual(['b1', 'a2', 'c1']);
   });
 
   it('backs off exponentially up to the cap', () => {
