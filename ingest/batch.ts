@@ -1,8 +1,8 @@
-import type { Client } from '@elastic/elasticsearch';
 import type { EachBatchPayload, Producer } from 'kafkajs';
 import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { chunkBySize } from './bulk.ts';
+import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
 import { decodeMessage } from './event.ts';
 import type { IngestMetrics } from './metrics.ts';
@@ -17,7 +17,7 @@ export interface BatchSettings {
 }
 
 export interface BatchDependencies {
-  client: Client;
+  bulk: BulkCoalescer;
   producer: Producer;
   metrics: IngestMetrics;
   logger: Logger;
@@ -29,6 +29,8 @@ export interface BatchDependencies {
 
 interface Pending {
   event: StoredEvent;
+  /** Approximate serialised size, for the bulk byte bound. */
+  bytes: number;
   letter: Omit<DeadLetter, 'reason' | 'detail'>;
 }
 
@@ -57,7 +59,7 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
         const fromArray = decoded.length > 1 || (!result.ok && result.element !== undefined);
         const source = { topic: batch.topic, partition: batch.partition, offset: message.offset, ...(fromArray ? { element } : {}) };
         if (result.ok) {
-          events.push({ event: result.event, letter: { key: message.key, value: message.value!, source } });
+          events.push({ event: result.event, bytes: message.value!.length / decoded.length + 64, letter: { key: message.key, value: message.value!, source } });
         } else {
           letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source });
         }
@@ -68,7 +70,7 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     try {
       rejected = await writeEvents(
         {
-          client: dependencies.client,
+          bulk: dependencies.bulk,
           index: route.index,
           source: route.source,
           metrics,

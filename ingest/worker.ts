@@ -6,10 +6,14 @@ import { ensureEventIndex } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { indexName } from '../shared/sources.ts';
 import { processBatch } from './batch.ts';
+import { BulkCoalescer } from './bulk-coalescer.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
 import { createKafka } from './kafka.ts';
 import { createIngestMetrics } from './metrics.ts';
 import { ensureTopics, sourceRoutes } from './topics.ts';
+
+/** How long a write waits for writes from other partitions to share its bulk request. */
+const BULK_LINGER_MS = 5;
 
 export interface IngestWorker {
   /** The port /health and /metrics are served on (useful with INGEST_PORT=0). */
@@ -45,6 +49,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   await ensureIndices(client, routes.map((route) => indexName({ indexPrefix: config.INDEX_PREFIX }, route.source)), logger);
 
   const metrics = createIngestMetrics();
+  const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS });
   let status: HealthReport['status'] = 'starting';
   let heldPartitions = 0;
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
@@ -85,7 +90,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     partitionsConsumedConcurrently: config.INGEST_CONCURRENT_PARTITIONS,
     eachBatch: (payload) =>
       processBatch(payload, {
-        client,
+        bulk,
         producer,
         metrics,
         logger,

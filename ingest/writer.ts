@@ -1,12 +1,12 @@
-import type { Client } from '@elastic/elasticsearch';
 import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
-import { backoffMs, bulkOperations, classifyItem, isRetriableRequestError, latestPerId } from './bulk.ts';
+import { backoffMs, classifyItem, isRetriableRequestError, latestPerId } from './bulk.ts';
+import type { BulkCoalescer } from './bulk-coalescer.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { setAsideField } from './type-conflict.ts';
 
 export interface WriteContext {
-  client: Client;
+  bulk: BulkCoalescer;
   index: string;
   source: string;
   metrics: IngestMetrics;
@@ -36,7 +36,7 @@ export interface Rejected<T> {
  * the backpressure); type conflicts are retried at once with the clashing field set aside.
  * Returns the permanently rejected items, which belong in the dead-letter topic.
  */
-export async function writeEvents<T extends { event: StoredEvent }>(context: WriteContext, items: T[]): Promise<Rejected<T>[]> {
+export async function writeEvents<T extends { event: StoredEvent; bytes: number }>(context: WriteContext, items: T[]): Promise<Rejected<T>[]> {
   const rejected: Rejected<T>[] = [];
   let pending = latestPerId(items);
   let attempt = 0;
@@ -46,13 +46,11 @@ export async function writeEvents<T extends { event: StoredEvent }>(context: Wri
       if (!context.keepGoing()) throw new WriteAbandoned(`gave up writing ${pending.length} events to ${context.index}`);
       const again: T[] = [];
       let retryCause: string | undefined;
-      const timer = context.metrics.bulkDuration.startTimer();
       try {
-        const response = await context.client.bulk({ operations: bulkOperations(context.index, pending.map((item) => item.event)), refresh: false });
-        timer({ outcome: response.errors ? 'partial' : 'ok' });
-        response.items.forEach((entry, position) => {
+        const results = await context.bulk.write(context.index, pending.map((item) => item.event), pending.reduce((sum, item) => sum + item.bytes, 0));
+        results.forEach((result, position) => {
           const item = pending[position]!;
-          const outcome = classifyItem(entry.index ?? Object.values(entry)[0]!);
+          const outcome = classifyItem(result);
           if (outcome.kind === 'indexed') {
             context.metrics.indexed.inc({ source: context.source });
           } else if (outcome.kind === 'retry') {
@@ -72,7 +70,6 @@ export async function writeEvents<T extends { event: StoredEvent }>(context: Wri
           }
         });
       } catch (error) {
-        timer({ outcome: 'failed' });
         if (!isRetriableRequestError(error)) {
           const reason = `bulk request refused: ${(error as Error).message}`;
           for (const item of pending) rejected.push({ item, reason });

@@ -1,0 +1,48 @@
+import type { Client } from '@elastic/elasticsearch';
+import { describe, expect, it } from 'vitest';
+import { BulkCoalescer } from '../../ingest/bulk-coalescer.ts';
+import { createIngestMetrics } from '../../ingest/metrics.ts';
+import type { StoredEvent } from '../../shared/event-index.ts';
+
+/** Records bulk requests and answers each document with its id as the result, status 201. */
+function recordingClient(): { client: Client; requests: unknown[][] } {
+  const requests: unknown[][] = [];
+  const client = {
+    bulk: async ({ operations }: { operations: unknown[] }) => {
+      requests.push(operations);
+      const actions = operations.filter((_, position) => position % 2 === 0) as { index: { _index: string; _id: string } }[];
+      return { errors: false, items: actions.map(({ index }) => ({ index: { _index: index._index, _id: index._id, status: 201 } })) };
+    },
+  } as unknown as Client;
+  return { client, requests };
+}
+
+const events = (...ids: string[]): StoredEvent[] => ids.map((id) => ({ id, timestamp: '2024-01-01T00:00:00.000000Z', event_message: id }));
+
+describe('bulk coalescing', () => {
+  it('sends writes that arrive together as one request and gives each caller its own results', async () => {
+    const { client, requests } = recordingClient();
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 100, lingerMs: 5 });
+    const [first, second] = await Promise.all([coalescer.write('a', events('1', '2'), 100), coalescer.write('b', events('3'), 50)]);
+    expect(requests).toHaveLength(1);
+    expect(first.map((item) => [item._index, item._id])).toEqual([
+      ['a', '1'],
+      ['a', '2'],
+    ]);
+    expect(second.map((item) => [item._index, item._id])).toEqual([['b', '3']]);
+  });
+
+  it('starts a new request rather than exceed the count or byte bound', async () => {
+    const { client, requests } = recordingClient();
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 120, maxEvents: 3, lingerMs: 5 });
+    await Promise.all([coalescer.write('a', events('1', '2'), 40), coalescer.write('a', events('3', '4'), 40), coalescer.write('a', events('5'), 100)]);
+    expect(requests.map((operations) => operations.length / 2)).toEqual([2, 2, 1]);
+  });
+
+  it('fails every caller of a failed request, so each retries its own events', async () => {
+    const client = { bulk: async () => Promise.reject(new Error('connect ECONNREFUSED')) } as unknown as Client;
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1000, maxEvents: 10, lingerMs: 5 });
+    const results = await Promise.allSettled([coalescer.write('a', events('1'), 10), coalescer.write('b', events('2'), 10)]);
+    expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+  });
+});
