@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Partitioners, type Message, type Producer } from 'kafkajs';
@@ -67,6 +68,7 @@ async function main(): Promise<void> {
   }
   say(`producing ${EVENTS} events (${(bytes / 1e6).toFixed(1)} MB)`);
   const phaseStart = performance.now();
+  const cpuAtStart = cpuSeconds(worker.pid!);
   let produced = 0;
   const progress = setInterval(() => {
     void indexedByWorker(started.port).then((indexed) =>
@@ -89,6 +91,7 @@ async function main(): Promise<void> {
   const producedAt = performance.now();
   while ((await searchable()) < EVENTS) await sleep(100);
   const throughputSeconds = (performance.now() - phaseStart) / 1000;
+  const workerCpuShare = (cpuSeconds(worker.pid!) - cpuAtStart) / throughputSeconds;
   clearInterval(progress);
   say(`all ${EVENTS} searchable after ${throughputSeconds.toFixed(1)} s (produced in ${((producedAt - phaseStart) / 1000).toFixed(1)} s)`);
 
@@ -107,13 +110,14 @@ async function main(): Promise<void> {
     ['payload', `${(bytes / 1e6).toFixed(1)} MB`],
     ['throughput', `${Math.round(EVENTS / throughputSeconds)} events/s`],
     ['throughput', `${(bytes / 1e6 / throughputSeconds).toFixed(2)} MB/s`],
+    ['worker CPU during throughput phase', `${Math.round(workerCpuShare * 100)}% of one core`],
     [`latency p50 (steady ${STEADY_RATE}/s)`, `${Math.round(quantile(0.5))} ms`],
     [`latency p99 (steady ${STEADY_RATE}/s)`, `${Math.round(quantile(0.99))} ms`],
     ['latency samples', String(sorted.length)],
     ['worker peak RSS (VmHWM)', `${(peakRss / 1e6).toFixed(0)} MB`],
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
-  console.log(`\ningest benchmark (${brokers.join(',')}, ${elasticsearchUrl})`);
+  console.log(`\ningest benchmark (${brokers.join(',')}, ${elasticsearchUrl}; load average at the end ${os.loadavg().map((load) => load.toFixed(1)).join(' ')} on ${os.cpus().length} cores)`);
   console.log(`${'metric'.padEnd(width)} | value`);
   console.log(`${'-'.repeat(width)}-|-${'-'.repeat(20)}`);
   for (const [name, value] of rows) console.log(`${name.padEnd(width)} | ${value}`);
@@ -217,6 +221,11 @@ async function indexedByWorker(port: number): Promise<number> {
 function statusField(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith(`${field}:`));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
+}
+/** User + system CPU time of a process (/proc/<pid>/stat fields 14 and 15, in clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 const rssBytes = (pid: number) => statusField(pid, 'VmRSS');
 const peakRssBytes = (pid: number) => statusField(pid, 'VmHWM');
