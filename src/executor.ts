@@ -30,6 +30,9 @@ function storeError(error: unknown, timeoutMs: number): Error {
     if (error.statusCode === 429 || error.statusCode === 503 || error.statusCode === 502) {
       return new StoreUnavailable(`the log store (Elasticsearch) is overloaded or unavailable (status ${error.statusCode}); retry shortly`);
     }
+    // anything else the store refuses (index blocks, shard failures) is the store's state, not the caller's request
+    const type = (error.body as { error?: { type?: string } } | undefined)?.error?.type ?? 'unknown';
+    return new StoreUnavailable(`the log store (Elasticsearch) refused the query (status ${error.statusCode}, ${type}); retry later or tell the operator`);
   }
   return error instanceof Error ? error : new Error(String(error));
 }

@@ -29,7 +29,9 @@ export function installErrorHandler(app: FastifyInstance): void {
       void reply.code(fastifyError.statusCode ?? 400).send(body('bad_request', fastifyError.message));
       return;
     }
-    if (fastifyError.statusCode !== undefined && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
+    // only fastify's own errors carry a status we trust; a library error's status is not the caller's fault
+    const fromFastify = typeof fastifyError.code === 'string' && fastifyError.code.startsWith('FST_');
+    if (fromFastify && fastifyError.statusCode !== undefined && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
       void reply.code(fastifyError.statusCode).send(body('bad_request', fastifyError.message));
       return;
     }
