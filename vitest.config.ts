@@ -2,12 +2,15 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 180_000,
     // two cores: more workers only contend for the CPU the JVMs need
     maxWorkers: 2,
-    reporters: ['default'],
+    projects: [
+      // pure code and file checks: no servers, seconds to run (`npm run test:unit`)
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'test/deploy/**/*.test.ts'] } },
+      // the real Kafka and Elasticsearch, started once by the global setup
+      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], globalSetup: ['test/global-setup.ts'] } },
+    ],
   },
 });

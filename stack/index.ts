@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureArtifacts } from './artifacts.ts';
@@ -29,6 +29,32 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
+const RUN_DIR_PREFIX = 'logplatform-stack-';
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A launcher killed with SIGKILL cannot clean up; the watchdog stops its JVMs and the next launch removes its data. */
+function removeAbandonedRunDirs(): void {
+  for (const entry of readdirSync(os.tmpdir())) {
+    if (!entry.startsWith(RUN_DIR_PREFIX)) continue;
+    const dir = path.join(os.tmpdir(), entry);
+    let owner: number;
+    try {
+      owner = Number(readFileSync(path.join(dir, 'owner.pid'), 'utf8'));
+    } catch {
+      continue;
+    }
+    if (owner > 0 && !processAlive(owner)) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
  * Starts Kafka and Elasticsearch on loopback (downloading them on first use) and waits until both
  * really answer. Kafka and Elasticsearch start side by side; any failure stops what already started.
@@ -40,7 +66,9 @@ export async function startLocalStack(settings: StackSettings, progress: (line: 
   const controllerPort = await claimPort(settings.STACK_KAFKA_CONTROLLER_PORT, 'kafka controller', 'STACK_KAFKA_CONTROLLER_PORT', claimed);
   const httpPort = await claimPort(settings.STACK_ELASTICSEARCH_PORT, 'elasticsearch http', 'STACK_ELASTICSEARCH_PORT', claimed);
   const transportPort = await claimPort(settings.STACK_ELASTICSEARCH_TRANSPORT_PORT, 'elasticsearch transport', 'STACK_ELASTICSEARCH_TRANSPORT_PORT', claimed);
-  const runDir = mkdtempSync(path.join(os.tmpdir(), 'logplatform-stack-'));
+  removeAbandonedRunDirs();
+  const runDir = mkdtempSync(path.join(os.tmpdir(), RUN_DIR_PREFIX));
+  writeFileSync(path.join(runDir, 'owner.pid'), String(process.pid));
   progress(`starting kafka and elasticsearch (run folder ${runDir})`);
 
   // a server that failed its readiness check may still be running, so stop by run folder, not by result
