@@ -8,7 +8,7 @@ import { KeyStore } from './auth/key-store.ts';
 import { withoutSecrets } from './auth/log-secrets.ts';
 import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
-import { installErrorHandler } from './http/error-handler.ts';
+import { handleClientError, installErrorHandler } from './http/error-handler.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
 import { healthPlugin } from './plugins/health.ts';
@@ -39,6 +39,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     bodyLimit: 1024 * 1024,
     http: { maxHeaderSize: MAX_URL_BYTES + 16 * 1024 },
     requestIdHeader: 'x-request-id',
+    clientErrorHandler: handleClientError,
   });
   installErrorHandler(app);
   const clock = deps.clock ?? new SystemClock();

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.ts';
 
@@ -42,4 +43,20 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     void reply.code(404).send(body('route_not_found', `no route ${request.method} ${request.url.split('?')[0]}; endpoints are served at /api/endpoints/query/<uuid-or-name>`));
   });
+}
+
+/**
+ * Errors Node's HTTP parser raises before fastify sees a request (an oversized request line or
+ * headers, a malformed request), answered with the same envelope instead of fastify's default body.
+ */
+export function handleClientError(error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable) return;
+  const [status, reason, code, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [414, 'URI Too Long', 'request_too_large', 'the URL and headers exceed 80 KiB; send long sql in a POST body instead']
+      : [400, 'Bad Request', 'bad_request', 'the request could not be parsed as HTTP'];
+  const payload = JSON.stringify(body(code, message));
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
+  );
 }

@@ -128,4 +128,19 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(((await response.json()) as { result: { id: string }[] }).result.map((row) => row.id)).toEqual(['ips']);
   });
+
+  it('answers a URL beyond the limit with 414 in the JSON envelope, and a body over 1 MiB with 413', async () => {
+    const address = server.app.server.listening ? `http://127.0.0.1:${(server.app.server.address() as { port: number }).port}` : await server.app.listen({ host: '127.0.0.1', port: 0 });
+    const tooLong = await fetch(`${address}/api/endpoints/query/logs.all?project=abc&padding=${'x'.repeat(100 * 1024)}`, { headers });
+    expect(tooLong.status).toBe(414);
+    expect(await tooLong.json()).toMatchObject({ error: { code: 'request_too_large' } });
+    const bigBody = await server.app.inject({
+      method: 'POST',
+      url: '/api/endpoints/query/logs.all',
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: JSON.stringify({ project: 'abc', padding: 'x'.repeat(1024 * 1024 + 1) }),
+    });
+    expect(bigBody.statusCode).toBe(413);
+    expect(bigBody.json()).toMatchObject({ error: { code: 'request_too_large' } });
+  });
 });
