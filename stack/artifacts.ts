@@ -16,8 +16,8 @@ export interface StackArtifacts {
 export function findJavaHome(env: NodeJS.ProcessEnv = process.env): string {
   const fromEnv = env.JAVA_HOME;
   if (fromEnv && existsSync(path.join(fromEnv, 'bin', 'java'))) return fromEnv;
-  const which = spawnSync('sh', ['-c', 'command -v java'], { encoding: 'utf8' });
-  const javaPath = which.stdout.trim();
+  const which = spawnSync('/bin/sh', ['-c', 'command -v java'], { encoding: 'utf8', env });
+  const javaPath = (which.stdout ?? '').trim();
   if (which.status !== 0 || javaPath === '') {
     throw new StackError('java was not found on PATH and JAVA_HOME is not set: install a JDK 17 or newer (apt-get install openjdk-17-jdk-headless)');
   }
@@ -50,10 +50,10 @@ function artifactsPresent(cacheDir: string): boolean {
  * Resolves the Kafka broker jars and the Elasticsearch distribution from Maven Central into cacheDir
  * (a private Maven repository lives there too), once; later runs find them and skip Maven.
  */
-export async function ensureArtifacts(cacheDir: string, progress: (line: string) => void): Promise<StackArtifacts> {
-  const javaHome = findJavaHome();
+export async function ensureArtifacts(cacheDir: string, progress: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<StackArtifacts> {
+  const javaHome = findJavaHome(env);
   if (!artifactsPresent(cacheDir)) {
-    const mvn = spawnSync('sh', ['-c', 'command -v mvn'], { encoding: 'utf8' });
+    const mvn = spawnSync('/bin/sh', ['-c', 'command -v mvn'], { encoding: 'utf8', env });
     if (mvn.status !== 0) {
       throw new StackError('mvn was not found on PATH: install Apache Maven (apt-get install maven); it downloads Kafka and Elasticsearch from Maven Central');
     }

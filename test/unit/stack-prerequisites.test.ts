@@ -1,0 +1,44 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ensureArtifacts, findJavaHome } from '../../stack/artifacts.ts';
+import { claimPort } from '../../stack/ports.ts';
+import { StackError } from '../../stack/server-process.ts';
+
+describe('the stack launcher fails fast, naming what is missing', () => {
+  const emptyCache = mkdtempSync(path.join(os.tmpdir(), 'stack-prerequisites-'));
+  const held: Server[] = [];
+  afterAll(() => {
+    rmSync(emptyCache, { recursive: true, force: true });
+    for (const server of held) server.close();
+  });
+
+  it('names the port in use and the variable that moves it', async () => {
+    const server = createServer();
+    held.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    await expect(claimPort(port, 'kafka', 'STACK_KAFKA_PORT', new Set())).rejects.toThrow(
+      new RegExp(`port ${port} on 127\\.0\\.0\\.1 \\(kafka\\) is already in use.*STACK_KAFKA_PORT`),
+    );
+  });
+
+  it('gives distinct free ports when several are picked by the OS', async () => {
+    const claimed = new Set<number>();
+    const ports = [];
+    for (let index = 0; index < 4; index += 1) ports.push(await claimPort(0, 'any', 'X', claimed));
+    expect(new Set(ports).size).toBe(4);
+  });
+
+  it('says java is missing when neither JAVA_HOME nor PATH has one', () => {
+    expect(() => findJavaHome({ PATH: '/nonexistent' })).toThrow(StackError);
+    expect(() => findJavaHome({ PATH: '/nonexistent' })).toThrow(/java was not found on PATH and JAVA_HOME is not set/);
+  });
+
+  it('says mvn is missing when the artifacts must be downloaded and Maven is not on PATH', async () => {
+    const javaHome = findJavaHome();
+    await expect(ensureArtifacts(emptyCache, () => {}, { JAVA_HOME: javaHome, PATH: '/nonexistent' })).rejects.toThrow(/mvn was not found on PATH/);
+  });
+});
