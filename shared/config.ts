@@ -32,6 +32,9 @@ export const configSchema = z.object({
   CACHE_MAX_BYTES: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
   // query service: saved endpoints (an Elasticsearch query running longer gets 504)
   QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
+  // query service: per-API-key token bucket on /api/ routes, per process (0 per minute = off)
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+  RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(60),
 
   // ingest worker
   INGEST_HOST: z.string().default('127.0.0.1'),

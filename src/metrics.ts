@@ -71,3 +71,10 @@ export const cacheEntries = new Gauge({
 // every labelled series exists from the start, so rates and dashboards see zeros rather than gaps
 for (const result of ['hit', 'miss']) cacheLookupsTotal.inc({ result }, 0);
 for (const outcome of ['ok', 'failed']) cacheWarmingRunsTotal.inc({ outcome }, 0);
+
+export const httpRateLimitedTotal = new Counter({
+  name: 'http_rate_limited_total',
+  help: 'Requests refused with 429 because their API key spent its rate limit, by endpoint',
+  labelNames: ['endpoint'] as const,
+  registers: [metricsRegistry],
+});

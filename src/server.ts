@@ -6,6 +6,7 @@ import { ENDPOINTS } from '../queries/index.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { KeyStore } from './auth/key-store.ts';
 import { withoutSecrets } from './auth/log-secrets.ts';
+import { TokenBuckets } from './auth/token-bucket.ts';
 import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
 import { handleClientError, installErrorHandler } from './http/error-handler.ts';
@@ -14,6 +15,7 @@ import { endpointsPlugin } from './plugins/endpoints.ts';
 import { healthPlugin } from './plugins/health.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
+import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { readyPlugin } from './plugins/ready.ts';
 
 export interface ServerDependencies {
@@ -21,7 +23,7 @@ export interface ServerDependencies {
   logger: Logger;
   elasticsearch: Client;
   kafkaBrokers: string[];
-  /** Time for the result cache and the key cache; default: wall clock and node-schedule. */
+  /** Time for the result cache, the key cache and rate limits; default: wall clock and node-schedule. */
   clock?: Clock;
   /** Default: one bounded by CACHE_MAX_BYTES. Closed with the server. */
   resultCache?: ResultCache;
@@ -53,9 +55,11 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       clock,
       cacheSeconds: deps.config.API_KEY_CACHE_SECONDS,
     });
-  // metrics and auth hooks first, so they apply to every route registered after them
+  const limits = { perMinute: deps.config.RATE_LIMIT_PER_MINUTE, burst: deps.config.RATE_LIMIT_BURST };
+  // metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
   await app.register(metricsPlugin);
   await app.register(authPlugin, { authenticator });
+  await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: ENDPOINTS });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers });

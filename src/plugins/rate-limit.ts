@@ -1,0 +1,38 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { TokenBuckets } from '../auth/token-bucket.ts';
+import { RateLimited } from '../errors.ts';
+import { httpRateLimitedTotal } from '../metrics.ts';
+import { endpointLabel } from './metrics.ts';
+
+export interface RateLimitOptions {
+  buckets: TokenBuckets;
+  perMinute: number;
+  burst: number;
+}
+
+/**
+ * Spends one token of the caller's key on every request the auth hook authenticated (the /api/
+ * routes), before the route runs; /health, /ready, /metrics and the docs carry no key and are
+ * never limited. Registered right after the auth plugin so its hook runs after authentication.
+ */
+const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => {
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.principal) return;
+    const decision = options.buckets.take(request.principal.keyId);
+    if (decision.kind === 'unlimited') return;
+    void reply.header('x-ratelimit-limit', String(decision.limit));
+    if (decision.kind === 'allowed') {
+      void reply.header('x-ratelimit-remaining', String(decision.remaining));
+      return;
+    }
+    void reply.header('x-ratelimit-remaining', '0');
+    httpRateLimitedTotal.inc({ endpoint: endpointLabel(request) });
+    throw new RateLimited(
+      `rate limit exceeded for this API key: ${options.perMinute} requests per minute with bursts of ${options.burst}; retry in ${decision.retryAfterSeconds} s`,
+      decision.retryAfterSeconds,
+    );
+  });
+};
+
+// the hook must apply to routes registered outside this plugin, as fastify-plugin would arrange
+export const rateLimitPlugin = Object.assign(rateLimit, { [Symbol.for('skip-override')]: true });
