@@ -2,7 +2,7 @@ import type { Client } from '@elastic/elasticsearch';
 import { Partitioners } from 'kafkajs';
 import { ConfigError, type Config } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
-import { ensureEventIndex } from '../shared/event-index.ts';
+import { ensureEventIndices } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { indexName } from '../shared/sources.ts';
 import { processBatch } from './batch.ts';
@@ -46,7 +46,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   } finally {
     await admin.disconnect();
   }
-  await ensureIndices(client, routes.map((route) => indexName({ indexPrefix: config.INDEX_PREFIX }, route.source)), logger);
+  await ensureIndices(client, config.INDEX_PREFIX, logger);
 
   const metrics = createIngestMetrics();
   const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS });
@@ -127,11 +127,11 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
 }
 
 /** Elasticsearch may still be starting next to us: retry for a while before giving up. */
-async function ensureIndices(client: Client, indices: string[], logger: Logger, timeoutMs = 120_000): Promise<void> {
+async function ensureIndices(client: Client, indexPrefix: string, logger: Logger, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      for (const index of indices) await ensureEventIndex(client, index);
+      await ensureEventIndices(client, indexPrefix);
       return;
     } catch (error) {
       if (Date.now() > deadline) throw error;

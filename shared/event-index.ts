@@ -1,4 +1,5 @@
 import type { Client, estypes } from '@elastic/elasticsearch';
+import { SOURCE_NAMES, indexName } from './sources.ts';
 
 /**
  * The stored form of an event, shared by the ingest worker (which writes it) and the query service
@@ -88,6 +89,43 @@ export const EVENT_INDEX_MAPPINGS: estypes.MappingTypeMapping = {
     },
   },
 };
+
+/**
+ * Above the built-in templates of full distributions (priority 100, documented as safe to override
+ * above 500), so an index re-created by a bulk write gets the event mapping, not dynamic defaults.
+ */
+export const EVENT_INDEX_TEMPLATE_PRIORITY = 600;
+
+/** One template per index prefix, so deployments (and test runs) sharing a cluster stay apart. */
+export function eventIndexTemplateName(indexPrefix: string): string {
+  return `${indexPrefix}events`;
+}
+
+/** The nine source indices of a prefix. */
+export function eventIndexNames(indexPrefix: string): string[] {
+  return SOURCE_NAMES.map((source) => indexName({ indexPrefix }, source));
+}
+
+/** The template's request body: exactly the nine source indices, never a wildcard that would also catch `<prefix>api-keys`. */
+export function eventIndexTemplate(indexPrefix: string): estypes.IndicesPutIndexTemplateRequest {
+  return {
+    name: eventIndexTemplateName(indexPrefix),
+    index_patterns: eventIndexNames(indexPrefix),
+    priority: EVENT_INDEX_TEMPLATE_PRIORITY,
+    template: { settings: { index: EVENT_INDEX_SETTINGS }, mappings: EVENT_INDEX_MAPPINGS },
+    _meta: { description: 'log platform source indices: the stored event mapping' },
+  };
+}
+
+/**
+ * Installs (or refreshes) the template for the nine source indices, then creates the missing ones.
+ * The template is what keeps an index deleted while the worker runs from coming back through
+ * Elasticsearch's auto-create with dynamic mappings. Idempotent; safe from several processes.
+ */
+export async function ensureEventIndices(client: Client, indexPrefix: string): Promise<void> {
+  await client.indices.putIndexTemplate(eventIndexTemplate(indexPrefix));
+  for (const index of eventIndexNames(indexPrefix)) await ensureEventIndex(client, index);
+}
 
 /** Creates a source's index with the event mapping unless it exists; safe to call from several processes at once. */
 export async function ensureEventIndex(client: Client, index: string): Promise<void> {
