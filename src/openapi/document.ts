@@ -37,6 +37,7 @@ const ERROR_RESPONSES: Record<string, string> = {
   '404': 'Unknown endpoint',
   '413': 'Request body too large',
   '414': 'URL too long',
+  '429': 'The API key spent its rate limit; the Retry-After header says how many seconds to wait',
   '503': 'Elasticsearch unavailable',
   '504': 'Query exceeded the time limit',
 };
@@ -97,6 +98,8 @@ function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operat
     headers: {
       'X-Cache': { description: 'HIT, MISS or BYPASS', schema: { type: 'string', enum: ['HIT', 'MISS', 'BYPASS'] } },
       Age: { description: 'Seconds since a cached result was computed', schema: { type: 'integer' } },
+      'X-RateLimit-Limit': { description: 'Most requests the API key may make at once (its burst); absent when rate limiting is off', schema: { type: 'integer' } },
+      'X-RateLimit-Remaining': { description: 'Requests the API key may still make at once; one more is earned every 60 / RATE_LIMIT_PER_MINUTE s', schema: { type: 'integer' } },
     },
     content: {
       'application/json': {
