@@ -67,7 +67,8 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
   const java = path.join(options.javaHome, 'bin', 'java');
   const classpath = `${options.kafkaLibs}/*`;
   const logging = `-Dlog4j.configuration=file:${log4jFile}`;
-  const clusterId = randomBytes(16).toString('base64url');
+  // a leading '-' (1 in 64 ids) would be read by kafka-storage as an option: the run would fail to start
+  const clusterId = randomBytes(16).toString('base64url').replace(/^-/, 'A');
   const format = spawnSync(java, ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propertiesFile], {
     encoding: 'utf8',
   });
