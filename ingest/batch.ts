@@ -103,7 +103,6 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     await payload.commitOffsetsIfNecessary({
       topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }],
     });
-    metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, Math.max(0, Number(BigInt(batch.highWatermark) - BigInt(last) - 1n)));
     await payload.heartbeat();
   }
 }

@@ -18,7 +18,7 @@ export function createIngestMetrics() {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
-    consumerLag: new Gauge({ name: 'ingest_consumer_lag', help: 'Messages behind the end of the partition after the last committed batch', labelNames: ['topic', 'partition'], registers: [registry] }),
+    consumerLag: new Gauge({ name: 'ingest_consumer_lag', help: 'Messages in the partition not yet committed by the consumer group, read from Kafka every INGEST_LAG_POLL_MS', labelNames: ['topic', 'partition'], registers: [registry] }),
     heldPartitions: new Gauge({ name: 'ingest_partitions_held', help: 'Partitions whose consumption is paused while Elasticsearch is retried', registers: [registry] }),
   };
 }

@@ -7,6 +7,7 @@ import type { Logger } from '../shared/logger.ts';
 import { indexName } from '../shared/sources.ts';
 import { processBatch } from './batch.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
+import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
 import { createKafka } from './kafka.ts';
 import { createIngestMetrics } from './metrics.ts';
@@ -108,6 +109,10 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
         },
       }),
   });
+  const lagPoll: ConsumerLagPoll | undefined =
+    config.INGEST_LAG_POLL_MS > 0
+      ? startConsumerLagPoll({ kafka, groupId: config.INGEST_GROUP_ID, topics: routes.map((route) => route.topic), gauge: metrics.consumerLag, intervalMs: config.INGEST_LAG_POLL_MS, logger })
+      : undefined;
   logger.info({ topics: routes.map((route) => route.topic), group: config.INGEST_GROUP_ID, port: statusServer.port }, 'ingest worker started');
 
   let stopping: Promise<void> | undefined;
@@ -117,6 +122,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     stop: () =>
       (stopping ??= (async () => {
         status = 'stopping';
+        await lagPoll?.stop();
         await consumer.disconnect();
         await producer.disconnect();
         await new Promise<void>((resolve) => statusServer.server.close(() => resolve()));

@@ -50,6 +50,8 @@ export const configSchema = z.object({
   INGEST_RETRY_INITIAL_MS: z.coerce.number().int().min(1).default(200),
   INGEST_RETRY_MAX_MS: z.coerce.number().int().min(1).default(10_000),
   INGEST_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).default(30_000),
+  // ingest worker: how often ingest_consumer_lag is read from Kafka (0 = never)
+  INGEST_LAG_POLL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
 
   STACK_CACHE_DIR: z.string().default(path.join(repositoryRoot, '.stack-cache')),
   STACK_KAFKA_PORT: port.default(39092),
