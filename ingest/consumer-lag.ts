@@ -57,9 +57,9 @@ export function startConsumerLagPoll({ kafka, groupId, topics, gauge, intervalMs
   const poll = async () => {
     try {
       if (!admin) {
-        const connecting = kafka.admin();
-        await connecting.connect();
-        admin = connecting;
+        // no retries inside a round: the next round is the retry, and shutdown never waits on a backoff
+        admin = kafka.admin({ retry: { retries: 0 } });
+        await admin.connect();
       }
       const committed = await admin.fetchOffsets({ groupId, topics: [...topics] });
       const committedByTopic = new Map(committed.map(({ topic, partitions }) => [topic, new Map(partitions.map(({ partition, offset }) => [partition, offset]))]));

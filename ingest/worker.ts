@@ -111,7 +111,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   });
   const lagPoll: ConsumerLagPoll | undefined =
     config.INGEST_LAG_POLL_MS > 0
-      ? startConsumerLagPoll({ kafka, groupId: config.INGEST_GROUP_ID, topics: routes.map((route) => route.topic), gauge: metrics.consumerLag, intervalMs: config.INGEST_LAG_POLL_MS, logger })
+      ? startConsumerLagPoll({ kafka, groupId: config.INGEST_GROUP_ID, topics: [...new Set(routes.map((route) => route.topic))], gauge: metrics.consumerLag, intervalMs: config.INGEST_LAG_POLL_MS, logger })
       : undefined;
   logger.info({ topics: routes.map((route) => route.topic), group: config.INGEST_GROUP_ID, port: statusServer.port }, 'ingest worker started');
 
