@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -28,8 +29,33 @@ async function waitUntilClosed(ports: number[], timeoutMs: number): Promise<numb
   return open;
 }
 
-/** `npm run stack` on free ports; resolves with the launcher and the two ports it printed. */
-async function launchStack(): Promise<{ launcher: ChildProcess; ports: number[] }> {
+/** Processes whose command line or environment mention the run folder: the servers and their children. */
+function processesOf(runDir: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const text = readFileSync(`/proc/${entry}/cmdline`, 'utf8') + readFileSync(`/proc/${entry}/environ`, 'utf8');
+      if (text.includes(runDir)) found.push(Number(entry));
+    } catch {
+      // exited meanwhile, or not ours to read
+    }
+  }
+  return found;
+}
+
+async function waitUntilGone(runDir: string, timeoutMs: number): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  let left = processesOf(runDir);
+  while (left.length > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    left = processesOf(runDir);
+  }
+  return left;
+}
+
+/** `npm run stack` on free ports; resolves with the launcher, the two ports it printed and its run folder. */
+async function launchStack(): Promise<{ launcher: ChildProcess; ports: number[]; runDir: string }> {
   const launcher = spawn(process.execPath, ['--import', 'tsx', path.join(repositoryRoot, 'stack', 'cli.ts')], {
     cwd: repositoryRoot,
     env: {
@@ -58,7 +84,9 @@ async function launchStack(): Promise<{ launcher: ChildProcess; ports: number[] 
     });
     launcher.once('exit', (code) => reject(new Error(`launcher exited with ${code}:\n${errors.join('\n')}`)));
   });
-  return { launcher, ports };
+  const runDir = errors.map((line) => /run folder (\S+)\)/.exec(line)?.[1]).find(Boolean);
+  if (!runDir) throw new Error(`the launcher did not name its run folder:\n${errors.join('\n')}`);
+  return { launcher, ports, runDir };
 }
 
 describe('the stack launcher leaves no server behind', () => {
@@ -69,10 +97,12 @@ describe('the stack launcher leaves no server behind', () => {
     first.launcher.kill('SIGTERM');
     expect(await exitCode).toBe(0);
     expect(await waitUntilClosed(first.ports, 5_000)).toEqual([]);
+    expect(processesOf(first.runDir)).toEqual([]);
 
     const second = await launchStack();
     second.launcher.kill('SIGKILL');
     // the launcher could not clean up: each server's watchdog sees its parent gone and ends the group
     expect(await waitUntilClosed(second.ports, 60_000)).toEqual([]);
+    expect(await waitUntilGone(second.runDir, 60_000)).toEqual([]);
   });
 });
