@@ -58,7 +58,7 @@ export async function ensureArtifacts(cacheDir: string, progress: (line: string)
       throw new StackError('mvn was not found on PATH: install Apache Maven (apt-get install maven); it downloads Kafka and Elasticsearch from Maven Central');
     }
     progress(`resolving Kafka ${KAFKA_VERSION} and Elasticsearch ${ELASTICSEARCH_VERSION} from Maven Central into ${cacheDir} (about 180 MB, first run only)`);
-    await runMaven(cacheDir, javaHome, progress);
+    await runMaven(cacheDir, javaHome, progress, env);
     if (!artifactsPresent(cacheDir)) {
       throw new StackError(`Maven finished but the artifacts are not in ${cacheDir}; see the Maven output above`);
     }
@@ -67,7 +67,7 @@ export async function ensureArtifacts(cacheDir: string, progress: (line: string)
   return { javaHome, ...artifactPaths(cacheDir) };
 }
 
-async function runMaven(cacheDir: string, javaHome: string, progress: (line: string) => void): Promise<void> {
+async function runMaven(cacheDir: string, javaHome: string, progress: (line: string) => void, env: NodeJS.ProcessEnv): Promise<void> {
   const args = [
     '-B',
     '-f', path.join(repositoryRoot, 'stack', 'pom.xml'),
@@ -77,7 +77,7 @@ async function runMaven(cacheDir: string, javaHome: string, progress: (line: str
     `-Delasticsearch.version=${ELASTICSEARCH_VERSION}`,
     'generate-resources',
   ];
-  const maven = spawn('mvn', args, { env: { ...process.env, JAVA_HOME: javaHome }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const maven = spawn('mvn', args, { env: { ...env, JAVA_HOME: javaHome }, stdio: ['ignore', 'pipe', 'pipe'] });
   const transcript: string[] = [];
   let downloaded = 0;
   let bytes = 0;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,5 +40,24 @@ describe('the stack launcher fails fast, naming what is missing', () => {
   it('says mvn is missing when the artifacts must be downloaded and Maven is not on PATH', async () => {
     const javaHome = findJavaHome();
     await expect(ensureArtifacts(emptyCache, () => {}, { JAVA_HOME: javaHome, PATH: '/nonexistent' })).rejects.toThrow(/mvn was not found on PATH/);
+  });
+
+  it('names the download that failed when Maven cannot resolve the artifacts', async () => {
+    // a stand-in for mvn that fails the way Maven does when Central cannot be reached
+    const bin = mkdtempSync(path.join(os.tmpdir(), 'stack-fake-mvn-'));
+    writeFileSync(
+      path.join(bin, 'mvn'),
+      '#!/bin/sh\necho "[ERROR] Failed to execute goal on project stack-artifacts: Could not transfer artifact org.apache.kafka:kafka_2.13:pom:3.9.2 from/to central: Connection refused"\nexit 1\n',
+    );
+    chmodSync(path.join(bin, 'mvn'), 0o755);
+    const progress: string[] = [];
+    try {
+      await expect(
+        ensureArtifacts(emptyCache, (line) => progress.push(line), { JAVA_HOME: findJavaHome(), PATH: `${bin}:/usr/bin:/bin` }),
+      ).rejects.toThrow(/Maven could not resolve the stack artifacts \(exit 1\); is Maven Central reachable\?\n.*Could not transfer artifact org\.apache\.kafka:kafka_2\.13/);
+      expect(progress[0]).toMatch(/resolving Kafka .* from Maven Central/);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
   });
 });
