@@ -5,7 +5,7 @@ import { ensureArtifacts } from './artifacts.ts';
 import { startElasticsearch, type RunningElasticsearch } from './elasticsearch.ts';
 import { startKafka, type RunningKafka } from './kafka.ts';
 import { claimPort } from './ports.ts';
-import { ServerProcess } from './server-process.ts';
+import { processAlive, ServerProcess } from './server-process.ts';
 import type { Config } from '../shared/config.ts';
 
 export { StackError } from './server-process.ts';
@@ -30,15 +30,6 @@ export interface LocalStack {
 }
 
 const RUN_DIR_PREFIX = 'logplatform-stack-';
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A launcher killed with SIGKILL cannot clean up; the watchdog stops its JVMs and the next launch removes its data. */
 function removeAbandonedRunDirs(): void {

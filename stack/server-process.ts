@@ -6,6 +6,16 @@ export class StackError extends Error {
   override name = 'StackError';
 }
 
+/** Whether a process (or, with a negative id, a process group) still exists. */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 let exitHookInstalled = false;
 
 /** Last line of defence: whatever way Node exits, no server of ours stays behind. */
@@ -127,11 +137,6 @@ export class ServerProcess {
   }
 
   private groupAlive(groupId: number): boolean {
-    try {
-      process.kill(-groupId, 0);
-      return true;
-    } catch {
-      return false;
-    }
+    return processAlive(-groupId);
   }
 }

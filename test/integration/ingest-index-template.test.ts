@@ -1,7 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventIndexTemplateName } from '../../shared/event-index.ts';
-import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
-import { deleteIndices, documentCount, ingestTestConfig, produce, silentLogger, sourceIndex, storeClient, waitFor } from '../support/ingest.ts';
+import { describe, expect, it } from 'vitest';
+import { documentCount, produce, sourceIndex, waitFor, workerForFile } from '../support/ingest.ts';
 
 interface FieldMapping {
   type?: string;
@@ -9,19 +7,7 @@ interface FieldMapping {
 }
 
 describe('ingest: a source index deleted while the worker runs', () => {
-  const config = ingestTestConfig('index-template');
-  const client = storeClient(config);
-  let worker: IngestWorker;
-
-  beforeAll(async () => {
-    worker = await startIngestWorker(config, silentLogger);
-  });
-  afterAll(async () => {
-    await worker?.stop();
-    await deleteIndices(client, config.INDEX_PREFIX);
-    await client.indices.deleteIndexTemplate({ name: eventIndexTemplateName(config.INDEX_PREFIX) }, { ignore: [404] });
-    await client.close();
-  });
+  const { config, client } = workerForFile('index-template');
 
   it('comes back through auto-create with the event mapping, and the events arrive', async () => {
     const index = sourceIndex(config, 'edge_logs');

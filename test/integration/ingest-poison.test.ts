@@ -1,22 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deadLetterTopicName } from '../../shared/sources.ts';
-import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
-import { deleteIndices, documentCount, ingestTestConfig, produce, readDeadLetters, silentLogger, sourceIndex, storeClient, waitFor, waitForCommittedToEnd } from '../support/ingest.ts';
+import { documentCount, produce, readDeadLetters, sourceIndex, waitFor, waitForCommittedToEnd, workerForFile } from '../support/ingest.ts';
 import { sourceTopic } from '../../ingest/topics.ts';
 
 describe('ingest: poison messages go to the dead-letter topic and the partition keeps flowing', () => {
-  const config = ingestTestConfig('poison', { INGEST_MAX_MESSAGE_BYTES: '40000', INGEST_TOPIC_PARTITIONS: '1' });
-  const client = storeClient(config);
-  let worker: IngestWorker;
-
-  beforeAll(async () => {
-    worker = await startIngestWorker(config, silentLogger);
-  });
-  afterAll(async () => {
-    await worker?.stop();
-    await deleteIndices(client, config.INDEX_PREFIX);
-    await client.close();
-  });
+  const { config, client, worker } = workerForFile('poison', { INGEST_MAX_MESSAGE_BYTES: '40000', INGEST_TOPIC_PARTITIONS: '1' });
 
   it('dead-letters each kind of poison with its reason and position, and indexes the good events behind it', async () => {
     // too many nested request records for the index: only Elasticsearch can tell, and it refuses for good
@@ -66,7 +54,7 @@ describe('ingest: poison messages go to the dead-letter topic and the partition 
     expect(ids).toEqual([...poison.map((_, position) => `good-${position}`), 'good-last'].sort());
     await waitForCommittedToEnd(config, [topic]);
 
-    const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${worker().port}/metrics`)).text();
     expect(metrics).toMatch(/ingest_events_dead_lettered_total\{source="edge_logs",reason="invalid_timestamp"\} 2/);
     expect(metrics).toMatch(/ingest_events_dead_lettered_total\{source="edge_logs",reason="unindexable"\} 1/);
   });

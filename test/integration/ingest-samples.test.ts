@@ -1,29 +1,17 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { repositoryRoot } from '../../shared/config.ts';
 import { restoreSetAsideFields, type StoredEvent } from '../../shared/event-index.ts';
 import { SOURCES, type SourceName } from '../../shared/sources.ts';
-import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
 import { BOOTSTRAP_KEY, startEndpointServer } from '../support/endpoint-server.ts';
-import { deleteIndices, documentCount, ingestTestConfig, produce, silentLogger, sourceIndex, storeClient, waitFor } from '../support/ingest.ts';
+import { documentCount, produce, sourceIndex, waitFor, workerForFile } from '../support/ingest.ts';
 
 const samplesDir = path.join(repositoryRoot, 'test', 'fixtures', 'logflare-samples');
 const sample = (upstream: string): Record<string, unknown> => JSON.parse(readFileSync(path.join(samplesDir, `${upstream}.json`), 'utf8'));
 
 describe('ingest: every sample source into its own index', () => {
-  const config = ingestTestConfig('samples');
-  const client = storeClient(config);
-  let worker: IngestWorker;
-
-  beforeAll(async () => {
-    worker = await startIngestWorker(config, silentLogger);
-  });
-  afterAll(async () => {
-    await worker?.stop();
-    await deleteIndices(client, config.INDEX_PREFIX);
-    await client.close();
-  });
+  const { config, client, worker } = workerForFile('samples');
 
   it('stores each sample in its source index with every field intact', async () => {
     for (const [position, source] of SOURCES.entries()) {
@@ -78,7 +66,7 @@ describe('ingest: every sample source into its own index', () => {
     await client.indices.refresh({ index });
     const { count } = await client.count({ index, query: { nested: { path: 'metadata.request', query: { term: { 'metadata.request.path': '/rest/v1/x' } } } } });
     expect(count).toBe(1);
-    const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${worker().port}/metrics`)).text();
     expect(metrics).toMatch(/ingest_type_conflicts_total\{source="postgres_logs"\} 1/);
   });
 
@@ -112,10 +100,10 @@ describe('ingest: every sample source into its own index', () => {
   });
 
   it('serves health and metrics', async () => {
-    const health = await fetch(`http://127.0.0.1:${worker.port}/health`);
+    const health = await fetch(`http://127.0.0.1:${worker().port}/health`);
     expect(health.status).toBe(200);
     expect(await health.json()).toMatchObject({ status: 'consuming' });
-    const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${worker().port}/metrics`)).text();
     expect(metrics).toMatch(/ingest_events_indexed_total\{source="edge_logs"\} 3/);
     expect(metrics).toMatch(/ingest_bulk_duration_seconds_bucket/);
     expect(metrics).toMatch(/ingest_consumer_lag\{topic="[^"]+edge_logs",partition="\d"\} 0/);

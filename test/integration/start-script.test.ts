@@ -3,16 +3,8 @@ import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { repositoryRoot } from '../../shared/config.ts';
+import { processAlive } from '../../stack/server-process.ts';
 import { uniqueName } from '../support/stack.ts';
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('npm start against external servers', () => {
   it('starts the worker and the API, prints ready:, and stops both on SIGTERM', async () => {

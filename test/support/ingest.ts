@@ -4,6 +4,9 @@ import type { Config } from '../../shared/config.ts';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { indexName, type SourceName } from '../../shared/sources.ts';
+import { eventIndexTemplateName } from '../../shared/event-index.ts';
+import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
+import { afterAll, beforeAll } from 'vitest';
 import { sourceTopic } from '../../ingest/topics.ts';
 import { testConfig, uniqueName } from './stack.ts';
 
@@ -125,4 +128,40 @@ function textHeaders(headers: IHeaders | undefined): Record<string, string> {
 export async function deleteIndices(client: Client, prefix: string): Promise<void> {
   const indices = Object.keys(await client.indices.get({ index: `${prefix}*`, allow_no_indices: true }));
   if (indices.length > 0) await client.indices.delete({ index: indices });
+}
+
+/** Removes what an ingest test left in Elasticsearch: its indices and its index template. */
+export async function removeTestData(client: Client, prefix: string): Promise<void> {
+  await deleteIndices(client, prefix);
+  await client.indices.deleteIndexTemplate({ name: eventIndexTemplateName(prefix) }, { ignore: [404] });
+}
+
+export interface WorkerUnderTest {
+  config: Config;
+  client: Client;
+  /** The in-process worker, started before the file's tests. */
+  worker(): IngestWorker;
+}
+
+/** One in-process worker for a whole test file, on its own prefixes; stopped and cleaned up afterwards. */
+export function workerForFile(label: string, overrides: Record<string, string> = {}): WorkerUnderTest {
+  const config = ingestTestConfig(label, overrides);
+  const client = storeClient(config);
+  let worker: IngestWorker | undefined;
+  beforeAll(async () => {
+    worker = await startIngestWorker(config, silentLogger);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await removeTestData(client, config.INDEX_PREFIX);
+    await client.close();
+  });
+  return {
+    config,
+    client,
+    worker: () => {
+      if (!worker) throw new Error('the worker has not started');
+      return worker;
+    },
+  };
 }
