@@ -53,7 +53,7 @@ export class ResultCache {
 
   constructor(private readonly options: ResultCacheOptions) {}
 
-  async fetch(request: { key: string; policy: { ttlSeconds: number; warmEverySeconds: number | null }; run: () => Promise<unknown[]> }): Promise<{ rows: unknown[]; status: 'HIT' | 'MISS'; ageSeconds: number }> {
+  async fetch(request: CacheRequest): Promise<CacheResult> {
     const now = this.options.clock.now();
     const entry = this.entries.get(request.key);
     if (entry && this.isLive(entry, now)) {
