@@ -18,11 +18,6 @@ export class BadParameter extends ApiError {
   }
 }
 
-export class SandboxViolation extends ApiError {
-  readonly status = 400;
-  readonly code = 'sandbox_violation';
-}
-
 export class Unauthorized extends ApiError {
   readonly status = 401;
   readonly code = 'unauthorized';

@@ -9,7 +9,7 @@ import { withoutSecrets } from './auth/log-secrets.ts';
 import { TokenBuckets } from './auth/token-bucket.ts';
 import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
-import { handleClientError, installErrorHandler } from './http/error-handler.ts';
+import { clientErrorHandler, installErrorHandler } from './http/error-handler.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
 import { healthPlugin } from './plugins/health.ts';
@@ -31,17 +31,17 @@ export interface ServerDependencies {
   authenticator?: Authenticator;
 }
 
-/** Sandboxed SQL arrives in the query string: accept URLs well beyond the 16 KiB clients send. */
-const MAX_URL_BYTES = 64 * 1024;
+/** Sandboxed SQL arrives in the query string: accept URLs (plus headers) well beyond the 16 KiB clients send. */
+const MAX_REQUEST_HEAD_BYTES = 80 * 1024;
 
 export async function buildServer(deps: ServerDependencies): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: withoutSecrets(deps.logger) as FastifyBaseLogger,
     routerOptions: { maxParamLength: 512 },
     bodyLimit: 1024 * 1024,
-    http: { maxHeaderSize: MAX_URL_BYTES + 16 * 1024 },
+    http: { maxHeaderSize: MAX_REQUEST_HEAD_BYTES },
     requestIdHeader: 'x-request-id',
-    clientErrorHandler: handleClientError,
+    clientErrorHandler: clientErrorHandler(MAX_REQUEST_HEAD_BYTES),
   });
   installErrorHandler(app);
   const clock = deps.clock ?? new SystemClock();

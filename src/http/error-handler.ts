@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { ApiError } from '../errors.ts';
+import { ApiError, RequestTooLarge } from '../errors.ts';
 
 export interface ErrorBody {
   error: { code: string; message: string };
@@ -12,18 +12,15 @@ function body(code: string, message: string): ErrorBody {
 
 /** The single place typed errors (and fastify's own) become the JSON error envelope. */
 export function installErrorHandler(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+  app.setErrorHandler((thrown: FastifyError | Error, request, reply) => {
+    const fastifyError = thrown as FastifyError;
+    const error = fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new RequestTooLarge(fastifyError.message, 413) : thrown;
     if (error instanceof ApiError) {
       void reply.code(error.status).headers(error.headers).send(body(error.code, error.message));
       return;
     }
-    const fastifyError = error as FastifyError;
     if (fastifyError.validation) {
       void reply.code(400).send(body('bad_parameter', fastifyError.message));
-      return;
-    }
-    if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      void reply.code(413).send(body('request_too_large', fastifyError.message));
       return;
     }
     if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || fastifyError.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
@@ -49,14 +46,16 @@ export function installErrorHandler(app: FastifyInstance): void {
  * Errors Node's HTTP parser raises before fastify sees a request (an oversized request line or
  * headers, a malformed request), answered with the same envelope instead of fastify's default body.
  */
-export function handleClientError(error: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable) return;
-  const [status, reason, code, message] =
-    error.code === 'HPE_HEADER_OVERFLOW'
-      ? [414, 'URI Too Long', 'request_too_large', 'the URL and headers exceed 80 KiB; send long sql in a POST body instead']
-      : [400, 'Bad Request', 'bad_request', 'the request could not be parsed as HTTP'];
-  const payload = JSON.stringify(body(code, message));
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
-  );
+export function clientErrorHandler(maxHeadBytes: number): (error: Error & { code?: string }, socket: Socket) => void {
+  return (error, socket) => {
+    if (!socket.writable) return;
+    const refusal =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? { status: 414, reason: 'URI Too Long', code: 'request_too_large', message: `the URL and headers exceed ${maxHeadBytes / 1024} KiB; send long sql in a POST body instead` }
+        : { status: 400, reason: 'Bad Request', code: 'bad_request', message: 'the request could not be parsed as HTTP' };
+    const payload = JSON.stringify(body(refusal.code, refusal.message));
+    socket.end(
+      `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
+    );
+  };
 }
