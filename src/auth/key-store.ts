@@ -1,14 +1,9 @@
 import { errors, type Client, type estypes } from '@elastic/elasticsearch';
 import { generateApiKey } from './api-key.ts';
+import type { Principal } from './principal.ts';
 
-/** What is known about a key, never the key itself or its hash. */
-export interface ApiKeyRecord {
-  keyId: string;
-  account: string;
-  /** 'all' or the endpoint names/ids the key may query. */
-  endpoints: 'all' | string[];
-  /** null = every project. */
-  projects: string[] | null;
+/** What is known about a key, never the key itself or its hash: the principal it authenticates, and its life. */
+export interface ApiKeyRecord extends Principal {
   createdAt: string;
   revokedAt: string | null;
 }

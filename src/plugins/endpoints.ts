@@ -3,7 +3,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { findEndpoint } from '../../queries/index.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { ResultCache } from '../cache/result-cache.ts';
-import { compileEndpoint } from '../compiler/compile.ts';
+import { compileEndpoint, type CompiledQuery } from '../compiler/compile.ts';
 import {
   assertEndpointAllowed,
   assertNoSandboxQuery,
@@ -45,12 +45,13 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     assertNoSandboxQuery(supplied);
     const parameters = validateParameters(endpoint, supplied);
     const redact = redactionRequested(request.headers['svc-endpoint-redact-pii'], endpoint);
-    const context = () => ({ now: options.clock.now(), projects: principal.projects, indexPrefix: options.indexPrefix });
-    // compiled once up front so bad parameters and forbidden projects fail before any cache lookup
-    compileEndpoint(endpoint, parameters, context());
+    const compile = () => compileEndpoint(endpoint, parameters, { now: options.clock.now(), projects: principal.projects, indexPrefix: options.indexPrefix });
+    // compiled up front so bad parameters and forbidden projects fail before any cache lookup; that
+    // query serves the first run, and each warming run compiles anew to measure its window from its own time
+    let firstQuery: CompiledQuery | undefined = compile();
     const run = async () => {
-      // compiled again on every run: a warming run measures its look-back window from its own time
-      const query = compileEndpoint(endpoint, parameters, context());
+      const query = firstQuery ?? compile();
+      firstQuery = undefined;
       const rows = await executeQuery(query, {
         elasticsearch: options.elasticsearch,
         timeoutMs: options.queryTimeoutMs,
