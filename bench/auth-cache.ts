@@ -6,6 +6,7 @@ import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { buildServer } from '../src/server.ts';
+import { measureHttp, percentile } from './latency.ts';
 
 /**
  * Latency of the auth hook and the result cache over real HTTP: a route without auth, a cached
@@ -16,25 +17,6 @@ import { buildServer } from '../src/server.ts';
  */
 const REQUESTS = 2000;
 const BOOTSTRAP = `bench-bootstrap-${randomBytes(16).toString('hex')}`;
-
-async function measure(url: string, headers: Record<string, string>, concurrency: number): Promise<number[]> {
-  const latencies: number[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < REQUESTS) {
-      next += 1;
-      const started = process.hrtime.bigint();
-      const response = await fetch(url, { headers });
-      await response.arrayBuffer();
-      if (response.status !== 200) throw new Error(`${url}: status ${response.status}`);
-      latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return latencies.sort((a, b) => a - b);
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 async function main(): Promise<void> {
   const base = loadConfig(process.env);
@@ -61,9 +43,9 @@ async function main(): Promise<void> {
       ];
       for (const [label, path, headers] of cases) {
         if (keyCacheSeconds === '0' && !label.includes('stored key')) continue;
-        await measure(`${address}${path}`, headers, 4); // warm up: JIT, first cache fill, key lookup
+        await measureHttp({ url: () => `${address}${path}`, headers, requests: REQUESTS, concurrency: 4 }); // warm up: JIT, first cache fill, key lookup
         for (const concurrency of [1, 16]) {
-          const latencies = await measure(`${address}${path}`, headers, concurrency);
+          const latencies = await measureHttp({ url: () => `${address}${path}`, headers, requests: REQUESTS, concurrency });
           rows.push([label, String(concurrency), percentile(latencies, 50).toFixed(2), percentile(latencies, 99).toFixed(2)]);
         }
       }

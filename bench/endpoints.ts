@@ -7,6 +7,7 @@ import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
 import { buildServer } from '../src/server.ts';
+import { measureHttp, percentile } from './latency.ts';
 
 /**
  * p50 / p99 latency of both saved endpoints over real HTTP, cached and uncached, at concurrency 1
@@ -76,27 +77,6 @@ async function indexEvents(elasticsearch: Client, index: string, now: number): P
   await elasticsearch.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 600_000 });
 }
 
-/** `urlFor(i)` is the i-th request's URL, so uncached runs can give every request its own cache key. */
-async function measure(urlFor: (i: number) => string, requests: number, concurrency: number): Promise<number[]> {
-  const latencies: number[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < requests) {
-      next += 1;
-      const url = urlFor(next);
-      const started = process.hrtime.bigint();
-      const response = await fetch(url, { headers: { 'x-api-key': BOOTSTRAP } });
-      const body = await response.text();
-      if (response.status !== 200) throw new Error(`${url}: status ${response.status}: ${body}`);
-      latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return latencies.sort((a, b) => a - b);
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-
 const CASES: [string, string][] = [
   ['usage.api-counts hourly', `/api/endpoints/query/usage.api-counts?interval=hourly&project=${encodeURIComponent('proj042\\.supabase\\.co')}`],
   ['usage.api-counts minutely', `/api/endpoints/query/usage.api-counts?interval=minutely&project=${encodeURIComponent('proj042\\.supabase\\.co')}`],
@@ -104,6 +84,8 @@ const CASES: [string, string][] = [
   ['logs.all, no bounds', '/api/endpoints/query/logs.all?project=proj042'],
   ['logs.all, 1-day window', '/api/endpoints/query/logs.all?project=proj042&iso_timestamp_start=START&iso_timestamp_end='],
 ];
+
+const headers = { 'x-api-key': BOOTSTRAP };
 
 async function main(): Promise<void> {
   const base = loadConfig(process.env);
@@ -132,11 +114,11 @@ async function main(): Promise<void> {
           const urlFor = cached || !label.startsWith('usage') ? () => url : (i: number) => `${url}${encodeURIComponent(`|zq${i}zq`)}`;
           // logs.all is never cached: its one row set is measured once, under "uncached"
           if (cached && label.startsWith('logs.all')) continue;
-          await measure(urlFor, 3, 1); // warm up: JIT, Lucene structures, and the cached result
+          await measureHttp({ url: urlFor, headers, requests: 3, concurrency: 1 }); // warm up: JIT, Lucene structures, and the cached result
           for (const concurrency of [1, 16]) {
             // uncached: enough requests that p99 is not just the slowest one
             const requests = cached ? 2000 : concurrency === 1 ? 200 : 320;
-            const latencies = await measure(urlFor, requests, concurrency);
+            const latencies = await measureHttp({ url: urlFor, headers, requests, concurrency });
             table.push(`| ${label} | ${cached ? 'cached' : 'uncached'} | ${concurrency} | ${requests} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
             console.error(table[table.length - 1]);
           }

@@ -12,6 +12,7 @@ import { SOURCES, indexName, topicName, type SourceName } from '../shared/source
 import { demoEvents } from '../ingest/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
+import { percentile } from './latency.ts';
 
 /**
  * `npm run bench:ingest`: 200,000 mixed-source events through a real worker process.
@@ -104,15 +105,14 @@ async function main(): Promise<void> {
   await stopWorker();
   await client.close();
   const sorted = [...latencies].sort((a, b) => a - b);
-  const quantile = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
   const rows: [string, string][] = [
     ['events', String(EVENTS)],
     ['payload', `${(bytes / 1e6).toFixed(1)} MB`],
     ['throughput', `${Math.round(EVENTS / throughputSeconds)} events/s`],
     ['throughput', `${(bytes / 1e6 / throughputSeconds).toFixed(2)} MB/s`],
     ['worker CPU during throughput phase', `${Math.round(workerCpuShare * 100)}% of one core`],
-    [`latency p50 (steady ${STEADY_RATE}/s)`, `${Math.round(quantile(0.5))} ms`],
-    [`latency p99 (steady ${STEADY_RATE}/s)`, `${Math.round(quantile(0.99))} ms`],
+    [`latency p50 (steady ${STEADY_RATE}/s)`, `${Math.round(percentile(sorted, 50))} ms`],
+    [`latency p99 (steady ${STEADY_RATE}/s)`, `${Math.round(percentile(sorted, 99))} ms`],
     ['latency samples', String(sorted.length)],
     ['worker peak RSS (VmHWM)', `${(peakRss / 1e6).toFixed(0)} MB`],
   ];
