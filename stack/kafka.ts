@@ -67,9 +67,9 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
   const java = path.join(options.javaHome, 'bin', 'java');
   const classpath = `${options.kafkaLibs}/*`;
   const logging = `-Dlog4j.configuration=file:${log4jFile}`;
-  // a leading '-' (1 in 64 ids) would be read by kafka-storage as an option: the run would fail to start
-  const clusterId = randomBytes(16).toString('base64url').replace(/^-/, 'A');
-  const format = spawnSync(java, ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propertiesFile], {
+  // base64url ids may start with '-': passed as --cluster-id=<id> so it is never read as an option
+  const clusterId = randomBytes(16).toString('base64url');
+  const format = spawnSync(java, ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propertiesFile], {
     encoding: 'utf8',
   });
   if (format.status !== 0) {
