@@ -1,9 +1,11 @@
 import type { z } from 'zod';
 import type { ProjectField, SourceName } from '../shared/sources.ts';
+import type { SqlType } from '../src/sql/types.ts';
 
 /**
- * A saved endpoint as data: what the route validates, what the compiler turns into an
- * Elasticsearch request, and what the cache, the OpenAPI document and (later) the sandbox read.
+ * A saved endpoint as data: its parameters, the CTEs its saved query defines (each with its output
+ * columns and how it is scoped), and its final selection. The planner turns these into plans; the
+ * cache, the OpenAPI document and the sandbox read them too.
  */
 export interface EndpointDefinition<Params extends Record<string, unknown> = Record<string, unknown>> {
   /** Fixed UUID, usable in the path instead of the name. */
@@ -20,7 +22,7 @@ export interface EndpointDefinition<Params extends Record<string, unknown> = Rec
   readonly maxRows: number;
   /** null = never cached. */
   readonly cache: { ttlSeconds: number; warmEverySeconds: number | null } | null;
-  /** Whether callers may send `sql` / `lql` over the CTEs (the planner is a later issue). */
+  /** Whether callers may send `sql` / `lql` over the CTEs. */
   readonly sandboxable: boolean;
   /** Redaction when the caller does not ask for it. */
   readonly redactPii: boolean;
@@ -33,8 +35,14 @@ export interface ParameterDoc {
   allowedValues?: readonly string[];
 }
 
+/** One output column of a CTE, as a sandboxed query sees it. */
+export interface CteColumn {
+  name: string;
+  type: SqlType;
+}
+
 /** Equality of a source's project field with a parameter (SPEC.md 2.4). */
-export interface ProjectFilter {
+export interface ProjectMatch {
   field: ProjectField;
   parameter: string;
 }
@@ -45,13 +53,15 @@ export interface TimeBounds {
   endInclusive: string;
 }
 
-/** One source, project filter first, then time bounds (SPEC.md 4.2 rule 2). */
+/** Events of one source for one project: project match first, then the time bounds (SPEC.md 4.2 rule 2). */
 export interface SourceCte {
   kind: 'source';
-  name: SourceName;
+  name: string;
+  /** Other names a sandboxed query may use for this CTE (the reference implementation's). */
+  aliases: readonly string[];
   source: SourceName;
-  projectFilter: ProjectFilter;
-  timeBounds: TimeBounds;
+  columns: readonly CteColumn[];
+  scope: { project: ProjectMatch; timeBounds: TimeBounds };
 }
 
 export type BucketUnit = 'minute' | 'hour' | 'day';
@@ -62,31 +72,55 @@ export interface UsageWindow {
   bucket: BucketUnit;
 }
 
-/** Counts of request records per time bucket, as the saved usage SQL computes them (SPEC.md 4.1). */
+/** A look-back window chosen by a parameter (usage.api-counts' `interval`). */
+export interface WindowScope {
+  parameter: string;
+  windows: Readonly<Record<string, UsageWindow>>;
+}
+
+/**
+ * Events of one source inside a look-back window that have at least one request record whose url
+ * matches a pattern parameter (the rows usage.api-counts counts, before bucketing).
+ */
+export interface WindowedSourceCte {
+  kind: 'windowed_source';
+  name: string;
+  source: SourceName;
+  columns: readonly CteColumn[];
+  scope: {
+    window: WindowScope;
+    /** Nested records whose `url` is matched anywhere by the pattern parameter. */
+    requestPath: 'metadata.request';
+    urlPatternParameter: string;
+  };
+}
+
+/** The start of the look-back window as a one-row table (the saved query's `dates`). */
+export interface WindowStartCte {
+  kind: 'window_start';
+  name: string;
+  columns: readonly CteColumn[];
+  window: WindowScope;
+}
+
+/** Counts of matching request records per time bucket, per path text (SPEC.md 4.1). */
 export interface RequestCountsCte {
   kind: 'request_counts';
   name: string;
-  source: SourceName;
-  /** Path of the nested request records inside an event. */
-  requestPath: 'metadata.request';
-  /** Parameter naming the window; its values are the keys of `windows`. */
-  windowParameter: string;
-  windows: Readonly<Record<string, UsageWindow>>;
-  /** Parameter holding a regular expression matched anywhere in each request record's url. */
-  urlPatternParameter: string;
+  /** The windowed source it counts; its scope is this CTE's scope. */
+  from: string;
+  columns: readonly CteColumn[];
   /** Output column -> text its request path must contain. */
   pathColumns: Readonly<Record<string, string>>;
 }
 
-export type Cte = SourceCte | RequestCountsCte;
+export type Cte = SourceCte | WindowedSourceCte | WindowStartCte | RequestCountsCte;
 
-/** Raw events of one CTE. */
+/** Raw events of one CTE, newest first (id breaks ties so pages are stable). */
 export interface EventSelection {
   kind: 'events';
-  from: SourceName;
+  from: string;
   columns: readonly ('id' | 'timestamp' | 'event_message' | 'metadata')[];
-  /** Newest first; id breaks ties so pages are stable. */
-  order: 'timestamp_desc';
   limit: number;
 }
 
@@ -94,7 +128,29 @@ export interface EventSelection {
 export interface BucketSelection {
   kind: 'buckets';
   from: string;
-  order: 'timestamp_asc';
 }
 
 export type Selection = EventSelection | BucketSelection;
+
+/** The columns every source CTE exposes, plus `project` where the source keeps it as a column. */
+export function sourceColumns(hasProjectColumn: boolean): CteColumn[] {
+  const columns: CteColumn[] = [
+    { name: 'id', type: { kind: 'string' } },
+    { name: 'timestamp', type: { kind: 'timestamp' } },
+    { name: 'event_message', type: { kind: 'string' } },
+    // the element type is inferred from the scanned rows
+    { name: 'metadata', type: { kind: 'array', element: { kind: 'unknown' } } },
+  ];
+  if (hasProjectColumn) columns.push({ name: 'project', type: { kind: 'string' } });
+  return columns;
+}
+
+/** The CTE a sandboxed query names, by its name or one of its aliases. */
+export function cteByName(ctes: readonly Cte[], name: string): Cte | undefined {
+  return ctes.find((cte) => cte.name === name || (cte.kind === 'source' && cte.aliases.includes(name)));
+}
+
+/** Every table name a sandboxed query on this endpoint may read. */
+export function tableNames(ctes: readonly Cte[]): string[] {
+  return ctes.flatMap((cte) => [cte.name, ...(cte.kind === 'source' ? cte.aliases : [])]);
+}

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { SOURCES } from '../shared/sources.ts';
-import type { EndpointDefinition, SourceCte } from './endpoint.ts';
+import { SOURCES, type SourceName } from '../shared/sources.ts';
+import { sourceColumns, type EndpointDefinition, type SourceCte } from './endpoint.ts';
 
-/** Empty and absent both mean "no bound" (DESIGN.md 1); the compiler parses the text. */
+/** Empty and absent both mean "no bound" (DESIGN.md 1); the planner parses the text. */
 const optionalTimestamp = z
   .string({ error: 'must be an ISO 8601 timestamp such as 2024-01-01T00:00:00.000Z' })
   .optional()
@@ -19,12 +19,22 @@ const parameters = z.object({
 
 export type LogsParameters = z.infer<typeof parameters>;
 
+/** The reference implementation's saved query names two CTEs differently; its clients still send those names. */
+const REFERENCE_NAMES: Partial<Record<SourceName, string[]>> = {
+  rest_api_logs: ['postgrest_logs'],
+  connection_pooler_logs: ['pgbouncer_logs'],
+};
+
 const ctes: SourceCte[] = SOURCES.map((source) => ({
   kind: 'source',
   name: source.name,
+  aliases: REFERENCE_NAMES[source.name] ?? [],
   source: source.name,
-  projectFilter: { field: source.projectField, parameter: 'project' },
-  timeBounds: { startExclusive: 'iso_timestamp_start', endInclusive: 'iso_timestamp_end' },
+  columns: sourceColumns(source.projectField === 'project'),
+  scope: {
+    project: { field: source.projectField, parameter: 'project' },
+    timeBounds: { startExclusive: 'iso_timestamp_start', endInclusive: 'iso_timestamp_end' },
+  },
 }));
 
 /** Log events of one project (SPEC.md 4.2): nine CTEs, the saved selection reads edge_logs only. */
@@ -39,7 +49,7 @@ export const logsAll: EndpointDefinition<LogsParameters> = {
     { name: 'iso_timestamp_end', required: false, description: 'Inclusive upper bound (ISO 8601); empty or absent = no bound.' },
   ],
   ctes,
-  selection: { kind: 'events', from: 'edge_logs', columns: ['id', 'timestamp', 'event_message', 'metadata'], order: 'timestamp_desc', limit: 100 },
+  selection: { kind: 'events', from: 'edge_logs', columns: ['id', 'timestamp', 'event_message', 'metadata'], limit: 100 },
   maxRows: 1000,
   cache: null,
   sandboxable: true,

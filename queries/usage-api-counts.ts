@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { EndpointDefinition } from './endpoint.ts';
+import { sourceColumns, type EndpointDefinition, type WindowScope } from './endpoint.ts';
 
 export const USAGE_INTERVALS = ['hourly', 'daily', 'minutely'] as const;
 
@@ -17,10 +17,22 @@ const parameters = z.object({
 
 export type UsageParameters = z.infer<typeof parameters>;
 
+const window: WindowScope = {
+  parameter: 'interval',
+  windows: {
+    hourly: { lookBackMs: 60 * 60 * 1000, bucket: 'hour' },
+    daily: { lookBackMs: 7 * 24 * 60 * 60 * 1000, bucket: 'day' },
+    minutely: { lookBackMs: 60 * 60 * 1000, bucket: 'minute' },
+  },
+};
+
+const count = { kind: 'int64' } as const;
+
 /**
- * Request counts per bucket for one project, split by API area (SPEC.md 4.1). The saved SQL reads
- * the edge source, unnests metadata.request, keeps records whose url matches `project`, and counts
- * per record with countif on the path.
+ * Request counts per bucket for one project, split by API area (SPEC.md 4.1), mirroring the saved
+ * SQL: `dates` holds the window start, `edge_logs` the edge events in the window with a request
+ * record whose url matches `project`, and `chart_counts` counts those records per bucket with
+ * countif on the path.
  */
 export const usageApiCounts: EndpointDefinition<UsageParameters> = {
   id: 'c4f6a2e0-5b1d-4d8e-9a3c-7e2b1f0d6a41',
@@ -32,18 +44,25 @@ export const usageApiCounts: EndpointDefinition<UsageParameters> = {
     { name: 'project', required: true, description: 'Regular expression (JavaScript / RE2 syntax) matched anywhere in the request URL of each log record.' },
   ],
   ctes: [
+    { kind: 'window_start', name: 'dates', columns: [{ name: 'start', type: { kind: 'timestamp' } }], window },
+    {
+      kind: 'windowed_source',
+      name: 'edge_logs',
+      source: 'edge_logs',
+      columns: sourceColumns(true),
+      scope: { window, requestPath: 'metadata.request', urlPatternParameter: 'project' },
+    },
     {
       kind: 'request_counts',
       name: 'chart_counts',
-      source: 'edge_logs',
-      requestPath: 'metadata.request',
-      windowParameter: 'interval',
-      windows: {
-        hourly: { lookBackMs: 60 * 60 * 1000, bucket: 'hour' },
-        daily: { lookBackMs: 7 * 24 * 60 * 60 * 1000, bucket: 'day' },
-        minutely: { lookBackMs: 60 * 60 * 1000, bucket: 'minute' },
-      },
-      urlPatternParameter: 'project',
+      from: 'edge_logs',
+      columns: [
+        { name: 'timestamp', type: { kind: 'timestamp' } },
+        { name: 'total_rest_requests', type: count },
+        { name: 'total_storage_requests', type: count },
+        { name: 'total_auth_requests', type: count },
+        { name: 'total_realtime_requests', type: count },
+      ],
       pathColumns: {
         total_rest_requests: '/rest',
         total_storage_requests: '/storage',
@@ -52,7 +71,7 @@ export const usageApiCounts: EndpointDefinition<UsageParameters> = {
       },
     },
   ],
-  selection: { kind: 'buckets', from: 'chart_counts', order: 'timestamp_asc' },
+  selection: { kind: 'buckets', from: 'chart_counts' },
   maxRows: 1000,
   cache: { ttlSeconds: 900, warmEverySeconds: 300 },
   sandboxable: true,

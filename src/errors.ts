@@ -1,16 +1,13 @@
 /**
- * Every failure a caller can see, with its HTTP status and stable code. The error handler in
- * src/http/error-handler.ts is the only place these become responses.
+ * Every failure a caller can see, as domain errors: what went wrong and a stable code, no HTTP.
+ * src/http/error-handler.ts is the only place these become responses (it owns the status codes).
  */
 export abstract class ApiError extends Error {
-  abstract readonly status: number;
   abstract readonly code: string;
-  /** Extra response headers, e.g. Retry-After. */
-  readonly headers: Record<string, string> = {};
 }
 
+/** A parameter or the query text is wrong (400). Subclasses below narrow the code. */
 export class BadParameter extends ApiError {
-  readonly status = 400;
   readonly code: string;
   constructor(message: string, code = 'bad_parameter') {
     super(message);
@@ -18,18 +15,18 @@ export class BadParameter extends ApiError {
   }
 }
 
+/** No key, or one that is unknown or revoked (401). */
 export class Unauthorized extends ApiError {
-  readonly status = 401;
   readonly code = 'unauthorized';
 }
 
+/** The key exists but may not do this (403). */
 export class Forbidden extends ApiError {
-  readonly status = 403;
   readonly code = 'forbidden';
 }
 
+/** No such endpoint or route (404). */
 export class NotFound extends ApiError {
-  readonly status = 404;
   readonly code: string;
   constructor(message: string, code = 'not_found') {
     super(message);
@@ -37,37 +34,40 @@ export class NotFound extends ApiError {
   }
 }
 
+/** The body (413) or the request line and headers (414) are larger than the service accepts. */
 export class RequestTooLarge extends ApiError {
-  readonly status: 413 | 414;
   readonly code = 'request_too_large';
-  constructor(message: string, status: 413 | 414 = 413) {
+  constructor(
+    message: string,
+    readonly part: 'body' | 'head' = 'body',
+  ) {
     super(message);
-    this.status = status;
   }
 }
 
+/** Too many requests for this key (429). */
 export class RateLimited extends ApiError {
-  readonly status = 429;
   readonly code = 'rate_limited';
-  constructor(message: string, retryAfterSeconds: number) {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
     super(message);
-    this.headers['retry-after'] = String(retryAfterSeconds);
   }
 }
 
+/** The log store cannot answer now (503). */
 export class StoreUnavailable extends ApiError {
-  readonly status = 503;
   readonly code = 'store_unavailable';
 }
 
+/** The query ran out of time (504). */
 export class QueryTimeout extends ApiError {
-  readonly status = 504;
   readonly code = 'query_timeout';
 }
 
-/** The service runs but cannot answer queries yet (e.g. source indices not created). */
+/** The service runs but cannot answer queries yet, e.g. source indices not created (503). */
 export class NotReady extends ApiError {
-  readonly status = 503;
   readonly code = 'not_ready';
 }
 

@@ -1,6 +1,16 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { ApiError, RequestTooLarge } from '../errors.ts';
+import {
+  ApiError,
+  Forbidden,
+  NotFound,
+  NotReady,
+  QueryTimeout,
+  RateLimited,
+  RequestTooLarge,
+  StoreUnavailable,
+  Unauthorized,
+} from '../errors.ts';
 
 export interface ErrorBody {
   error: { code: string; message: string };
@@ -10,13 +20,29 @@ function body(code: string, message: string): ErrorBody {
   return { error: { code, message } };
 }
 
+/** The HTTP status of each domain error; everything else a caller did wrong is a 400. */
+export function statusOf(error: ApiError): number {
+  if (error instanceof Unauthorized) return 401;
+  if (error instanceof Forbidden) return 403;
+  if (error instanceof NotFound) return 404;
+  if (error instanceof RequestTooLarge) return error.part === 'head' ? 414 : 413;
+  if (error instanceof RateLimited) return 429;
+  if (error instanceof StoreUnavailable || error instanceof NotReady) return 503;
+  if (error instanceof QueryTimeout) return 504;
+  return 400;
+}
+
+function headersOf(error: ApiError): Record<string, string> {
+  return error instanceof RateLimited ? { 'retry-after': String(error.retryAfterSeconds) } : {};
+}
+
 /** The single place typed errors (and fastify's own) become the JSON error envelope. */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((thrown: FastifyError | Error, request, reply) => {
     const fastifyError = thrown as FastifyError;
-    const error = fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new RequestTooLarge(fastifyError.message, 413) : thrown;
+    const error = fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new RequestTooLarge(fastifyError.message, 'body') : thrown;
     if (error instanceof ApiError) {
-      void reply.code(error.status).headers(error.headers).send(body(error.code, error.message));
+      void reply.code(statusOf(error)).headers(headersOf(error)).send(body(error.code, error.message));
       return;
     }
     if (fastifyError.validation) {

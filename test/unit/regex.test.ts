@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { luceneRegexpForContains } from '../../src/compiler/regex.ts';
+import { luceneRegexpForContains } from '../../src/planner/regex.ts';
 import { BadParameter } from '../../src/errors.ts';
 
 describe('luceneRegexpForContains', () => {
@@ -20,7 +20,7 @@ describe('luceneRegexpForContains', () => {
     ['a{', '.*a\\{.*'],
     ['@#~<>&"', '.*\\@\\#\\~\\<\\>\\&\\".*'],
   ])('%j -> %j', (pattern, lucene) => {
-    expect(luceneRegexpForContains(pattern)).toBe(lucene);
+    expect(luceneRegexpForContains(pattern, 'project')).toBe(lucene);
   });
 
   it.each([
@@ -37,11 +37,11 @@ describe('luceneRegexpForContains', () => {
     ['[]', /empty class/],
     ['[^\\D]', /negated shorthand/],
   ])('rejects %j naming the construct', (pattern, message) => {
-    expect(() => luceneRegexpForContains(pattern)).toThrow(message);
-    expect(() => luceneRegexpForContains(pattern)).toThrow(BadParameter);
+    expect(() => luceneRegexpForContains(pattern, 'project')).toThrow(message);
+    expect(() => luceneRegexpForContains(pattern, 'project')).toThrow(BadParameter);
   });
 
   it.each(['(ab', 'ab)', '*a', '[a', 'a{3,1}', 'a\\', '[z-a]'])('rejects the invalid pattern %j', (pattern) => {
-    expect(() => luceneRegexpForContains(pattern)).toThrow(BadParameter);
+    expect(() => luceneRegexpForContains(pattern, 'project')).toThrow(BadParameter);
   });
 });

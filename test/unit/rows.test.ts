@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { logRows, metadataRows } from '../../src/rows/logs.ts';
-import { bucketTimestamp, microsecondsFromStoredTimestamp } from '../../src/rows/timestamp.ts';
-import { usageRows } from '../../src/rows/usage.ts';
+import { logRows, metadataRows } from '../../src/executor/rows/logs.ts';
+import { datetimeTextFromMillis as bucketTimestamp, microsecondsFromStoredTimestamp } from '../../shared/stored-timestamp.ts';
+import { usageRows } from '../../src/executor/rows/usage.ts';
 
 describe('microsecondsFromStoredTimestamp', () => {
   it.each([

@@ -62,18 +62,22 @@ const LINE_TERMINATORS: Range[] = [[0x0a, 0x0a], [0x0d, 0x0d], [0x2028, 0x2029]]
 const set = (ranges: Range[], negated = false): CharSet => ({ kind: 'set', ranges, negated });
 const char = (code: number): CharSet => set([[code, code]]);
 
-function reject(pattern: string, construct: string): never {
-  throw new BadParameter(`project: ${construct} is not supported in the project pattern ${JSON.stringify(pattern)}; use literals, classes, groups, alternation, quantifiers and ^ / $ at the ends`, 'unsupported_pattern');
+function reject(parameter: string, pattern: string, construct: string): never {
+  throw new BadParameter(`${parameter}: ${construct} is not supported in the pattern ${JSON.stringify(pattern)}; use literals, classes, groups, alternation, quantifiers and ^ / $ at the ends`, 'unsupported_pattern');
 }
 
 class Parser {
   private pos = 0;
 
-  constructor(private readonly pattern: string) {}
+  constructor(
+    private readonly pattern: string,
+    /** Named in every error, so the caller knows which of its inputs was wrong. */
+    private readonly parameter: string,
+  ) {}
 
   parse(): Branch[] {
     const alternatives = this.alternatives();
-    if (this.pos < this.pattern.length) throw new BadParameter(`project: unbalanced ')' at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+    if (this.pos < this.pattern.length) throw new BadParameter(`${this.parameter}: unbalanced ')' at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
     return alternatives.map((raw) => this.branch(raw));
   }
 
@@ -90,7 +94,7 @@ class Parser {
       anchoredEnd = true;
       items = items.slice(0, -1);
     }
-    if (items.some((item) => item === 'start' || item === 'end')) reject(this.pattern, 'an anchor (^ or $) in the middle of the pattern');
+    if (items.some((item) => item === 'start' || item === 'end')) reject(this.parameter, this.pattern, 'an anchor (^ or $) in the middle of the pattern');
     return { anchoredStart, anchoredEnd, items: items as Node[] };
   }
 
@@ -115,7 +119,7 @@ class Parser {
       if (c === '^' || c === '$') {
         this.pos += 1;
         items.push(c === '^' ? 'start' : 'end');
-        if (this.quantifierAhead()) reject(this.pattern, `a quantifier on the anchor ${c}`);
+        if (this.quantifierAhead()) reject(this.parameter, this.pattern, `a quantifier on the anchor ${c}`);
         continue;
       }
       const atom = this.atom();
@@ -153,16 +157,16 @@ class Parser {
     this.pos += 1;
     // a lazy quantifier matches the same texts; only the chosen submatch differs
     if (this.peek() === '?') this.pos += 1;
-    if (this.quantifierAhead()) throw new BadParameter(`project: nothing to repeat at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
-    if (max !== null && max < min) throw new BadParameter(`project: quantifier {${min},${max}} has its numbers out of order`, 'invalid_pattern');
-    if (min > MAX_REPEAT || (max !== null && max > MAX_REPEAT)) reject(this.pattern, `a repeat count above ${MAX_REPEAT}`);
+    if (this.quantifierAhead()) throw new BadParameter(`${this.parameter}: nothing to repeat at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+    if (max !== null && max < min) throw new BadParameter(`${this.parameter}: quantifier {${min},${max}} has its numbers out of order`, 'invalid_pattern');
+    if (min > MAX_REPEAT || (max !== null && max > MAX_REPEAT)) reject(this.parameter, this.pattern, `a repeat count above ${MAX_REPEAT}`);
     return { kind: 'repeat', node: atom, min, max };
   }
 
   private atom(): Node {
     const c = this.peek()!;
-    if (c === '*' || c === '+' || c === '?') throw new BadParameter(`project: nothing to repeat before '${c}' at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
-    if (c === '{' && this.braceQuantifier() !== null) throw new BadParameter(`project: nothing to repeat before '{' at position ${this.pos}`, 'invalid_pattern');
+    if (c === '*' || c === '+' || c === '?') throw new BadParameter(`${this.parameter}: nothing to repeat before '${c}' at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+    if (c === '{' && this.braceQuantifier() !== null) throw new BadParameter(`${this.parameter}: nothing to repeat before '{' at position ${this.pos}`, 'invalid_pattern');
     if (c === '(') return this.group();
     if (c === '[') return this.charClass();
     if (c === '.') {
@@ -177,22 +181,22 @@ class Parser {
 
   private group(): Group {
     const rest = this.pattern.slice(this.pos);
-    if (rest.startsWith('(?=') || rest.startsWith('(?!')) reject(this.pattern, 'lookahead (?= or (?!');
-    if (rest.startsWith('(?<=') || rest.startsWith('(?<!')) reject(this.pattern, 'lookbehind (?<= or (?<!');
+    if (rest.startsWith('(?=') || rest.startsWith('(?!')) reject(this.parameter, this.pattern, 'lookahead (?= or (?!');
+    if (rest.startsWith('(?<=') || rest.startsWith('(?<!')) reject(this.parameter, this.pattern, 'lookbehind (?<= or (?<!');
     let open = 1;
     if (rest.startsWith('(?:')) open = 3;
     else if (rest.startsWith('(?<') || rest.startsWith('(?P<')) {
       // a named group matches like any group; only a backreference to it would differ, and those are rejected
       const named = /^\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>/.exec(rest);
-      if (!named) throw new BadParameter(`project: invalid group name at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+      if (!named) throw new BadParameter(`${this.parameter}: invalid group name at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
       open = named[0].length;
-    } else if (rest.startsWith('(?')) reject(this.pattern, `inline flags or modifiers such as (?i) (matching is case-sensitive; write both cases in a class instead, e.g. [Aa])`);
+    } else if (rest.startsWith('(?')) reject(this.parameter, this.pattern, `inline flags or modifiers such as (?i) (matching is case-sensitive; write both cases in a class instead, e.g. [Aa])`);
     this.pos += open;
     const alternatives = this.alternatives();
-    if (this.peek() !== ')') throw new BadParameter(`project: unterminated group in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+    if (this.peek() !== ')') throw new BadParameter(`${this.parameter}: unterminated group in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
     this.pos += 1;
     if (alternatives.some((items) => items.some((item) => item === 'start' || item === 'end'))) {
-      reject(this.pattern, 'an anchor (^ or $) inside a group');
+      reject(this.parameter, this.pattern, 'an anchor (^ or $) inside a group');
     }
     return { kind: 'group', alternatives: alternatives as Node[][] };
   }
@@ -205,7 +209,7 @@ class Parser {
     const negatedSets: CharSet[] = [];
     for (;;) {
       const c = this.peek();
-      if (c === undefined) throw new BadParameter(`project: unterminated character class in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+      if (c === undefined) throw new BadParameter(`${this.parameter}: unterminated character class in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
       if (c === ']') {
         this.pos += 1;
         break;
@@ -216,7 +220,7 @@ class Parser {
         this.pos += 1;
         const high = this.classAtom();
         if (isSingle(low) && isSingle(high)) {
-          if (high.ranges[0]![0] < low.ranges[0]![0]) throw new BadParameter(`project: character class range out of order at position ${dash} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+          if (high.ranges[0]![0] < low.ranges[0]![0]) throw new BadParameter(`${this.parameter}: character class range out of order at position ${dash} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
           ranges.push([low.ranges[0]![0], high.ranges[0]![0]]);
           continue;
         }
@@ -231,10 +235,10 @@ class Parser {
     if (ranges.length === 0 && negatedSets.length === 0) {
       // [] matches nothing and [^] matches everything
       if (negated) return set([], true);
-      reject(this.pattern, 'the empty class []');
+      reject(this.parameter, this.pattern, 'the empty class []');
     }
     if (negatedSets.length === 0) return set(ranges, negated);
-    if (negated) reject(this.pattern, 'a negated shorthand (\\D, \\W or \\S) inside a negated class');
+    if (negated) reject(this.parameter, this.pattern, 'a negated shorthand (\\D, \\W or \\S) inside a negated class');
     const sets = ranges.length > 0 ? [set(ranges), ...negatedSets] : negatedSets;
     return sets.length === 1 ? sets[0]! : { kind: 'union', sets };
   }
@@ -254,7 +258,7 @@ class Parser {
   private escape(inClass: boolean): CharSet {
     this.pos += 1;
     const c = this.peek();
-    if (c === undefined) throw new BadParameter(`project: the pattern ${JSON.stringify(this.pattern)} ends with a lone backslash`, 'invalid_pattern');
+    if (c === undefined) throw new BadParameter(`${this.parameter}: the pattern ${JSON.stringify(this.pattern)} ends with a lone backslash`, 'invalid_pattern');
     this.pos += 1;
     switch (c) {
       case 'd': return set(DIGIT);
@@ -270,36 +274,36 @@ class Parser {
       case 'r': return char(0x0d);
       case 'b':
         if (inClass) return char(0x08);
-        return reject(this.pattern, 'the word boundary \\b');
-      case 'B': return reject(this.pattern, 'the non-boundary \\B');
-      case 'p': case 'P': return reject(this.pattern, `the Unicode property class \\${c}{..}`);
-      case 'k': return reject(this.pattern, 'the named backreference \\k<..>');
-      case 'A': case 'z': case 'Z': return reject(this.pattern, `the RE2 anchor \\${c} (use ^ or $)`);
+        return reject(this.parameter, this.pattern, 'the word boundary \\b');
+      case 'B': return reject(this.parameter, this.pattern, 'the non-boundary \\B');
+      case 'p': case 'P': return reject(this.parameter, this.pattern, `the Unicode property class \\${c}{..}`);
+      case 'k': return reject(this.parameter, this.pattern, 'the named backreference \\k<..>');
+      case 'A': case 'z': case 'Z': return reject(this.parameter, this.pattern, `the RE2 anchor \\${c} (use ^ or $)`);
       case 'c': {
         const letter = this.peek();
         if (letter !== undefined && /[A-Za-z]/.test(letter)) {
           this.pos += 1;
           return char(letter.charCodeAt(0) % 32);
         }
-        return reject(this.pattern, 'the control escape \\c without a letter');
+        return reject(this.parameter, this.pattern, 'the control escape \\c without a letter');
       }
       case 'x': {
         const hex = /^[0-9A-Fa-f]{2}/.exec(this.pattern.slice(this.pos));
-        if (!hex) return reject(this.pattern, '\\x without two hex digits');
+        if (!hex) return reject(this.parameter, this.pattern, '\\x without two hex digits');
         this.pos += 2;
         return char(parseInt(hex[0], 16));
       }
       case 'u': {
         const hex = /^[0-9A-Fa-f]{4}/.exec(this.pattern.slice(this.pos));
-        if (!hex) return reject(this.pattern, '\\u without four hex digits (\\u{...} needs the u flag)');
+        if (!hex) return reject(this.parameter, this.pattern, '\\u without four hex digits (\\u{...} needs the u flag)');
         this.pos += 4;
         return char(parseInt(hex[0], 16));
       }
       case '0':
-        if (/[0-9]/.test(this.peek() ?? '')) return reject(this.pattern, 'an octal escape');
+        if (/[0-9]/.test(this.peek() ?? '')) return reject(this.parameter, this.pattern, 'an octal escape');
         return char(0);
       default:
-        if (/[1-9]/.test(c)) return reject(this.pattern, `the backreference \\${c}`);
+        if (/[1-9]/.test(c)) return reject(this.parameter, this.pattern, `the backreference \\${c}`);
         // identity escape: \. \/ \- and friends stand for the character itself
         this.pos -= 1;
         {
@@ -352,14 +356,15 @@ function emit(node: Node): string {
 
 /**
  * Lucene regexp (for a `regexp` query with flags NONE) matching exactly the terms in which the
- * JavaScript RegExp `pattern` finds a match. Throws BadParameter for what cannot be translated.
+ * JavaScript RegExp `pattern` finds a match. Throws BadParameter, naming `parameter` (where the
+ * pattern came from), for what cannot be translated.
  */
-export function luceneRegexpForContains(pattern: string): string {
-  const branches = new Parser(pattern).parse();
+export function luceneRegexpForContains(pattern: string, parameter: string): string {
+  const branches = new Parser(pattern, parameter).parse();
   try {
     new RegExp(pattern);
   } catch (error) {
-    throw new BadParameter(`project: not a valid regular expression: ${(error as Error).message}`, 'invalid_pattern');
+    throw new BadParameter(`${parameter}: not a valid regular expression: ${(error as Error).message}`, 'invalid_pattern');
   }
   const emitted = branches.map((branch) => `${branch.anchoredStart ? '' : '.*'}${branch.items.map(emit).join('')}${branch.anchoredEnd ? '' : '.*'}`);
   return emitted.length === 1 ? emitted[0]! : emitted.map((text) => `(${text})`).join('|');

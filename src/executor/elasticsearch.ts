@@ -1,12 +1,9 @@
 import { errors, type Client, type estypes } from '@elastic/elasticsearch';
-import type { CompiledQuery } from './compiler/compile.ts';
-import { BadParameter, QueryTimeout, StoreUnavailable } from './errors.ts';
-import { logRows } from './rows/logs.ts';
-import { usageRows } from './rows/usage.ts';
+import { BadParameter, QueryTimeout, StoreUnavailable } from '../errors.ts';
 
-export interface ExecutorOptions {
+export interface StoreOptions {
   elasticsearch: Client;
-  /** A query still running after this long is abandoned (Elasticsearch cancels it when the connection closes). */
+  /** A search still running after this long is abandoned (Elasticsearch cancels it when the connection closes). */
   timeoutMs: number;
   /** Observes the time spent in Elasticsearch, in seconds. */
   observe?: (seconds: number) => void;
@@ -37,17 +34,14 @@ function storeError(error: unknown, timeoutMs: number): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
-/** Runs a compiled query on Elasticsearch and formats the rows; the only module of the route that talks to the store. */
-export async function executeQuery(query: CompiledQuery, options: ExecutorOptions): Promise<unknown[]> {
+/** One search request; the only place the query path talks to Elasticsearch, and where its failures get their meaning. */
+export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
   const started = process.hrtime.bigint();
-  let response: estypes.SearchResponse<Record<string, unknown>>;
   try {
-    response = await options.elasticsearch.search<Record<string, unknown>>(query.search, { requestTimeout: options.timeoutMs, maxRetries: 0 });
+    return await options.elasticsearch.search<Record<string, unknown>>(request, { requestTimeout: options.timeoutMs, maxRetries: 0 });
   } catch (error) {
     throw storeError(error, options.timeoutMs);
   } finally {
     options.observe?.(Number(process.hrtime.bigint() - started) / 1e9);
   }
-  const rows = query.kind === 'events' ? logRows(response.hits.hits) : usageRows(response.aggregations as Record<string, unknown> | undefined, query.columns);
-  return rows.slice(0, query.limit);
 }

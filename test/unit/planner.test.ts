@@ -1,24 +1,31 @@
 import { describe, expect, it } from 'vitest';
 import { logsAll } from '../../queries/logs-all.ts';
 import { usageApiCounts } from '../../queries/usage-api-counts.ts';
-import type { EndpointDefinition } from '../../queries/index.ts';
+import type { SourceCte } from '../../queries/endpoint.ts';
 import { SOURCES } from '../../shared/sources.ts';
-import { compileEndpoint, type CompileContext } from '../../src/compiler/compile.ts';
-import { parseTimestampParameter } from '../../src/compiler/timestamp.ts';
 import { BadParameter, Forbidden } from '../../src/errors.ts';
+import { planEndpointQuery, type Plan, type ScopeContext } from '../../src/planner/index.ts';
+import { scopeOf, timestampBound as parseTimestampParameter } from '../../src/planner/scope.ts';
 
-const context: CompileContext = { now: Date.UTC(2024, 2, 10, 12, 34, 56, 789), projects: null, indexPrefix: 'lp-' };
-const logs = logsAll as unknown as EndpointDefinition;
-const usage = usageApiCounts as unknown as EndpointDefinition;
+const context: ScopeContext = { now: Date.UTC(2024, 2, 10, 12, 34, 56, 789), projects: null, indexPrefix: 'lp-' };
+const logs = logsAll;
+const usage = usageApiCounts;
+
+/** The single scan of a saved selection's plan, as the old compiled query exposed it. */
+function compileEndpoint(endpoint: typeof logs | typeof usage, params: Record<string, unknown>, scopeContext: ScopeContext) {
+  const plan: Plan = planEndpointQuery(endpoint, params, scopeContext);
+  const scan = plan.scans[0]!;
+  if (scan.kind === 'constant') throw new Error('saved selections scan the store');
+  return scan;
+}
 
 describe('compileEndpoint: logs.all', () => {
   const params = logsAll.parameters.parse({ project: 'abc', iso_timestamp_start: '2024-01-01T00:00:00.000Z', iso_timestamp_end: '2024-01-01T01:00:00+01:00' });
 
-  it('compiles all nine CTEs, each with its project filter first and then the time bounds', () => {
-    const compiled = compileEndpoint(logs, params, context);
-    expect(compiled.ctes.map((cte) => cte.name)).toEqual(SOURCES.map((source) => source.name));
+  it('scopes all nine CTEs, each with its project filter first and then the time bounds', () => {
+    expect(logs.ctes.map((cte) => cte.name)).toEqual(SOURCES.map((source) => source.name));
     for (const source of SOURCES) {
-      const cte = compiled.ctes.find((candidate) => candidate.name === source.name)!;
+      const cte = scopeOf(logs.ctes.find((candidate): candidate is SourceCte => candidate.name === source.name)!, params, context);
       expect(cte.index).toBe(`lp-${source.name}`);
       expect(cte.filter).toEqual([
         { term: { [source.projectField]: 'abc' } },
@@ -39,9 +46,9 @@ describe('compileEndpoint: logs.all', () => {
 
   it('leaves out an empty bound', () => {
     const compiled = compileEndpoint(logs, logsAll.parameters.parse({ project: 'abc', iso_timestamp_start: '', iso_timestamp_end: '2024-01-01T01:00:00.000Z' }), context);
-    expect(compiled.ctes[0]!.filter[1]).toEqual({ range: { timestamp: { lte: '2024-01-01T01:00:00.000000000Z' } } });
+    expect(compiled.scope[1]).toEqual({ range: { timestamp: { lte: '2024-01-01T01:00:00.000000000Z' } } });
     const unbounded = compileEndpoint(logs, logsAll.parameters.parse({ project: 'abc' }), context);
-    expect(unbounded.ctes[0]!.filter).toHaveLength(1);
+    expect(unbounded.scope).toHaveLength(1);
   });
 
   it('refuses a project outside the key\'s list with Forbidden', () => {

@@ -1,6 +1,6 @@
 import type { estypes } from '@elastic/elasticsearch';
-import { restoreSetAsideFields, type SetAsideField } from '../../shared/event-index.ts';
-import { microsecondsFromStoredTimestamp } from './timestamp.ts';
+import { restoreSetAsideFields, type SetAsideField } from '../../../shared/event-index.ts';
+import { microsecondsFromStoredTimestamp } from '../../../shared/stored-timestamp.ts';
 
 export interface LogRow {
   id: string;

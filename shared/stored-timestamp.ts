@@ -1,0 +1,77 @@
+/**
+ * The stored form of event timestamps and everything that reads or writes it. Elasticsearch keeps
+ * `timestamp` as date_nanos written `2024-01-01T00:00:00.123456Z` (UTC, six fractional digits); range
+ * bounds are compared in the nine-digit form; the API returns integer microseconds since the epoch.
+ * All arithmetic is on integers or text, never through a Date where digits would be lost.
+ */
+
+/** date_nanos holds 1970-01-01 to 2262-04-11; bounds outside that range are clamped to its ends. */
+export const DATE_NANOS_MIN = '1970-01-01T00:00:00.000000000Z';
+export const DATE_NANOS_MAX = '2262-04-11T00:00:00.000000000Z';
+
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?(Z|z|[+-]\d{2}:?\d{2})?$/;
+
+/**
+ * An ISO 8601 text as a UTC timestamp with nine fractional digits, the form a date_nanos range
+ * compares exactly; undefined when it is not a real date and time. A value without a zone is UTC.
+ */
+export function isoToNanosText(text: string): string | undefined {
+  const match = ISO_8601.exec(text);
+  if (!match) return undefined;
+  const [, year, month, day, hour = '00', minute = '00', second = '00', fraction = '', zone = 'Z'] = match;
+  const fields = [Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second)] as const;
+  const utc = Date.UTC(...fields);
+  const check = new Date(utc);
+  // Date.UTC rolls 2024-02-30 over to March; a real calendar date survives the round trip
+  if (check.getUTCFullYear() !== fields[0] || check.getUTCMonth() !== fields[1] || check.getUTCDate() !== fields[2] || fields[3] > 23 || fields[4] > 59 || fields[5] > 59) {
+    return undefined;
+  }
+  let offsetMinutes = 0;
+  if (zone !== 'Z' && zone !== 'z') {
+    const digits = zone.replace(':', '');
+    offsetMinutes = (zone.startsWith('-') ? -1 : 1) * (Number(digits.slice(1, 3)) * 60 + Number(digits.slice(3, 5)));
+  }
+  const shifted = new Date(utc - offsetMinutes * 60_000).toISOString().slice(0, 19);
+  return `${shifted}.${fraction.padEnd(9, '0')}Z`;
+}
+
+/** Milliseconds since the epoch as the nine-digit UTC form. */
+export function nanosTextFromMillis(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 23)}000000Z`;
+}
+
+export function clampToDateNanos(timestamp: string): string {
+  if (timestamp < DATE_NANOS_MIN) return DATE_NANOS_MIN;
+  if (timestamp > DATE_NANOS_MAX) return DATE_NANOS_MAX;
+  return timestamp;
+}
+
+const STORED_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/;
+
+/** Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146097 + dayOfEra - 719468;
+}
+
+/**
+ * A stored timestamp (`2024-01-01T00:00:00.123456Z`) as integer microseconds since the epoch.
+ * Digits beyond the microsecond are truncated. Microseconds up to year 2255 stay below 2^53.
+ */
+export function microsecondsFromStoredTimestamp(text: string): number {
+  const match = STORED_TIMESTAMP.exec(text);
+  if (!match) throw new Error(`stored timestamp ${JSON.stringify(text)} is not in the UTC ISO form the ingest worker writes`);
+  const [, year, month, day, hour, minute, second, fraction = ''] = match;
+  const days = daysFromCivil(Number(year), Number(month), Number(day));
+  const seconds = days * 86_400 + Number(hour) * 3600 + Number(minute) * 60 + Number(second);
+  return seconds * 1_000_000 + Number(fraction.padEnd(6, '0').slice(0, 6));
+}
+
+/** Epoch milliseconds as the `YYYY-MM-DDTHH:MM:SS` UTC text usage clients parse (a bucket start). */
+export function datetimeTextFromMillis(epochMillis: number): string {
+  return new Date(epochMillis).toISOString().slice(0, 19);
+}

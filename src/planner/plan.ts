@@ -1,0 +1,75 @@
+import type { estypes } from '@elastic/elasticsearch';
+import type { BucketUnit } from '../../queries/endpoint.ts';
+import type { Query } from '../sql/syntax.ts';
+import type { TableColumn } from '../sql/types.ts';
+
+/**
+ * What answering one request takes: the Elasticsearch scans (one per CTE read), an optional residual
+ * query the embedded engine runs over the scanned rows, and where the answer's rows come from. Built
+ * by pure functions in src/planner/; interpreted by src/executor/.
+ */
+export interface Plan {
+  scans: Scan[];
+  /** A sandboxed query's remainder, run over the scans' rows; absent when a scan's rows are the answer. */
+  residual?: ResidualQuery;
+  /** Which rows the caller gets. */
+  answer: PlanAnswer;
+  /** No answer carries more rows than this (the endpoint's maximum). */
+  rowCap: number;
+}
+
+export type PlanAnswer =
+  /** The rows of one scan, formatted for the API (events as logs.all rows, buckets as usage rows). */
+  | { kind: 'scan'; table: string; format: 'log_rows' | 'usage_rows' }
+  | { kind: 'residual' };
+
+export type Scan = EventScan | RequestCountScan | ConstantScan;
+
+interface ScanBase {
+  /** The table name the residual query reads the rows by (unique within a plan). */
+  table: string;
+  /** The CTE it reads. */
+  cte: string;
+  columns: TableColumn[];
+}
+
+/**
+ * Stored events of one CTE: its mandatory scope, then the predicates pushed down to it. `search`
+ * is the complete request (scope and predicates in `query.bool.filter`); the executor only adds
+ * paging. `pull` is the most events the scan may read before the query is refused as too broad.
+ */
+export interface EventScan extends ScanBase {
+  kind: 'events';
+  index: string;
+  /** The CTE's scope filter, exactly as the scope step built it. */
+  scope: estypes.QueryDslQueryContainer[];
+  predicates: estypes.QueryDslQueryContainer[];
+  search: estypes.SearchRequest;
+  /** Rows wanted: a limit (the first n in the search's sort), or every matching event up to a cap. */
+  take: { kind: 'limit'; rows: number } | { kind: 'all'; maxEvents: number };
+}
+
+/** Request records per time bucket and per path text, counted by Elasticsearch aggregations. */
+export interface RequestCountScan extends ScanBase {
+  kind: 'request_counts';
+  index: string;
+  scope: estypes.QueryDslQueryContainer[];
+  search: estypes.SearchRequest;
+  bucket: BucketUnit;
+  countColumns: string[];
+}
+
+/** A table computed without the store (the usage window's start). */
+export interface ConstantScan extends ScanBase {
+  kind: 'constant';
+  rows: Record<string, unknown>[];
+}
+
+/** The part of a sandboxed query the embedded engine runs, table references renamed to scan tables. */
+export interface ResidualQuery {
+  query: Query;
+  /** Values of the endpoint's parameters, for `@name` references. */
+  parameters: Record<string, string | undefined>;
+  /** What current_timestamp() means for this request (epoch milliseconds). */
+  now: number;
+}

@@ -1,0 +1,28 @@
+import type { EndpointDefinition } from '../../queries/endpoint.ts';
+import type { Plan } from './plan.ts';
+import type { ScopeContext, ValidatedParameters } from './scope.ts';
+import { eventScan, requestCountScan, requireCte } from './tables.ts';
+
+/**
+ * The plan of an endpoint's saved final selection. logs.all: one scan of the selected CTE's newest
+ * events. usage.api-counts: one aggregation scan.
+ */
+export function planSavedSelection(endpoint: EndpointDefinition, params: ValidatedParameters, context: ScopeContext): Plan {
+  const selection = endpoint.selection;
+  if (selection.kind === 'events') {
+    const limit = Math.min(selection.limit, endpoint.maxRows);
+    const from = requireCte(endpoint, selection.from);
+    const scan = eventScan(from, params, context, {
+      table: from.name,
+      predicates: [],
+      order: 'timestamp_desc',
+      take: { kind: 'limit', rows: limit },
+      // metadata values the ingest worker set aside (type conflicts) are put back by the row formatter
+      fields: [...selection.columns, 'metadata_unindexed'],
+    });
+    return { scans: [scan], answer: { kind: 'scan', table: from.name, format: 'log_rows' }, rowCap: limit };
+  }
+  const cte = requireCte(endpoint, selection.from);
+  if (cte.kind !== 'request_counts') throw new Error(`endpoint ${endpoint.name} selects buckets from ${selection.from}, which is not a request-counts CTE`);
+  return { scans: [requestCountScan(endpoint, cte, params, context)], answer: { kind: 'scan', table: cte.name, format: 'usage_rows' }, rowCap: endpoint.maxRows };
+}
