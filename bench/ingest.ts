@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -11,6 +11,7 @@ import { createLogger } from '../shared/logger.ts';
 import { SOURCES, indexName, topicName, type SourceName } from '../shared/sources.ts';
 import { demoEvents } from '../ingest/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
+import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
 import { percentile } from './latency.ts';
 
@@ -21,9 +22,18 @@ import { percentile } from './latency.ts';
  * events polled until searchable, for produce-to-searchable latency. Worker peak RSS from VmHWM.
  * Uses KAFKA_BROKERS / ELASTICSEARCH_URL when both are set, else starts its own stack.
  * `npm run bench:ingest -- --events 50000` for a shorter run.
+ *
+ * `--codecs none,gzip,snappy,lz4,zstd` measures decoding instead: the same events are produced once
+ * per codec by kcat (librdkafka, the only producer here that writes zstd) into topics of their own
+ * while no worker runs; then one worker per codec drains them, timed from its first consumed event
+ * to the last event searchable. Prints events/s per codec and the ratio to `none`.
  */
 const config = loadConfig(process.env);
-const { values: options } = parseArgs({ options: { events: { type: 'string', default: '200000' } } });
+const { values: options } = parseArgs({ options: { events: { type: 'string', default: '200000' }, codecs: { type: 'string' } } });
+const CODECS = options.codecs?.split(',').map((codec) => codec.trim()).filter(Boolean);
+for (const codec of CODECS ?? []) {
+  if (!['none', 'gzip', 'snappy', 'lz4', 'zstd'].includes(codec)) throw new Error(`--codecs: unknown codec "${codec}"; use none, gzip, snappy, lz4, zstd`);
+}
 const EVENTS = Number(options.events);
 if (!Number.isInteger(EVENTS) || EVENTS < 1) throw new Error(`--events must be a positive integer, got ${options.events}`);
 const STEADY_RATE = 2000;
@@ -44,6 +54,7 @@ async function main(): Promise<void> {
     brokers = stack.kafkaBrokers;
     elasticsearchUrl = stack.elasticsearchUrl;
   }
+  if (CODECS) return codecBenchmark(brokers, elasticsearchUrl, CODECS);
   const prefix = `bench${randomBytes(3).toString('hex')}`;
   const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };
   const client = createElasticsearchClient({ url: elasticsearchUrl });
@@ -121,6 +132,83 @@ async function main(): Promise<void> {
   console.log(`${'metric'.padEnd(width)} | value`);
   console.log(`${'-'.repeat(width)}-|-${'-'.repeat(20)}`);
   for (const [name, value] of rows) console.log(`${name.padEnd(width)} | ${value}`);
+}
+
+/** Decoding cost per codec: the same events, produced compressed by kcat, drained by a fresh worker each. */
+async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codecs: string[]): Promise<void> {
+  const client = createElasticsearchClient({ url: elasticsearchUrl });
+  const folder = mkdtempSync(path.join(os.tmpdir(), 'bench-codecs-'));
+  const now = new Date();
+  const lines = new Map<SourceName, string[]>();
+  let bytes = 0;
+  for (const { source, event } of demoEvents({ count: EVENTS, from: new Date(now.getTime() - 86_400_000), to: now, projects: ['default', 'bench'] })) {
+    const value = JSON.stringify(event);
+    bytes += Buffer.byteLength(value) + 1;
+    const values = lines.get(source) ?? [];
+    values.push(value);
+    lines.set(source, values);
+  }
+  for (const [source, values] of lines) writeFileSync(path.join(folder, `${source}.ndjson`), `${values.join('\n')}\n`);
+  const admin = createKafka(brokers, 'logplatform-bench', logger).admin();
+  await admin.connect();
+  const runs: { codec: string; locations: { indexPrefix: string; topicPrefix: string } }[] = [];
+  try {
+    for (const codec of codecs) {
+      const prefix = `bench${randomBytes(3).toString('hex')}${codec}`;
+      const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };
+      const routes = sourceRoutes({ TOPIC_PREFIX: locations.topicPrefix, SOURCE_TOPICS: {} });
+      await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS);
+      say(`${codec}: producing ${EVENTS} events (${(bytes / 1e6).toFixed(1)} MB) with kcat -z ${codec}`);
+      await Promise.all(routes.map((route) => kcatProduce(brokers, route.topic, codec, path.join(folder, `${route.source}.ndjson`))));
+      runs.push({ codec, locations });
+    }
+  } finally {
+    await admin.disconnect();
+    rmSync(folder, { recursive: true, force: true });
+  }
+
+  const rows: { codec: string; seconds: number; cpu: number; rss: number }[] = [];
+  for (const { codec, locations } of runs) {
+    const indices = SOURCES.map((source) => indexName(locations, source.name)).join(',');
+    const started = await startWorker(brokers, elasticsearchUrl, locations);
+    worker = started.child;
+    while ((await consumedByWorker(started.port)) === 0) await sleep(20);
+    const begin = performance.now();
+    const cpuAtStart = cpuSeconds(worker.pid!);
+    while ((await client.count({ index: indices, ignore_unavailable: true, allow_no_indices: true })).count < EVENTS) await sleep(100);
+    const seconds = (performance.now() - begin) / 1000;
+    rows.push({ codec, seconds, cpu: (cpuSeconds(worker.pid!) - cpuAtStart) / seconds, rss: peakRssBytes(worker.pid!) });
+    say(`${codec}: ${EVENTS} searchable ${seconds.toFixed(1)} s after the first was consumed`);
+    await stopWorker();
+  }
+  await client.close();
+
+  const baseline = rows.find((row) => row.codec === 'none');
+  console.log(`\ningest by codec: ${EVENTS} events (${(bytes / 1e6).toFixed(1)} MB), produced by kcat, drained by one worker each (load average at the end ${os.loadavg().map((load) => load.toFixed(1)).join(' ')} on ${os.cpus().length} cores)`);
+  console.log('| codec | events/s | vs none | worker CPU | worker peak RSS |');
+  console.log('|---|---|---|---|---|');
+  for (const row of rows) {
+    const rate = EVENTS / row.seconds;
+    const ratio = baseline ? `${((rate / (EVENTS / baseline.seconds)) * 100).toFixed(0)}%` : 'n/a';
+    console.log(`| ${row.codec} | ${Math.round(rate)} | ${ratio} | ${Math.round(row.cpu * 100)}% of one core | ${(row.rss / 1e6).toFixed(0)} MB |`);
+  }
+}
+
+function kcatProduce(brokers: string[], topic: string, codec: string, file: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('kcat', ['-P', '-b', brokers.join(','), '-t', topic, '-z', codec, '-X', 'linger.ms=20', '-l', file], { stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('error', (error) => reject(new Error(`kcat could not run (${error.message}); install it (apt-get install kcat)`)));
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`kcat -z ${codec} to ${topic} exited ${code}`))));
+  });
+}
+
+async function consumedByWorker(port: number): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return [...text.matchAll(/^ingest_events_consumed_total\{[^}]*\} (\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+  } catch {
+    return 0;
+  }
 }
 
 /** Produces at a fixed rate; marker events are polled until searchable, their latency measured from the send. */

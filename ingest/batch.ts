@@ -5,7 +5,9 @@ import { chunkBySize } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
 import { decodeMessage } from './event.ts';
+import type { EventFieldNames } from './event-fields.ts';
 import type { IngestMetrics } from './metrics.ts';
+import { undecodableBatchOf, type UndecodableBatch } from './undecodable-batch.ts';
 import { WriteAbandoned, writeEvents } from './writer.ts';
 
 export interface BatchSettings {
@@ -23,7 +25,7 @@ export interface BatchDependencies {
   logger: Logger;
   settings: BatchSettings;
   /** Where each consumed topic goes. */
-  routes: Map<string, { source: string; index: string; deadLetterTopic: string }>;
+  routes: Map<string, { source: string; index: string; deadLetterTopic: string; fieldNames: EventFieldNames }>;
   onHold(held: boolean): void;
 }
 
@@ -51,9 +53,16 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     if (!keepGoing()) return;
     const events: Pending[] = [];
     const letters: DeadLetter[] = [];
+    const undecodable = new UndecodableGroups();
     for (const message of chunk) {
-      const record = { topic: batch.topic, partition: batch.partition, offset: message.offset, timestamp: message.timestamp, value: message.value };
-      const decoded = decodeMessage(record, settings.maxMessageBytes);
+      const marker = undecodableBatchOf(message);
+      if (marker) {
+        metrics.consumed.inc({ source: route.source });
+        undecodable.add(marker, message.offset, message.value);
+        continue;
+      }
+      const record = { topic: batch.topic, partition: batch.partition, offset: message.offset, timestamp: message.timestamp, value: message.value, key: message.key, headers: message.headers };
+      const decoded = decodeMessage(record, settings.maxMessageBytes, route.fieldNames);
       metrics.consumed.inc({ source: route.source }, decoded.length);
       decoded.forEach((result, element) => {
         const fromArray = decoded.length > 1 || (!result.ok && result.element !== undefined);
@@ -65,6 +74,8 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
         }
       });
     }
+
+    for (const group of undecodable.groups) letters.push(undecodableLetter(group, batch.topic, batch.partition));
 
     let rejected;
     try {
@@ -94,8 +105,16 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
 
     if (letters.length > 0) {
       await dependencies.producer.send({ topic: route.deadLetterTopic, acks: -1, messages: letters.map(deadLetterMessage) });
-      for (const letter of letters) metrics.deadLettered.inc({ source: route.source, reason: letter.reason });
+      for (const letter of letters) metrics.deadLettered.inc({ source: route.source, reason: letter.reason }, letter.records ?? 1);
       logger.warn({ topic: batch.topic, partition: batch.partition, reasons: [...new Set(letters.map((letter) => letter.reason))], count: letters.length }, 'events dead-lettered');
+      for (const group of undecodable.groups) {
+        // a batch seen again after a restart mid-batch is counted once, by the part holding its first record
+        if (group.containsFirstRecord) metrics.undecodableBatches.inc({ source: route.source, codec: group.marker.codec });
+        logger.error(
+          { topic: batch.topic, partition: batch.partition, codec: group.marker.codec, offsets: `${group.firstOffset}..${group.lastOffset}`, batchOffsets: `${group.marker.firstOffset}..${group.marker.lastOffset}`, reason: group.marker.detail },
+          'undecodable record batch dead-lettered',
+        );
+      }
     }
 
     const last = chunk[chunk.length - 1]!.offset;
@@ -105,4 +124,44 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     });
     await payload.heartbeat();
   }
+}
+
+interface UndecodableGroup {
+  marker: UndecodableBatch;
+  firstOffset: string;
+  lastOffset: string;
+  records: number;
+  /** The batch's bytes, carried by the stand-in of its first record. */
+  bytes: Buffer | null;
+  containsFirstRecord: boolean;
+}
+
+/** Stand-ins of undecodable batches in a chunk, one group per batch: each group is one dead letter. */
+class UndecodableGroups {
+  readonly groups: UndecodableGroup[] = [];
+
+  add(marker: UndecodableBatch, offset: string, value: Buffer | null): void {
+    const last = this.groups[this.groups.length - 1];
+    if (last && last.marker.firstOffset === marker.firstOffset) {
+      last.lastOffset = offset;
+      last.records += 1;
+      return;
+    }
+    const containsFirstRecord = offset === marker.firstOffset;
+    this.groups.push({ marker, firstOffset: offset, lastOffset: offset, records: 1, bytes: containsFirstRecord ? value : null, containsFirstRecord });
+  }
+}
+
+/** One dead letter for (the part in this chunk of) an undecodable batch: the stored batch bytes, and the offsets it covered. */
+function undecodableLetter(group: UndecodableGroup, topic: string, partition: number): DeadLetter {
+  const { marker } = group;
+  const part = group.containsFirstRecord ? '' : ` (offsets ${group.firstOffset}..${group.lastOffset} of it; its bytes are in the dead letter of offset ${marker.firstOffset})`;
+  return {
+    reason: 'undecodable_batch',
+    detail: `${marker.codec} record batch at offsets ${marker.firstOffset}..${marker.lastOffset} (${marker.records} records) could not be decoded: ${marker.detail}${part}`,
+    key: null,
+    value: group.bytes ?? Buffer.alloc(0),
+    source: { topic, partition, offset: group.firstOffset, lastOffset: group.lastOffset },
+    records: group.records,
+  };
 }

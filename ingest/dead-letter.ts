@@ -6,7 +6,9 @@ export interface DeadLetter {
   /** The original bytes (for an element of a JSON array message: that element's JSON). */
   value: Buffer;
   key: Buffer | null;
-  source: { topic: string; partition: number; offset: string; element?: number };
+  source: { topic: string; partition: number; offset: string; element?: number; lastOffset?: string };
+  /** Events the letter stands for when more than one (an undecodable batch: one letter, several offsets). */
+  records?: number;
 }
 
 /** Header names a dead-letter consumer can rely on. */
@@ -17,6 +19,7 @@ export const DEAD_LETTER_HEADERS = {
   partition: 'source-partition',
   offset: 'source-offset',
   element: 'source-element',
+  lastOffset: 'source-last-offset',
 } as const;
 
 export function deadLetterMessage(letter: DeadLetter): Message {
@@ -28,5 +31,6 @@ export function deadLetterMessage(letter: DeadLetter): Message {
     [DEAD_LETTER_HEADERS.offset]: letter.source.offset,
   };
   if (letter.source.element !== undefined) headers[DEAD_LETTER_HEADERS.element] = String(letter.source.element);
+  if (letter.source.lastOffset !== undefined) headers[DEAD_LETTER_HEADERS.lastOffset] = letter.source.lastOffset;
   return { key: letter.key, value: letter.value, headers };
 }

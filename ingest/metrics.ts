@@ -10,6 +10,12 @@ export function createIngestMetrics() {
     indexed: new Counter({ name: 'ingest_events_indexed_total', help: 'Events acknowledged by Elasticsearch', labelNames: ['source'], registers: [registry] }),
     deadLettered: new Counter({ name: 'ingest_events_dead_lettered_total', help: 'Events sent to the dead-letter topic, by reason', labelNames: ['source', 'reason'], registers: [registry] }),
     retries: new Counter({ name: 'ingest_bulk_retries_total', help: 'Bulk attempts repeated because Elasticsearch was unavailable or overloaded', labelNames: ['source', 'cause'], registers: [registry] }),
+    undecodableBatches: new Counter({
+      name: 'ingest_undecodable_batches_total',
+      help: 'Kafka record batches that could not be decompressed or decoded (corrupt, or an unknown codec), dead-lettered as undecodable_batch',
+      labelNames: ['source', 'codec'],
+      registers: [registry],
+    }),
     typeConflicts: new Counter({ name: 'ingest_type_conflicts_total', help: 'Metadata fields set aside unindexed because their type clashed with the mapping', labelNames: ['source'], registers: [registry] }),
     bulkDuration: new Histogram({
       name: 'ingest_bulk_duration_seconds',

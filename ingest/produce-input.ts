@@ -18,22 +18,33 @@ export function eventsFromText(text: string): string[] {
     .filter((line) => line !== '');
 }
 
+/** Codecs `npm run produce` can write (zstd is read by the worker, but there is no zstd compressor here). */
+export const PRODUCE_COMPRESSIONS = ['none', 'gzip', 'snappy', 'lz4'] as const;
+export type ProduceCompression = (typeof PRODUCE_COMPRESSIONS)[number];
+
 export interface ProduceArguments {
   source: string;
   file?: string;
+  compression: ProduceCompression;
 }
+
+const USAGE = 'usage: npm run produce -- --source <source> [--compression none|gzip|snappy|lz4] [file.ndjson]';
 
 export function parseProduceArguments(argv: string[]): ProduceArguments {
   let source: string | undefined;
   let file: string | undefined;
+  let compression: string = 'none';
   for (let position = 0; position < argv.length; position += 1) {
     const argument = argv[position]!;
     if (argument === '--source') source = argv[++position];
     else if (argument.startsWith('--source=')) source = argument.slice('--source='.length);
-    else if (argument.startsWith('--')) throw new Error(`unknown option ${argument}; usage: npm run produce -- --source <source> [file.ndjson]`);
+    else if (argument === '--compression') compression = argv[++position] ?? '';
+    else if (argument.startsWith('--compression=')) compression = argument.slice('--compression='.length);
+    else if (argument.startsWith('--')) throw new Error(`unknown option ${argument}; ${USAGE}`);
     else if (file === undefined) file = argument;
     else throw new Error(`only one file may be given, got ${file} and ${argument}`);
   }
-  if (!source) throw new Error('--source is required; usage: npm run produce -- --source edge_logs [file.ndjson]');
-  return { source, file };
+  if (!source) throw new Error(`--source is required; ${USAGE}`);
+  if (!(PRODUCE_COMPRESSIONS as readonly string[]).includes(compression)) throw new Error(`--compression must be one of ${PRODUCE_COMPRESSIONS.join(', ')}, got "${compression}"`);
+  return { source, file, compression: compression as ProduceCompression };
 }

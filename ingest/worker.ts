@@ -6,6 +6,8 @@ import { ensureEventIndices } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { indexName } from '../shared/sources.ts';
 import { processBatch } from './batch.ts';
+import './codecs.ts';
+import { eventFieldNames } from './event-fields.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
 import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
@@ -83,7 +85,10 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   await consumer.connect();
   await consumer.subscribe({ topics: routes.map((route) => route.topic), fromBeginning: true });
   const routeByTopic = new Map(
-    routes.map((route) => [route.topic, { source: route.source, index: indexName({ indexPrefix: config.INDEX_PREFIX }, route.source), deadLetterTopic: route.deadLetterTopic }]),
+    routes.map((route) => [
+      route.topic,
+      { source: route.source, index: indexName({ indexPrefix: config.INDEX_PREFIX }, route.source), deadLetterTopic: route.deadLetterTopic, fieldNames: eventFieldNames(config.INGEST_FIELD_MAP, route.source) },
+    ]),
   );
   await consumer.run({
     autoCommit: false,

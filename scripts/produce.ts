@@ -1,13 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { Partitioners } from 'kafkajs';
+import { CompressionTypes, Partitioners } from 'kafkajs';
 import { loadConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, sourceByName } from '../shared/sources.ts';
+import '../ingest/codecs.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { eventsFromText, parseProduceArguments } from '../ingest/produce-input.ts';
 import { sourceTopic } from '../ingest/topics.ts';
 
-/** `npm run produce -- --source edge_logs [file.ndjson]`: publishes events from a file or stdin to a source's topic. */
+/** `npm run produce -- --source edge_logs [--compression lz4] [file.ndjson]`: publishes events from a file or stdin to a source's topic. */
 const config = loadConfig(process.env);
 let options;
 try {
@@ -28,6 +29,7 @@ if (!config.KAFKA_BROKERS) {
 const text = options.file ? readFileSync(options.file, 'utf8') : readFileSync(0, 'utf8');
 const events = eventsFromText(text);
 const topic = sourceTopic(config, source.name);
+const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4 }[options.compression];
 const producer = createKafka(config.KAFKA_BROKERS, 'logplatform-produce', createLogger('produce', config.LOG_LEVEL)).producer({
   createPartitioner: Partitioners.DefaultPartitioner,
 });
@@ -35,9 +37,9 @@ await producer.connect();
 try {
   const perRequest = 1000;
   for (let start = 0; start < events.length; start += perRequest) {
-    await producer.send({ topic, acks: -1, messages: events.slice(start, start + perRequest).map((value) => ({ value })) });
+    await producer.send({ topic, acks: -1, compression, messages: events.slice(start, start + perRequest).map((value) => ({ value })) });
   }
 } finally {
   await producer.disconnect();
 }
-console.log(`published ${events.length} event(s) to ${topic}`);
+console.log(`published ${events.length} event(s) to ${topic}${options.compression === 'none' ? '' : ` (${options.compression})`}`);

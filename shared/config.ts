@@ -35,6 +35,12 @@ export const configSchema = z.object({
   // query service: per-API-key token bucket on /api/ routes, per process (0 per minute = off)
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(60),
+  // query service: sandboxed sql / lql (scans pull at most this many events each; the engine runs the rest)
+  SANDBOX_MAX_SCAN_EVENTS: z.coerce.number().int().min(1).max(5_000_000).default(100_000),
+  SANDBOX_ENGINE_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i, 'use a size such as 512MB or 1GiB').default('1GiB'),
+  SANDBOX_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).default(2),
+  // how long the cached field types of an index (what can be pushed down) are trusted
+  FIELD_CATALOG_SECONDS: z.coerce.number().min(0).max(3600).default(30),
 
   // ingest worker
   INGEST_HOST: z.string().default('127.0.0.1'),
@@ -52,6 +58,8 @@ export const configSchema = z.object({
   INGEST_SESSION_TIMEOUT_MS: z.coerce.number().int().min(6000).default(30_000),
   // ingest worker: how often ingest_consumer_lag is read from Kafka (0 = never)
   INGEST_LAG_POLL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
+  // ingest worker: producer field names read as event fields, before the built-in aliases
+  INGEST_FIELD_MAP: optionalText.transform((value, context) => parseFieldMap(value, context)),
 
   STACK_CACHE_DIR: z.string().default(path.join(repositoryRoot, '.stack-cache')),
   STACK_KAFKA_PORT: port.default(39092),
@@ -77,6 +85,37 @@ function parseSourceTopics(value: string | undefined, context: z.RefinementCtx):
     }
   }
   return topics;
+}
+
+/** The event fields a producer's field can be mapped to. */
+export const MAPPABLE_EVENT_FIELDS = ['event_message', 'timestamp', 'id', 'project', 'metadata'] as const;
+export type MappableEventField = (typeof MAPPABLE_EVENT_FIELDS)[number];
+
+export interface FieldMapping {
+  /** A source, or `*` for all of them. */
+  source: SourceName | '*';
+  /** The producer's top-level field name. */
+  field: string;
+  target: MappableEventField;
+}
+
+/** `auth_logs:msg_text=event_message,*:created=timestamp`: a producer's field read as one of the event fields. */
+function parseFieldMap(value: string | undefined, context: z.RefinementCtx): FieldMapping[] {
+  const mappings: FieldMapping[] = [];
+  for (const entry of (value ?? '').split(',').map((part) => part.trim()).filter(Boolean)) {
+    const match = /^([^:=]+):([^=]+)=(.+)$/.exec(entry);
+    const [source, field, target] = (match?.slice(1) ?? []).map((part) => part.trim());
+    if (!source || !field || !target) {
+      context.addIssue({ code: 'custom', message: `"${entry}" is not source:field=event_field (e.g. auth_logs:msg_text=event_message)` });
+    } else if (source !== '*' && !(SOURCE_NAMES as readonly string[]).includes(source)) {
+      context.addIssue({ code: 'custom', message: `unknown source "${source}" in "${entry}"; sources are ${SOURCE_NAMES.join(', ')}, or * for all` });
+    } else if (!(MAPPABLE_EVENT_FIELDS as readonly string[]).includes(target)) {
+      context.addIssue({ code: 'custom', message: `"${target}" in "${entry}" is not an event field; map to one of ${MAPPABLE_EVENT_FIELDS.join(', ')}` });
+    } else {
+      mappings.push({ source: source as SourceName | '*', field, target: target as MappableEventField });
+    }
+  }
+  return mappings;
 }
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,4 +1,5 @@
 import type { Client, estypes } from '@elastic/elasticsearch';
+import type { EventShape } from './event-shape.ts';
 import { SOURCE_NAMES, indexName } from './sources.ts';
 
 /**
@@ -23,6 +24,15 @@ export interface StoredEvent {
    * the event as produced.
    */
   metadata_unindexed?: SetAsideField[];
+  /**
+   * Where the ingest worker put top-level fields that are not event fields: their paths inside the
+   * (first) metadata record, in the producer's order; the last segment is the original name.
+   */
+  folded_fields?: string[];
+  /** Where the ingest worker put the Kafka message key inside the (first) metadata record. */
+  key_field?: string;
+  /** The event's record arrays, for the query planner (shared/event-shape.ts); never part of a row. */
+  shape?: EventShape;
 }
 
 /** One metadata value set aside: its path inside `metadata` (array positions as numbers) and the value. */
@@ -73,6 +83,14 @@ export const EVENT_INDEX_MAPPINGS: estypes.MappingTypeMapping = {
     project: { type: 'keyword' },
     event_message: { type: 'text', fields: { keyword: { ...keyword } } },
     metadata_unindexed: { type: 'object', enabled: false },
+    shape: {
+      type: 'object',
+      properties: {
+        version: { type: 'integer' },
+        arrays: { type: 'keyword' },
+        multi: { type: 'keyword' },
+      },
+    },
     metadata: {
       type: 'object',
       properties: {

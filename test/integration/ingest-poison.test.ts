@@ -19,7 +19,7 @@ describe('ingest: poison messages go to the dead-letter topic and the partition 
       ['{"event_message": "x", "timestamp": -5}', 'invalid_timestamp'],
       [JSON.stringify({ event_message: 'x'.repeat(50_000) }), 'too_large'],
       [null, 'empty_message'],
-      ['{"event_message": "x", "severity": "high"}', 'unexpected_field'],
+      ['{"message": "x", "id": {"retry": 1}}', 'invalid_id'],
     ];
     const messages: (string | null)[] = [];
     poison.forEach(([value], position) => messages.push(value, JSON.stringify({ id: `good-${position}`, event_message: `good ${position}`, project: 'default' })));

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repositoryRoot } from '../../shared/config.ts';
 import { restoreSetAsideFields, type StoredEvent } from '../../shared/event-index.ts';
+import { eventShape } from '../../shared/event-shape.ts';
 import { SOURCES, type SourceName } from '../../shared/sources.ts';
 import { BOOTSTRAP_KEY, startEndpointServer } from '../support/endpoint-server.ts';
 import { documentCount, produce, sourceIndex, waitFor, workerForFile } from '../support/ingest.ts';
@@ -31,6 +32,7 @@ describe('ingest: every sample source into its own index', () => {
         event_message,
         ...(project === undefined ? {} : { project }),
         metadata,
+        shape: eventShape(metadata),
       });
       expect(await documentCount(client, index)).toBe(1);
     }

@@ -1,5 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
-import { Kafka, Partitioners, logLevel, type IHeaders, type Message } from 'kafkajs';
+import { CompressionTypes, Kafka, Partitioners, logLevel, type IHeaders, type Message } from 'kafkajs';
 import type { Config } from '../../shared/config.ts';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
 import { createLogger } from '../../shared/logger.ts';
@@ -30,6 +30,24 @@ export const silentLogger = createLogger('ingest-test', 'silent');
 
 export function testKafka(config: Config): Kafka {
   return new Kafka({ clientId: 'ingest-test', brokers: config.KAFKA_BROKERS!, logLevel: logLevel.NOTHING });
+}
+
+/** Publishes kafkajs messages (keys, headers, partitions as given) to a topic, compressed as asked. */
+export async function produceMessages(config: Config, topic: string, messages: Message[], compression = CompressionTypes.None): Promise<void> {
+  const producer = testKafka(config).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  try {
+    await producer.send({ topic, acks: -1, compression, messages });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** Every document id in an index (up to 10,000), after a refresh. */
+export async function storedIds(client: Client, index: string): Promise<string[]> {
+  await client.indices.refresh({ index, ignore_unavailable: true });
+  const response = await client.search({ index, size: 10_000, _source: false, ignore_unavailable: true, sort: ['_doc'] });
+  return response.hits.hits.map((hit) => hit._id!);
 }
 
 /** Publishes raw message values (strings as given, objects as JSON) to a source's topic. */
@@ -98,6 +116,7 @@ export async function waitForCommittedToEnd(config: Config, topics: string[], ti
 
 export interface ReceivedDeadLetter {
   value: string;
+  bytes: Buffer;
   headers: Record<string, string>;
 }
 
@@ -110,7 +129,7 @@ export async function readDeadLetters(config: Config, topic: string, expected: n
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
       eachMessage: async ({ message }) => {
-        received.push({ value: message.value?.toString() ?? '', headers: textHeaders(message.headers) });
+        received.push({ value: message.value?.toString() ?? '', bytes: message.value ?? Buffer.alloc(0), headers: textHeaders(message.headers) });
       },
     });
     await waitFor(`${expected} dead letters on ${topic}`, async () => (received.length >= expected ? true : undefined));

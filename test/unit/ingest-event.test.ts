@@ -21,6 +21,7 @@ describe('decoding a message into events', () => {
         event_message: 'hello',
         project: 'default',
         metadata: { a: [1, { b: 2 }] },
+        shape: { version: 1, arrays: ['metadata', 'metadata.a'], multi: ['metadata.a'] },
       },
     });
   });
@@ -51,7 +52,8 @@ describe('decoding a message into events', () => {
     ['{"event_message":"x","id":{"a":1}}', 'invalid_id'],
     ['{"event_message":"x","project":7}', 'invalid_project'],
     ['{"event_message":"x","metadata":"flat"}', 'invalid_metadata'],
-    ['{"event_message":"x","level":"info"}', 'unexpected_field'],
+    ['{"msg":{"text":"x"}}', 'event_message_not_string'],
+    ['{"message":"x","@timestamp":"soon"}', 'invalid_timestamp'],
     [`{"event_message":"${'x'.repeat(2000)}"}`, 'too_large'],
   ])('sends %s to the dead-letter topic as %s, with the original bytes', (value, reason) => {
     const [decoded] = decodeMessage(record(value), 1024);

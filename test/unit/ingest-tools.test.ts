@@ -51,8 +51,9 @@ describe('producer input', () => {
   });
 
   it('parses the command line and explains mistakes', () => {
-    expect(parseProduceArguments(['--source', 'edge_logs', 'file.ndjson'])).toEqual({ source: 'edge_logs', file: 'file.ndjson' });
-    expect(parseProduceArguments(['--source=auth_logs'])).toEqual({ source: 'auth_logs', file: undefined });
+    expect(parseProduceArguments(['--source', 'edge_logs', 'file.ndjson'])).toEqual({ source: 'edge_logs', file: 'file.ndjson', compression: 'none' });
+    expect(parseProduceArguments(['--source=auth_logs', '--compression', 'lz4'])).toEqual({ source: 'auth_logs', file: undefined, compression: 'lz4' });
+    expect(() => parseProduceArguments(['--source=auth_logs', '--compression=zstd'])).toThrow(/--compression must be one of none, gzip, snappy, lz4/);
     expect(() => parseProduceArguments(['file.ndjson'])).toThrow(/--source is required/);
     expect(() => parseProduceArguments(['--source', 'x', '--fast'])).toThrow(/unknown option --fast/);
   });
