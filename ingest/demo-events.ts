@@ -1,5 +1,5 @@
 import type { SourceName } from '../shared/sources.ts';
-import { formatMicros } from './timestamp.ts';
+import { formatMicros } from '../shared/stored-timestamp.ts';
 
 /**
  * Realistic events for the nine sources, shaped like the samples in the Logflare samples (test/fixtures/logflare-samples), for

@@ -4,7 +4,7 @@ import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { deterministicEventId } from './event-id.ts';
 import { DEFAULT_EVENT_FIELD_NAMES, type EventFieldNames } from './event-fields.ts';
-import { formatMicros, parseTimestamp } from './timestamp.ts';
+import { formatMicros, parseTimestamp } from '../shared/stored-timestamp.ts';
 
 /** Why a message could not become an event; the dead-letter topic carries it in a header. */
 export type PoisonReason =

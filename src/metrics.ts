@@ -78,3 +78,16 @@ export const httpRateLimitedTotal = new Counter({
   labelNames: ['endpoint'] as const,
   registers: [metricsRegistry],
 });
+
+export const sandboxScansTotal = new Counter({
+  name: 'sandbox_scans_total',
+  help: 'Scans run for sandboxed queries, by how the store answered: aggregation (pushed-down GROUP BY), aggregation_fallback (irregular events: pulled instead), limited (LIMIT pushed down), pulled (every matching event), request_counts, constant',
+  labelNames: ['kind'],
+  registers: [metricsRegistry],
+});
+
+export const sandboxScannedEventsTotal = new Counter({
+  name: 'sandbox_scanned_events_total',
+  help: 'Events pulled from Elasticsearch into the embedded engine by sandboxed queries',
+  registers: [metricsRegistry],
+});

@@ -9,6 +9,8 @@ import { withoutSecrets } from './auth/log-secrets.ts';
 import { TokenBuckets } from './auth/token-bucket.ts';
 import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
+import { EmbeddedEngine } from './executor/engine/embedded-engine.ts';
+import { FieldCatalogs } from './executor/field-catalogs.ts';
 import { clientErrorHandler, installErrorHandler } from './http/error-handler.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
@@ -17,6 +19,7 @@ import { metricsPlugin } from './plugins/metrics.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { readyPlugin } from './plugins/ready.ts';
+import { initSqlParser } from './sql/index.ts';
 
 export interface ServerDependencies {
   config: Config;
@@ -63,12 +66,28 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: ENDPOINTS });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers });
+  await initSqlParser();
+  // DuckDB runs in child processes started on the first sandboxed query, not with every server
+  let engine: Promise<EmbeddedEngine> | undefined;
+  const startedEngine = () =>
+    (engine ??= EmbeddedEngine.start({ memoryLimit: deps.config.SANDBOX_ENGINE_MEMORY_LIMIT, threads: deps.config.SANDBOX_ENGINE_THREADS, logger: deps.logger }).catch((error: unknown) => {
+      engine = undefined;
+      throw error;
+    }));
+  app.addHook('onClose', async () => {
+    if (engine) await (await engine.catch(() => undefined))?.close();
+  });
   await app.register(endpointsPlugin, {
     elasticsearch: deps.elasticsearch,
     indexPrefix: deps.config.INDEX_PREFIX,
     queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
     clock,
     resultCache,
+    sandbox: {
+      limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS },
+      fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock),
+      engine: startedEngine,
+    },
   });
   return app;
 }

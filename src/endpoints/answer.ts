@@ -1,12 +1,20 @@
 import type { Client } from '@elastic/elasticsearch';
+import { tableNames } from '../../queries/endpoint.ts';
 import type { Endpoint } from '../../queries/index.ts';
+import { indexName } from '../../shared/sources.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { ResultCache } from '../cache/result-cache.ts';
+import { BadParameter } from '../errors.ts';
+import type { EmbeddedEngine } from '../executor/engine/embedded-engine.ts';
+import type { FieldCatalogs } from '../executor/field-catalogs.ts';
 import { executePlan } from '../executor/index.ts';
 import { elasticsearchQuerySeconds } from '../metrics.ts';
 import { planEndpointQuery, type Plan } from '../planner/index.ts';
+import type { SandboxLimits } from '../planner/sandbox/index.ts';
 import { redactPii } from '../redaction.ts';
-import { assertEndpointAllowed, assertNoSandboxQuery, cacheKey, redactionRequested, validateParameters } from './request.ts';
+import { parseSandboxQuery } from '../sql/index.ts';
+import type { Query } from '../sql/syntax.ts';
+import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters } from './request.ts';
 
 export interface AnswerDependencies {
   elasticsearch: Client;
@@ -15,6 +23,12 @@ export interface AnswerDependencies {
   /** Current time in epoch milliseconds; injected so look-back windows are exact in tests. */
   clock: { now(): number };
   resultCache: ResultCache;
+  sandbox: {
+    limits: SandboxLimits;
+    fieldCatalogs: FieldCatalogs;
+    /** The embedded engine, started on first use. */
+    engine: () => Promise<EmbeddedEngine>;
+  };
 }
 
 export interface EndpointRequest {
@@ -33,29 +47,44 @@ export interface Answer {
 }
 
 /**
- * One request from key scope to rows: scope check, parameters, plan, cache, execution, redaction.
- * The plan is built before any cache look-up so bad parameters and forbidden projects fail first;
- * that plan serves the first run, and each warming run plans anew to measure its window from its own time.
+ * One request from key scope to rows: scope check, parameters, the sandboxed query if any, plan,
+ * cache, execution, redaction. The plan is built before any cache look-up so bad parameters, bad
+ * queries and forbidden projects fail first; that plan serves the first run, and each warming run
+ * plans anew to measure its window from its own time.
  */
 export async function answerEndpointQuery(request: EndpointRequest, dependencies: AnswerDependencies): Promise<Answer> {
   const { endpoint, principal } = request;
   assertEndpointAllowed(principal, endpoint);
-  assertNoSandboxQuery(request.supplied);
+  const sandbox = endpoint.sandboxable ? sandboxRequest(request.supplied) : undefined;
+  if (sandbox?.language === 'lql') {
+    throw new BadParameter('lql: the log query language is not supported yet; send the query as sql, or call the endpoint without lql to run its saved query', 'sandbox_not_supported');
+  }
   const parameters = validateParameters(endpoint, request.supplied);
   const redact = redactionRequested(request.redactHeader, endpoint);
-  const plan = () => planEndpointQuery(endpoint, parameters, { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix });
-  let firstPlan: Plan | undefined = plan();
+  const parsed: Query | undefined = sandbox
+    ? parseSandboxQuery(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) })
+    : undefined;
+  const sourceIndices = endpoint.ctes.flatMap((cte) => ('source' in cte ? [indexName({ indexPrefix: dependencies.indexPrefix }, cte.source)] : []));
+  const plan = async (): Promise<Plan> => {
+    const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix };
+    if (!parsed) return planEndpointQuery(endpoint, parameters, context);
+    const catalogs = await dependencies.sandbox.fieldCatalogs.forIndices(sourceIndices);
+    return planEndpointQuery(endpoint, parameters, context, { query: parsed, limits: dependencies.sandbox.limits, catalogs });
+  };
+  let firstPlan: Plan | undefined = await plan();
   const run = async () => {
-    const current = firstPlan ?? plan();
+    const current = firstPlan ?? (await plan());
     firstPlan = undefined;
     const rows = await executePlan(current, {
       elasticsearch: dependencies.elasticsearch,
       timeoutMs: dependencies.queryTimeoutMs,
       observe: (seconds) => elasticsearchQuerySeconds.observe({ endpoint: endpoint.name }, seconds),
+      engine: dependencies.sandbox.engine,
+      engineTimeoutMs: dependencies.queryTimeoutMs,
     });
     return redact ? redactPii(rows) : rows;
   };
   if (endpoint.cache === null) return { rows: await run(), cache: 'BYPASS', ageSeconds: 0 };
-  const cached = await dependencies.resultCache.fetch({ key: cacheKey(endpoint, parameters, redact, principal), policy: endpoint.cache, run });
+  const cached = await dependencies.resultCache.fetch({ key: cacheKey(endpoint, parameters, redact, principal, sandbox), policy: endpoint.cache, run });
   return { rows: cached.rows, cache: cached.status, ageSeconds: cached.ageSeconds };
 }

@@ -24,14 +24,27 @@ export function assertEndpointAllowed(principal: Principal, endpoint: EndpointDe
   throw new Forbidden(`this API key may not query endpoint ${endpoint.name}; it is limited to: ${principal.endpoints.join(', ') || '(none)'}`);
 }
 
-/** Ad-hoc `sql` / `lql` needs the sandbox planner, which this release does not have yet. */
-export function assertNoSandboxQuery(parameters: Record<string, unknown>): void {
-  for (const name of ['sql', 'lql']) {
-    const value = parameters[name];
-    if (typeof value === 'string' && value.trim() !== '') {
-      throw new BadParameter(`${name}: ad-hoc queries are not supported yet; call the endpoint without ${name} to run its saved query`, 'sandbox_not_supported');
-    }
+/** An ad-hoc query sent with the request, replacing the endpoint's saved final selection. */
+export interface SandboxRequest {
+  language: 'sql' | 'lql';
+  text: string;
+}
+
+/**
+ * The `sql` or `lql` parameter, from the query string or the JSON body; a non-empty `sql` wins.
+ * Anything but a string is refused by name rather than ignored.
+ */
+export function sandboxRequest(parameters: Record<string, unknown>): SandboxRequest | undefined {
+  for (const language of ['sql', 'lql'] as const) {
+    const value = parameters[language];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'string') throw new BadParameter(`${language} must be a string holding the query text; got ${Array.isArray(value) ? 'an array' : typeof value}`);
   }
+  for (const language of ['sql', 'lql'] as const) {
+    const text = parameters[language];
+    if (typeof text === 'string' && text.trim() !== '') return { language, text };
+  }
+  return undefined;
 }
 
 /** The endpoint's declared parameters, validated and normalised; undeclared ones are dropped. */
@@ -54,13 +67,13 @@ export function redactionRequested(header: string | string[] | undefined, endpoi
 
 /**
  * Everything that changes a result: the endpoint, its normalised declared parameters (sorted), the
- * sandboxed query text (none yet), redaction, and the caller's project restriction.
+ * sandboxed query (language and text), redaction, and the caller's project restriction.
  */
-export function cacheKey(endpoint: EndpointDefinition, parameters: Record<string, unknown>, redact: boolean, principal: Principal): string {
+export function cacheKey(endpoint: EndpointDefinition, parameters: Record<string, unknown>, redact: boolean, principal: Principal, sandbox?: SandboxRequest): string {
   const declared = Object.keys(parameters)
     .filter((name) => parameters[name] !== undefined)
     .sort()
     .map((name) => [name, parameters[name]]);
   const projects = principal.projects === null ? '*' : [...principal.projects].sort();
-  return JSON.stringify([endpoint.id, declared, '', redact, projects]);
+  return JSON.stringify([endpoint.id, declared, sandbox ? `${sandbox.language}:${sandbox.text}` : '', redact, projects]);
 }

@@ -1,28 +1,168 @@
-import type { Plan, Scan } from '../planner/plan.ts';
+import type { estypes } from '@elastic/elasticsearch';
+import { QueryTooBroad } from '../errors.ts';
+import type { AggregationScan, EventScan, Plan, Scan } from '../planner/plan.ts';
+import { sandboxScannedEventsTotal, sandboxScansTotal } from '../metrics.ts';
+import { translateToDuckDb } from '../sql/duckdb/index.ts';
+import type { TableColumn } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
+import type { EmbeddedEngine, EngineTable } from './engine/embedded-engine.ts';
+import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference.ts';
 import { logRows } from './rows/logs.ts';
-import { usageRows } from './rows/usage.ts';
+import { bucketCounts, usageRows } from './rows/usage.ts';
 
-export type ExecutorOptions = StoreOptions;
+export interface ExecutorOptions extends StoreOptions {
+  /** Runs residual queries; started on first use, so a service that never sees one never pays for it. */
+  engine: () => Promise<EmbeddedEngine>;
+  /** How long the residual query may run in the engine. */
+  engineTimeoutMs: number;
+}
 
 /** Runs a plan: its scans on Elasticsearch, then (for sandboxed queries) the residual query; returns the answer's rows. */
 export async function executePlan(plan: Plan, options: ExecutorOptions): Promise<unknown[]> {
   const answer = plan.answer;
-  if (answer.kind === 'residual') throw new Error('residual queries need the embedded engine, which this executor does not have yet');
+  if (answer.kind === 'residual') return (await residualRows(plan, options)).slice(0, plan.rowCap);
   const scan = plan.scans.find((candidate) => candidate.table === answer.table);
   if (!scan) throw new Error(`plan answers from ${answer.table}, which none of its scans produces`);
-  const rows = answer.format === 'log_rows' ? await logRowsOf(scan, options) : await usageRowsOf(scan, options);
+  // the saved selection's rows are exactly its four columns, whatever else the CTE declares
+  const rows = answer.format === 'log_rows' ? await eventRows(scan, options, false) : usageRowsOf(await aggregationsOf(scan, options), scan);
   return rows.slice(0, plan.rowCap);
 }
 
-async function logRowsOf(scan: Scan, options: ExecutorOptions): Promise<unknown[]> {
-  if (scan.kind !== 'events' || scan.take.kind !== 'limit') throw new Error(`log rows come from a limited event scan, not ${scan.kind}`);
-  const response = await search(scan.search, options);
-  return logRows(response.hits.hits);
+async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unknown[]> {
+  if (!plan.residual) throw new Error('a residual answer needs a residual query');
+  const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
+  if (aggregation) {
+    // both at once: the check decides which answer stands, and usually it is the aggregation
+    const [irregular, groups] = await Promise.all([search(aggregation.irregular, options), groupRows(aggregation, options)]);
+    if (totalHits(irregular) > 0) {
+      sandboxScansTotal.inc({ kind: 'aggregation_fallback' });
+      return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, options);
+    }
+    sandboxScansTotal.inc({ kind: 'aggregation' });
+    return runResidual(plan, [{ schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups }], options);
+  }
+  const tables: EngineTable[] = await Promise.all(
+    plan.scans.map(async (scan) => {
+      const rows = await tableRows(scan, options);
+      return { schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows };
+    }),
+  );
+  return runResidual(plan, tables, options);
 }
 
-async function usageRowsOf(scan: Scan, options: ExecutorOptions): Promise<unknown[]> {
+async function runResidual(plan: Plan, tables: EngineTable[], options: ExecutorOptions): Promise<unknown[]> {
+  const residual = plan.residual!;
+  const { sql } = translateToDuckDb(residual.query, { tables: tables.map((table) => table.schema), parameters: residual.parameters, now: residual.now });
+  const engine = await options.engine();
+  const result = await engine.run({ tables, sql, timeoutMs: options.engineTimeoutMs });
+  return result.rows;
+}
+
+function totalHits(response: estypes.SearchResponse<unknown>): number {
+  const total = response.hits.total;
+  return typeof total === 'number' ? total : (total?.value ?? 0);
+}
+
+interface GroupBucket {
+  key?: Record<string, unknown>;
+  doc_count: number;
+  [aggregation: string]: unknown;
+}
+
+/** The aggregation's groups as rows: key columns (dates in microseconds), then each metric (NULL for a sum over no values). */
+async function groupRows(scan: AggregationScan, options: ExecutorOptions): Promise<Record<string, unknown>[]> {
+  const rows: Record<string, unknown>[] = [];
+  let after: Record<string, unknown> | undefined;
+  for (;;) {
+    const request = structuredClone(scan.search);
+    const groups = request.aggs!.groups!;
+    if (groups.composite && after) groups.composite.after = after as Record<string, estypes.FieldValue>;
+    const response = await search(request, options);
+    const result = (response.aggregations as Record<string, { buckets?: GroupBucket[]; after_key?: Record<string, unknown> } & GroupBucket> | undefined)?.groups ?? { doc_count: 0 };
+    const buckets = groups.composite ? (result.buckets ?? []) : [result];
+    for (const bucket of buckets) rows.push(groupRow(scan, bucket));
+    if (rows.length > scan.maxGroups) {
+      throw new QueryTooBroad(`the query makes more than ${scan.maxGroups} groups of ${scan.cte}; group by fewer values or a coarser time bucket, or narrow the time range`);
+    }
+    if (!groups.composite || !result.after_key || buckets.length === 0) return rows;
+    after = result.after_key;
+  }
+}
+
+function groupRow(scan: AggregationScan, bucket: GroupBucket): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  for (const key of scan.keys) {
+    const value = bucket.key?.[key.column] ?? null;
+    row[key.column] = key.kind === 'date' && typeof value === 'number' ? value * 1000 : value;
+  }
+  for (const metric of scan.metrics) {
+    const at = (path: string[]) => path.reduce<unknown>((node, step) => (node as Record<string, unknown> | undefined)?.[step], bucket) as { doc_count?: number; value?: number | null } | undefined;
+    if (metric.present && (at(metric.present)?.doc_count ?? 0) === 0) {
+      row[metric.column] = null;
+      continue;
+    }
+    const node = at(metric.path);
+    row[metric.column] = metric.value === 'doc_count' ? (node?.doc_count ?? 0) : (node?.value ?? null);
+  }
+  return row;
+}
+
+/** Columns declared with an element type still unknown (metadata) take the type the rows show. */
+function declaredColumns(columns: TableColumn[]): DeclaredColumn[] {
+  return columns.map((column) => (JSON.stringify(column.type).includes('"unknown"') ? { name: column.name, type: 'inferred' } : column));
+}
+
+/** A scan's rows as the engine loads them: timestamps in microseconds, metadata in the record-array form. */
+async function tableRows(scan: Scan, options: ExecutorOptions): Promise<Record<string, unknown>[]> {
+  sandboxScansTotal.inc({ kind: scan.kind === 'events' ? (scan.take.kind === 'limit' ? 'limited' : 'pulled') : scan.kind });
+  if (scan.kind === 'constant') return scan.rows;
+  if (scan.kind === 'request_counts') {
+    return bucketCounts((await aggregationsOf(scan, options)) as Record<string, unknown> | undefined, scan.countColumns).map((row) => ({ ...row, timestamp: row.timestamp * 1000 }));
+  }
+  const rows = await eventRows(scan, options, scan.columns.some((column) => column.name === 'project'));
+  sandboxScannedEventsTotal.inc(rows.length);
+  return rows;
+}
+
+/**
+ * The events of a scan: one request for a limited scan; for a full scan, pages in the search's
+ * order (search_after on timestamp and id) until the events run out, refusing the query once they
+ * exceed the scan's cap.
+ */
+async function eventRows(scan: Scan, options: ExecutorOptions, withProject: boolean): Promise<Record<string, unknown>[]> {
+  if (scan.kind !== 'events') throw new Error(`log rows come from an event scan, not ${scan.kind}`);
+  if (scan.take.kind === 'limit') return rowsOf(await search(scan.search, options), withProject);
+  const rows: Record<string, unknown>[] = [];
+  let after: estypes.SortResults | undefined;
+  for (;;) {
+    const response = await search({ ...scan.search, ...(after ? { search_after: after } : {}) }, options);
+    const hits = response.hits.hits;
+    rows.push(...rowsOf(response, withProject));
+    if (rows.length > scan.take.maxEvents) throw tooBroad(scan);
+    if (hits.length < (scan.search.size ?? 10)) return rows;
+    after = hits[hits.length - 1]!.sort;
+  }
+}
+
+function rowsOf(response: estypes.SearchResponse<Record<string, unknown>>, withProject: boolean): Record<string, unknown>[] {
+  const rows = logRows(response.hits.hits) as unknown as Record<string, unknown>[];
+  if (!withProject) return rows;
+  return rows.map((row, position) => ({ ...row, project: response.hits.hits[position]!._source?.project ?? null }));
+}
+
+function tooBroad(scan: EventScan): QueryTooBroad {
+  const limit = scan.take.kind === 'all' ? scan.take.maxEvents : 0;
+  return new QueryTooBroad(
+    `the query reads more than ${limit} events of ${scan.cte}; narrow the time range (iso_timestamp_start / iso_timestamp_end or a WHERE on timestamp), filter on more fields, or aggregate (GROUP BY) so the log store can count for you`,
+  );
+}
+
+async function aggregationsOf(scan: Scan, options: ExecutorOptions): Promise<Record<string, unknown> | undefined> {
+  if (scan.kind !== 'request_counts') throw new Error(`bucket rows come from a request-count scan, not ${scan.kind}`);
+  return (await search(scan.search, options)).aggregations as Record<string, unknown> | undefined;
+}
+
+function usageRowsOf(aggregations: Record<string, unknown> | undefined, scan: Scan): unknown[] {
   if (scan.kind !== 'request_counts') throw new Error(`usage rows come from a request-count scan, not ${scan.kind}`);
-  const response = await search(scan.search, options);
-  return usageRows(response.aggregations as Record<string, unknown> | undefined, scan.countColumns);
+  return usageRows(aggregations, scan.countColumns);
 }

@@ -1,12 +1,23 @@
 import type { EndpointDefinition } from '../../queries/endpoint.ts';
+import type { Query } from '../sql/syntax.ts';
+import type { FieldCatalog } from './field-catalog.ts';
 import type { Plan } from './plan.ts';
+import { planSandboxQuery, type SandboxLimits } from './sandbox/index.ts';
 import { planSavedSelection } from './saved-selection.ts';
 import type { ScopeContext, ValidatedParameters } from './scope.ts';
 
 export type { Plan } from './plan.ts';
 export type { ScopeContext, ValidatedParameters } from './scope.ts';
 
-/** (endpoint, validated parameters, the caller's scope, now) -> the plan that answers the request. Pure. */
-export function planEndpointQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: ScopeContext): Plan {
-  return planSavedSelection(endpoint, params, context);
+/** A sandboxed query (already parsed and validated) and what planning it needs. */
+export interface SandboxInput {
+  query: Query;
+  limits: SandboxLimits;
+  catalogs: ReadonlyMap<string, FieldCatalog>;
+}
+
+/** (endpoint, validated parameters, the caller's scope, now[, sandboxed query]) -> the plan that answers the request. Pure. */
+export function planEndpointQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: ScopeContext, sandbox?: SandboxInput): Plan {
+  if (!sandbox) return planSavedSelection(endpoint, params, context);
+  return planSandboxQuery(endpoint, params, { ...context, limits: sandbox.limits, catalogs: sandbox.catalogs }, sandbox.query);
 }

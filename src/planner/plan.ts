@@ -23,7 +23,7 @@ export type PlanAnswer =
   | { kind: 'scan'; table: string; format: 'log_rows' | 'usage_rows' }
   | { kind: 'residual' };
 
-export type Scan = EventScan | RequestCountScan | ConstantScan;
+export type Scan = EventScan | RequestCountScan | ConstantScan | AggregationScan;
 
 interface ScanBase {
   /** The table name the residual query reads the rows by (unique within a plan). */
@@ -57,6 +57,41 @@ export interface RequestCountScan extends ScanBase {
   search: estypes.SearchRequest;
   bucket: BucketUnit;
   countColumns: string[];
+}
+
+/**
+ * A GROUP BY the store computes: a composite aggregation over the scan's events, one row per group
+ * (`keys` then `metrics`, named as the residual query reads them). Exact only for events whose
+ * record arrays hold at most one element each (their `shape`); `irregular` counts the others in
+ * scope, and when there are any the executor answers with `fallback` instead (pull and run the
+ * original query in the engine).
+ */
+export interface AggregationScan extends ScanBase {
+  kind: 'aggregation';
+  index: string;
+  scope: estypes.QueryDslQueryContainer[];
+  search: estypes.SearchRequest;
+  keys: AggregationKey[];
+  metrics: AggregationMetric[];
+  irregular: estypes.SearchRequest;
+  fallback: { scan: EventScan; residual: ResidualQuery };
+  /** More groups than this and the query is refused as too broad. */
+  maxGroups: number;
+}
+
+export interface AggregationKey {
+  column: string;
+  /** `date` keys come back as epoch milliseconds and are loaded as microseconds. */
+  kind: 'date' | 'terms';
+}
+
+export interface AggregationMetric {
+  column: string;
+  /** Where the value sits under a composite bucket: names of nested aggregations, then the value field. */
+  path: string[];
+  /** `doc_count` values are counts; a `value` whose `present` count is 0 is NULL (a sum over nothing). */
+  value: 'doc_count' | 'value';
+  present?: string[];
 }
 
 /** A table computed without the store (the usage window's start). */

@@ -39,13 +39,15 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     }
   });
 
-  it('sql or lql: 400 sandbox_not_supported; empty ones are ignored', async () => {
-    for (const name of ['sql', 'lql']) {
-      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', [name]: 'select id from edge_logs' }, headers });
-      expect(response.statusCode).toBe(400);
-      expect(response.json()).toMatchObject({ error: { code: 'sandbox_not_supported' } });
-      expect((response.json() as { error: { message: string } }).error.message).toMatch(/not supported yet/);
-    }
+  it('sql runs in the sandbox (from the query string or a JSON body); lql is 400 sandbox_not_supported; empty ones are ignored', async () => {
+    const fromQuery = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: "select 'q' as via" }, headers });
+    expect(fromQuery.json()).toEqual({ result: [{ via: 'q' }] });
+    const fromBody = await server.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', payload: { project: 'abc', sql: "select 'b' as via", lql: 'x' }, headers: { ...headers, 'content-type': 'application/json' } });
+    expect(fromBody.json()).toEqual({ result: [{ via: 'b' }] });
+    const lql = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', lql: 'error' }, headers });
+    expect(lql.statusCode).toBe(400);
+    expect(lql.json()).toMatchObject({ error: { code: 'sandbox_not_supported' } });
+    expect((lql.json() as { error: { message: string } }).error.message).toMatch(/not supported yet/);
     const empty = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: '' }, headers });
     expect(empty.statusCode).toBe(200);
   });

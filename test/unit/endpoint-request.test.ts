@@ -3,7 +3,7 @@ import { logsAll } from '../../queries/logs-all.ts';
 import { findEndpoint, type EndpointDefinition } from '../../queries/index.ts';
 import { usageApiCounts } from '../../queries/usage-api-counts.ts';
 import type { Principal } from '../../src/auth/principal.ts';
-import { assertEndpointAllowed, assertNoSandboxQuery, cacheKey, mergedParameters, redactionRequested, validateParameters } from '../../src/endpoints/request.ts';
+import { assertEndpointAllowed, sandboxRequest, cacheKey, mergedParameters, redactionRequested, validateParameters } from '../../src/endpoints/request.ts';
 
 const usage = usageApiCounts as unknown as EndpointDefinition;
 const everything: Principal = { keyId: 'k', account: 'a', endpoints: 'all', projects: null };
@@ -29,10 +29,12 @@ describe('request rules', () => {
     expect(() => assertEndpointAllowed(everything, usage)).not.toThrow();
   });
 
-  it('refuses non-empty sql or lql', () => {
-    expect(() => assertNoSandboxQuery({ sql: 'select 1' })).toThrow(/not supported yet/);
-    expect(() => assertNoSandboxQuery({ lql: 'x' })).toThrow(/lql/);
-    expect(() => assertNoSandboxQuery({ sql: '  ' })).not.toThrow();
+  it('takes a non-empty sql over lql, ignores empty ones and names a non-string one', () => {
+    expect(sandboxRequest({ sql: 'select 1', lql: 'x' })).toEqual({ language: 'sql', text: 'select 1' });
+    expect(sandboxRequest({ sql: '  ', lql: 'x' })).toEqual({ language: 'lql', text: 'x' });
+    expect(sandboxRequest({ sql: '  ' })).toBeUndefined();
+    expect(() => sandboxRequest({ sql: { select: 1 } })).toThrow(/sql must be a string/);
+    expect(() => sandboxRequest({ sql: ['a', 'b'] })).toThrow(/got an array/);
   });
 
   it('names the parameter and the allowed values when validation fails, and drops undeclared parameters', () => {

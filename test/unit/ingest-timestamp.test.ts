@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatMicros, parseTimestamp } from '../../ingest/timestamp.ts';
+import { formatMicros, parseTimestamp } from '../../shared/stored-timestamp.ts';
 
 const stored = (value: unknown) => {
   const result = parseTimestamp(value);

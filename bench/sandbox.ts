@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Client } from '@elastic/elasticsearch';
+import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
+import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { ensureEventIndex, type StoredEvent } from '../shared/event-index.ts';
+import { eventShape } from '../shared/event-shape.ts';
+import { createLogger } from '../shared/logger.ts';
+import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
+import { startLocalStack, type LocalStack } from '../stack/index.ts';
+import { buildServer } from '../src/server.ts';
+import { measureHttp, percentile } from './latency.ts';
+
+/**
+ * p50 / p99 of the 20 studio queries (shared examples: real sandboxed SQL from one dashboard client),
+ * uncached (logs.all is never cached), over an edge index of 1,000,000 events bulk-loaded directly
+ * for speed: 7 days ending 2024-01-02T00:00Z (the examples' windows fall inside), half of them of
+ * project `default` (the project the examples send), one request and one response record each, so
+ * charts are answered by pushed-down aggregations. The other sources have 10,000 events each.
+ *
+ *   npm run bench:sandbox [-- --events 1000000 --requests 20]
+ *
+ * Starts its own Kafka and Elasticsearch unless KAFKA_BROKERS and ELASTICSEARCH_URL are set.
+ */
+const argument = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(name) + 1] ?? 0) || fallback;
+const EVENTS = argument('--events', 1_000_000);
+const REQUESTS = argument('--requests', 20);
+const OTHER_SOURCE_EVENTS = 10_000;
+const BULK_EVENTS = 5000;
+const BOOTSTRAP = `bench-bootstrap-${randomBytes(16).toString('hex')}`;
+const END = Date.UTC(2024, 0, 2);
+const WEEK_MS = 7 * 24 * 3600 * 1000;
+const PATHS = ['/rest/v1/items', '/auth/v1/token', '/storage/v1/object/a', '/realtime/v1/websocket', '/rest/v1/rpc/f'];
+const STATUS = [200, 200, 200, 201, 204, 304, 400, 401, 404, 500, 503];
+
+interface StudioQuery {
+  id: string;
+  sql: string;
+  params: Record<string, string>;
+}
+
+function stored(micros: number): string {
+  return `${new Date(Math.floor(micros / 1000)).toISOString().slice(0, 23)}${String(micros % 1000).padStart(3, '0')}Z`;
+}
+
+function edgeEvent(n: number, total: number): StoredEvent {
+  const micros = (END - Math.floor((((n * 7919) % total) / total) * WEEK_MS)) * 1000 - (n % 1000);
+  const project = n % 2 === 0 ? 'default' : `proj${String(n % 99).padStart(3, '0')}`;
+  const path = PATHS[n % PATHS.length]!;
+  const status = STATUS[(n * 31) % STATUS.length]!;
+  const metadata = {
+    request: { method: n % 3 === 0 ? 'POST' : 'GET', path, search: n % 4 === 0 ? '?select=*' : '', url: `https://${project}.supabase.co${path}`, headers: { user_agent: 'bench' }, cf: { country: ['DE', 'US', 'FR', 'BR'][n % 4] } },
+    response: { status_code: status, origin_time: n % 400, headers: { content_type: 'application/json' } },
+  };
+  return { id: `edge-${n}`, timestamp: stored(micros), event_message: `${metadata.request.method} | ${status} | ${metadata.request.url}`, project, metadata, shape: eventShape(metadata) };
+}
+
+function otherEvent(source: string, n: number): StoredEvent {
+  const micros = (END - Math.floor((((n * 7919) % OTHER_SOURCE_EVENTS) / OTHER_SOURCE_EVENTS) * WEEK_MS)) * 1000;
+  const project = n % 2 === 0 ? 'default' : 'other';
+  const metadata: Record<string, unknown> = {
+    parsed: { error_severity: ['LOG', 'ERROR', 'WARNING', 'FATAL'][n % 4], sql_state_code: '00000' },
+    level: n % 5 === 0 ? 'error' : 'info',
+    function_id: '8c1f5e2a-7b3d-4c6e-9f0a-2b4d6e8f0a1c',
+    project_ref: project,
+    project,
+    status: String(STATUS[n % STATUS.length]),
+  };
+  const eventMessage = source === 'auth_logs' ? JSON.stringify({ auth_event: { actor_id: `u${n % 50}`, action: 'login' } }) : `${source} ${n % 7 === 0 ? 'ObjectNotFound' : 'ok'} ${n}`;
+  return { id: `${source}-${n}`, timestamp: stored(micros), event_message: eventMessage, project, metadata, shape: eventShape(metadata) };
+}
+
+async function load(elasticsearch: Client, index: string, count: number, make: (n: number) => StoredEvent): Promise<void> {
+  await ensureEventIndex(elasticsearch, index);
+  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '-1' } });
+  const started = Date.now();
+  let next = 0;
+  let indexed = 0;
+  const loader = async () => {
+    while (next < count) {
+      const from = next;
+      next = Math.min(count, next + BULK_EVENTS);
+      const operations: unknown[] = [];
+      for (let n = from; n < next; n += 1) {
+        const event = make(n);
+        operations.push({ index: { _index: index, _id: event.id } }, event);
+      }
+      const response = await elasticsearch.bulk({ operations }, { requestTimeout: 300_000 });
+      if (response.errors) throw new Error(`bulk failed: ${JSON.stringify(response.items.find((item) => item.index?.error))}`);
+      const before = indexed;
+      indexed += operations.length / 2;
+      if (Math.floor(indexed / 100_000) > Math.floor(before / 100_000) || indexed === count) {
+        console.error(`${index}: ${indexed.toLocaleString('en')} / ${count.toLocaleString('en')} events (${Math.round(indexed / ((Date.now() - started) / 1000))} events/s)`);
+      }
+    }
+  };
+  await Promise.all([loader(), loader()]);
+  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '1s' } });
+  await elasticsearch.indices.refresh({ index });
+  await elasticsearch.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 600_000 });
+}
+
+async function main(): Promise<void> {
+  const base = loadConfig(process.env);
+  const studio: StudioQuery[] = JSON.parse(readFileSync(`${repositoryRoot}/test/fixtures/examples/studio-queries.json`, 'utf8'));
+  let stack: LocalStack | undefined;
+  let urls = { elasticsearch: base.ELASTICSEARCH_URL, kafka: base.KAFKA_BROKERS };
+  if (!urls.elasticsearch || !urls.kafka) {
+    stack = await startLocalStack({ ...base, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, (line) => console.error(`stack: ${line}`));
+    urls = { elasticsearch: stack.elasticsearchUrl, kafka: stack.kafkaBrokers };
+  }
+  const prefix = `bench-sandbox-${randomBytes(4).toString('hex')}-`;
+  const elasticsearch = createElasticsearchClient({ url: urls.elasticsearch!, requestTimeoutMs: 120_000 });
+  const table: string[] = [];
+  const all: number[] = [];
+  try {
+    await load(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
+    for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await load(elasticsearch, indexName({ indexPrefix: prefix }, source), OTHER_SOURCE_EVENTS, (n) => otherEvent(source, n));
+    const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0 };
+    const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers: urls.kafka! });
+    const address = await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      for (const query of studio) {
+        const url = `${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...query.params, sql: query.sql })}`;
+        const first = await fetch(url, { headers: { 'x-api-key': BOOTSTRAP } });
+        const rows = ((await first.json()) as { result?: unknown[]; error?: unknown }).result;
+        if (first.status !== 200) throw new Error(`${query.id}: status ${first.status}`);
+        const latencies = await measureHttp({ url: () => url, headers: { 'x-api-key': BOOTSTRAP }, requests: REQUESTS, concurrency: 1 });
+        all.push(...latencies);
+        table.push(`| ${query.id} | ${rows?.length ?? 0} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
+        console.error(table[table.length - 1]);
+      }
+    } finally {
+      await app.close();
+    }
+  } finally {
+    const indices = Object.keys(await elasticsearch.indices.get({ index: `${prefix}*`, allow_no_indices: true }));
+    if (indices.length > 0) await elasticsearch.indices.delete({ index: indices });
+    await elasticsearch.close();
+    await stack?.stop();
+  }
+  all.sort((a, b) => a - b);
+  console.log(`\n${EVENTS.toLocaleString('en')} edge events over 7 days (half of project default), ${OTHER_SOURCE_EVENTS.toLocaleString('en')} per other source; ${REQUESTS} sequential uncached requests per query, HTTP on 127.0.0.1\n`);
+  console.log('| query | rows | p50 ms | p99 ms |\n|---|---|---|---|');
+  for (const row of table) console.log(row);
+  console.log(`| all 20 | | ${percentile(all, 50).toFixed(1)} | ${percentile(all, 99).toFixed(1)} |`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.stack : error);
+  process.exit(1);
+});

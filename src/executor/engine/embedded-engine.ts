@@ -1,0 +1,277 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { Logger } from '../../../shared/logger.ts';
+import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../errors.ts';
+import type { TableSchema } from '../../sql/types.ts';
+import type { EngineMessage, ResultColumn, ServiceMessage } from './engine-protocol.ts';
+import type { EngineLimits } from './locked-database.ts';
+
+export interface EngineTable {
+  schema: TableSchema;
+  /** JSON values; `timestamp` columns as integer microseconds, `bytes` as base64. */
+  rows: Record<string, unknown>[];
+}
+
+export interface EngineRequest {
+  tables: EngineTable[];
+  /** One SELECT in DuckDB's dialect, reading the tables by their schema names. */
+  sql: string;
+  timeoutMs: number;
+}
+
+export interface EngineResult {
+  columns: ResultColumn[];
+  /** Values already in the API's JSON form (DESIGN.md 1). */
+  rows: Record<string, unknown>[];
+}
+
+export interface EngineOptions extends EngineLimits {
+  logger: Logger;
+  /** Engine processes, each running one request at a time. */
+  poolSize?: number;
+  /** How long an interrupted query may take to stop before its process is killed. */
+  interruptGraceMs?: number;
+}
+
+const ENTRY = new URL('./engine-process.ts', import.meta.url);
+/** The entry is TypeScript: the process loads tsx, resolved from the repository root as scripts/start.ts does. */
+const REPOSITORY_ROOT = new URL('../../../', import.meta.url);
+const START_TIMEOUT_MS = 30_000;
+const ROWS_PER_MESSAGE = 2_000;
+
+/**
+ * Runs residual queries in DuckDB in child processes, so that DuckDB's native failures and its
+ * CPU-bound work stay off the query service's process and event loop. Requests queue for a free
+ * process; a process that dies fails only the request it was running and is replaced.
+ */
+export class EmbeddedEngine {
+  private readonly idle: EngineProcess[] = [];
+  private readonly waiting: ((process: EngineProcess) => void)[] = [];
+  private closing = false;
+
+  private constructor(private readonly options: Required<EngineOptions>) {}
+
+  static async start(options: EngineOptions): Promise<EmbeddedEngine> {
+    const engine = new EmbeddedEngine({ poolSize: 1, interruptGraceMs: 2_000, ...options });
+    const started = Date.now();
+    const processes = await Promise.all(Array.from({ length: engine.options.poolSize }, () => EngineProcess.start(engine.options)));
+    engine.idle.push(...processes);
+    options.logger.info({ poolSize: processes.length, startMs: Date.now() - started }, 'embedded engine started');
+    return engine;
+  }
+
+  async run(request: EngineRequest): Promise<EngineResult> {
+    if (this.closing) throw new StoreUnavailable('the query engine is shutting down');
+    let process = await this.acquire();
+    try {
+      if (!process.alive) process = await EngineProcess.start(this.options);
+      return await process.run(request);
+    } finally {
+      this.release(process);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.idle.splice(0).map((process) => process.stop()));
+  }
+
+  /** Process ids of the engine processes not running a request (for operators and tests). */
+  get idleProcessIds(): number[] {
+    return this.idle.map((process) => process.pid);
+  }
+
+  private acquire(): Promise<EngineProcess> {
+    const process = this.idle.pop();
+    if (process) return Promise.resolve(process);
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(process: EngineProcess): void {
+    if (this.closing) {
+      void process.stop();
+      return;
+    }
+    if (process.alive) this.handOn(process);
+    else this.replace(process);
+  }
+
+  private handOn(process: EngineProcess): void {
+    const next = this.waiting.shift();
+    if (next) next(process);
+    else this.idle.push(process);
+  }
+
+  /** Starts the replacement of a dead process now, so the next request does not wait for it. */
+  private replace(dead: EngineProcess): void {
+    EngineProcess.start(this.options).then(
+      (process) => this.release(process),
+      (error: unknown) => {
+        this.options.logger.error({ err: error }, 'engine process could not be restarted');
+        // Its next user tries again and reports the failure.
+        this.handOn(dead);
+      },
+    );
+  }
+}
+
+interface PendingRequest {
+  id: number;
+  resolve: (result: EngineResult) => void;
+  reject: (error: Error) => void;
+  timedOut: boolean;
+}
+
+/** One forked engine process and the request it is running. */
+class EngineProcess {
+  private nextRequestId = 1;
+  private pending: PendingRequest | undefined;
+  private exited = false;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly options: Required<EngineOptions>,
+  ) {
+    child.on('message', (message: EngineMessage) => this.receive(message));
+    child.on('exit', (code, signal) => this.exit(code, signal));
+  }
+
+  static start(options: Required<EngineOptions>): Promise<EngineProcess> {
+    const limits: EngineLimits = { memoryLimit: options.memoryLimit, threads: options.threads };
+    const child = fork(ENTRY, [JSON.stringify(limits)], { cwd: REPOSITORY_ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    // DuckDB writes what it dies of (e.g. "terminate called after throwing ...") to stderr.
+    createInterface({ input: child.stderr! }).on('line', (line) => options.logger.warn({ enginePid: child.pid, stderr: line }, 'engine process stderr'));
+    return new Promise((resolve, reject) => {
+      const fail = (message: string): void => {
+        clearTimeout(timer);
+        child.kill('SIGKILL');
+        reject(new StoreUnavailable(`the query engine could not start: ${message}`));
+      };
+      const timer = setTimeout(() => fail(`no answer within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
+      child.once('exit', (code, signal) => fail(`its process exited (${signal ?? `code ${code}`})`));
+      child.once('message', (message: EngineMessage) => {
+        if (message.type !== 'ready') {
+          fail(message.type === 'start_failed' ? message.message : `unexpected first message ${message.type}`);
+          return;
+        }
+        clearTimeout(timer);
+        child.removeAllListeners('exit');
+        options.logger.info({ enginePid: child.pid }, 'engine process ready');
+        resolve(new EngineProcess(child, options));
+      });
+    });
+  }
+
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  run(request: EngineRequest): Promise<EngineResult> {
+    const id = this.nextRequestId++;
+    const result = new Promise<EngineResult>((resolve, reject) => {
+      this.pending = { id, resolve, reject, timedOut: false };
+    });
+    const pending = this.pending!;
+    const interruptTimer = setTimeout(() => {
+      pending.timedOut = true;
+      this.options.logger.warn({ enginePid: this.pid, requestId: id, timeoutMs: request.timeoutMs }, 'engine query timed out; interrupting');
+      void this.send({ type: 'interrupt', requestId: id });
+      graceTimer = setTimeout(() => {
+        this.options.logger.error({ enginePid: this.pid, requestId: id }, 'engine query did not stop when interrupted; killing its process');
+        this.child.kill('SIGKILL');
+      }, this.options.interruptGraceMs);
+    }, request.timeoutMs);
+    let graceTimer: NodeJS.Timeout | undefined;
+    void this.sendRequest(id, request, pending);
+    return result.finally(() => {
+      clearTimeout(interruptTimer);
+      clearTimeout(graceTimer);
+      this.pending = undefined;
+    });
+  }
+
+  /** Graceful: closing the IPC channel ends the process; SIGKILL if it lingers. */
+  stop(): Promise<void> {
+    if (this.exited) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.child.kill('SIGKILL'), 2_000);
+      this.child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.child.disconnect();
+    });
+  }
+
+  private async sendRequest(id: number, request: EngineRequest, pending: PendingRequest): Promise<void> {
+    try {
+      await this.send({ type: 'begin', requestId: id, tables: request.tables.map((table) => table.schema) });
+      for (const [table, { rows }] of request.tables.entries()) {
+        for (let first = 0; first < rows.length; first += ROWS_PER_MESSAGE) {
+          // Stop feeding rows once the query is out of time or finished.
+          if (pending.timedOut || this.pending !== pending) return;
+          await this.send({ type: 'rows', requestId: id, table, firstRowNumber: first, rows: rows.slice(first, first + ROWS_PER_MESSAGE) });
+        }
+      }
+      await this.send({ type: 'run', requestId: id, sql: request.sql });
+    } catch (error) {
+      // A closed channel is answered by the exit handler; anything else (rows JSON cannot carry) here.
+      if (this.exited) return;
+      pending.reject(new InvalidQuery(`cannot hand the rows to the query engine: ${(error as Error).message}`));
+    }
+  }
+
+  private send(message: ServiceMessage): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.exited || !this.child.connected) {
+        reject(new Error('the engine process is gone'));
+        return;
+      }
+      this.child.send(message, (error) => (error ? reject(error) : resolve()));
+    });
+  }
+
+  private receive(message: EngineMessage): void {
+    const pending = this.pending;
+    if (pending === undefined || !('requestId' in message) || message.requestId !== pending.id) return;
+    if (message.type === 'result') {
+      pending.resolve({ columns: message.columns, rows: message.rows });
+      return;
+    }
+    if (message.type !== 'failure') return;
+    switch (message.reason) {
+      case 'interrupted':
+        pending.reject(new QueryTimeout(`the query ran longer than its time limit and was stopped`));
+        break;
+      case 'out_of_memory':
+        // Only DuckDB's first line: the rest advises operators on settings a client cannot change.
+        pending.reject(new QueryTooExpensive(`the query needs more memory than the engine's limit of ${this.options.memoryLimit}: ${message.message.split('\n')[0]}`));
+        break;
+      case 'invalid_query':
+        pending.reject(new InvalidQuery(message.message));
+        break;
+      case 'internal':
+        pending.reject(new Error(`query engine failure: ${message.message}`));
+        break;
+    }
+  }
+
+  private exit(code: number | null, signal: NodeJS.Signals | null): void {
+    this.exited = true;
+    const pending = this.pending;
+    if (pending === undefined) {
+      this.options.logger.info({ enginePid: this.child.pid, code, signal }, 'engine process exited');
+      return;
+    }
+    this.options.logger.warn({ enginePid: this.child.pid, code, signal, requestId: pending.id }, 'engine process exited while running a request');
+    pending.reject(
+      pending.timedOut
+        ? new QueryTimeout('the query ran longer than its time limit and was stopped')
+        : new StoreUnavailable(`the query engine stopped while running this query (${signal ?? `exit code ${code}`}); it is being restarted, retry the query`),
+    );
+  }
+}

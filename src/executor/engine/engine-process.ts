@@ -1,0 +1,167 @@
+/**
+ * The engine process: runs residual queries in DuckDB for the query service, which forks it so that
+ * a native abort inside DuckDB ends this process and never the service. One request at a time, each
+ * in a fresh locked in-memory database: nothing a query creates or sets (tables, ATTACHed databases,
+ * macros, logging) outlives it. A fresh database costs about 20 ms, so the next one is opened while
+ * the process waits for work.
+ */
+import { StatementType } from '@duckdb/node-api';
+import type { EngineMessage, FailureReason, ServiceMessage } from './engine-protocol.ts';
+import { openLockedDatabase, type EngineLimits, type LockedDatabase } from './locked-database.ts';
+import { apiValue } from './result-values.ts';
+import { TableLoad } from './table-loader.ts';
+
+interface Request {
+  id: number;
+  database: LockedDatabase;
+  loads: TableLoad[];
+  interrupted: boolean;
+  /** The first thing that went wrong while loading; reported when the query would run. */
+  failure?: Failure;
+}
+
+class Failure extends Error {
+  constructor(
+    readonly reason: FailureReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const limits = JSON.parse(process.argv[2] ?? '{}') as EngineLimits;
+let spareDatabase: Promise<LockedDatabase> | undefined;
+let current: Request | undefined;
+let work: Promise<void> = Promise.resolve();
+
+function reply(message: EngineMessage): Promise<void> {
+  return new Promise((resolve) => process.send!(message, () => resolve()));
+}
+
+function takeDatabase(): Promise<LockedDatabase> {
+  const database = spareDatabase ?? openLockedDatabase(limits);
+  spareDatabase = undefined;
+  return database;
+}
+
+function openSpareDatabase(): void {
+  spareDatabase = openLockedDatabase(limits);
+  // A failure is reported by the request that takes this database.
+  spareDatabase.catch(() => undefined);
+}
+
+/** DuckDB names the kind of error first: "Binder Error: ...", "Out of Memory Error: ...". */
+function failureOf(error: unknown, duringQuery: boolean): Failure {
+  if (error instanceof Failure) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (message.startsWith('Out of Memory Error')) return new Failure('out_of_memory', message);
+  if (message.startsWith('INTERRUPT Error')) return new Failure('interrupted', message);
+  if (!duringQuery || /^(INTERNAL|FATAL) Error/.test(message)) return new Failure('internal', message);
+  return new Failure('invalid_query', cleanQueryError(message));
+}
+
+/** Drops the "LINE n: ..." excerpt: it quotes the translated SQL, which the client never wrote. */
+function cleanQueryError(message: string): string {
+  return message.replace(/\n+LINE \d+:[\s\S]*$/, '').trim();
+}
+
+async function begin(message: Extract<ServiceMessage, { type: 'begin' }>): Promise<void> {
+  const database = await takeDatabase().catch((error: unknown) => {
+    throw new Failure('internal', `cannot open a locked DuckDB database: ${(error as Error).message}`);
+  });
+  const request: Request = { id: message.requestId, database, loads: [], interrupted: false };
+  current = request;
+  try {
+    for (const [index, table] of message.tables.entries()) request.loads.push(await TableLoad.begin(database.connection, table, index));
+  } catch (error) {
+    request.failure = failureOf(error, false);
+  }
+}
+
+function appendRows(message: Extract<ServiceMessage, { type: 'rows' }>): void {
+  const request = current;
+  if (request === undefined || request.id !== message.requestId || request.failure !== undefined) return;
+  if (request.interrupted) {
+    request.failure = new Failure('interrupted', 'interrupted while loading rows');
+    return;
+  }
+  try {
+    request.loads[message.table]!.append(message.rows, message.firstRowNumber);
+  } catch (error) {
+    request.failure = failureOf(error, false);
+  }
+}
+
+async function run(message: Extract<ServiceMessage, { type: 'run' }>): Promise<void> {
+  const request = current;
+  if (request === undefined || request.id !== message.requestId) {
+    await reply({ type: 'failure', requestId: message.requestId, reason: 'internal', message: 'the engine has no tables for this request' });
+    return;
+  }
+  let answer: EngineMessage;
+  try {
+    if (request.failure) throw request.failure;
+    for (const load of request.loads) await load.finish().catch((error: unknown) => Promise.reject(failureOf(error, false)));
+    answer = { type: 'result', requestId: request.id, ...(await query(request, message.sql)) };
+  } catch (error) {
+    const failure = failureOf(error, true);
+    answer = { type: 'failure', requestId: request.id, reason: request.interrupted ? 'interrupted' : failure.reason, message: failure.message };
+  }
+  current = undefined;
+  // Closed before answering: a database a query has poisoned aborts the process here, and the
+  // service then fails this request rather than a later one.
+  request.database.close();
+  await reply(answer);
+  openSpareDatabase();
+}
+
+async function query(request: Request, sql: string): Promise<{ columns: { name: string; duckDbType: string }[]; rows: Record<string, unknown>[] }> {
+  const { connection } = request.database;
+  const statements = await connection.extractStatements(sql);
+  if (statements.count !== 1) throw new Failure('invalid_query', `the engine runs exactly one SELECT statement; got ${statements.count}`);
+  const prepared = await statements.prepare(0);
+  if (prepared.statementType !== StatementType.SELECT) {
+    throw new Failure('invalid_query', `the engine runs only SELECT statements; got ${StatementType[prepared.statementType]}`);
+  }
+  const result = await prepared.runAndReadAll();
+  const names = result.columnNames();
+  const types = result.columnTypes();
+  const duplicate = names.find((name, index) => names.indexOf(name) !== index);
+  if (duplicate !== undefined) throw new Failure('invalid_query', `the result has two columns named ${JSON.stringify(duplicate)}; give each column its own alias`);
+  const rows = result.getRows().map((values) => Object.fromEntries(values.map((value, index) => [names[index]!, apiValue(value, types[index]!)])));
+  return { columns: names.map((name, index) => ({ name, duckDbType: types[index]!.alias ?? types[index]!.toString() })), rows };
+}
+
+function interrupt(message: Extract<ServiceMessage, { type: 'interrupt' }>): void {
+  if (current === undefined || current.id !== message.requestId) return;
+  current.interrupted = true;
+  current.database.connection.interrupt();
+}
+
+process.on('message', (message: ServiceMessage) => {
+  if (message.type === 'interrupt') {
+    interrupt(message);
+    return;
+  }
+  work = work.then(async () => {
+    try {
+      if (message.type === 'begin') await begin(message);
+      else if (message.type === 'rows') appendRows(message);
+      else await run(message);
+    } catch (error) {
+      const failure = failureOf(error, false);
+      await reply({ type: 'failure', requestId: message.requestId, reason: failure.reason, message: failure.message });
+    }
+  });
+});
+
+// The service went away: nothing is left to answer.
+process.on('disconnect', () => process.exit(0));
+
+try {
+  spareDatabase = Promise.resolve(await openLockedDatabase(limits));
+  await reply({ type: 'ready' });
+} catch (error) {
+  await reply({ type: 'start_failed', message: (error as Error).message });
+  process.exit(1);
+}

@@ -1,0 +1,82 @@
+import {
+  DuckDBTypeId,
+  type DuckDBBlobValue,
+  type DuckDBDateValue,
+  type DuckDBDecimalValue,
+  type DuckDBListValue,
+  type DuckDBMapValue,
+  type DuckDBStructValue,
+  type DuckDBTimestampTZValue,
+  type DuckDBTimestampValue,
+  type DuckDBType,
+  type DuckDBValue,
+} from '@duckdb/node-api';
+
+/**
+ * DuckDB result values -> the JSON the API returns (DESIGN.md 1), driven by the column's type:
+ * TIMESTAMPTZ as integer microseconds, TIMESTAMP as `YYYY-MM-DDTHH:MM:SS[.ffffff]`, a STRUCT as a
+ * one-element array of its record (records are arrays of records) except as a LIST element, 64-bit
+ * and wider integers as numbers while they are exact, else as strings.
+ */
+export function apiValue(value: DuckDBValue, type: DuckDBType): unknown {
+  return convert(value, type, false);
+}
+
+function convert(value: DuckDBValue, type: DuckDBType, listElement: boolean): unknown {
+  if (value === null) return null;
+  switch (type.typeId) {
+    case DuckDBTypeId.TIMESTAMP_TZ:
+      return exactInteger((value as DuckDBTimestampTZValue).micros);
+    case DuckDBTypeId.TIMESTAMP: {
+      const { micros } = value as DuckDBTimestampValue;
+      // Outside years 1..9999 (and ±infinity) the civil form has no fixed width: print DuckDB's text.
+      return micros >= FIRST_CIVIL_MICROS && micros < END_CIVIL_MICROS ? civilDateTime(micros) : String(value);
+    }
+    case DuckDBTypeId.DATE:
+      return (value as DuckDBDateValue).toString();
+    case DuckDBTypeId.DECIMAL:
+      return (value as DuckDBDecimalValue).toDouble();
+    case DuckDBTypeId.BLOB:
+      return Buffer.from((value as DuckDBBlobValue).bytes).toString('base64');
+    case DuckDBTypeId.VARCHAR:
+      return type.alias === 'JSON' ? JSON.parse(value as string) : value;
+    case DuckDBTypeId.FLOAT:
+    case DuckDBTypeId.DOUBLE:
+      // JSON has no NaN or infinities; BigQuery's JSON output spells them as strings too.
+      return Number.isFinite(value) ? value : String(value);
+    case DuckDBTypeId.STRUCT: {
+      const { entries } = value as DuckDBStructValue;
+      const record = Object.fromEntries(type.entryNames.map((name, index) => [name, convert(entries[name] ?? null, type.entryTypes[index]!, false)]));
+      return listElement ? record : [record];
+    }
+    case DuckDBTypeId.LIST:
+    case DuckDBTypeId.ARRAY:
+      return (value as DuckDBListValue).items.map((item) => convert(item, type.valueType, true));
+    case DuckDBTypeId.MAP:
+      return (value as DuckDBMapValue).entries.map((entry) => ({ key: convert(entry.key, type.keyType, false), value: convert(entry.value, type.valueType, false) }));
+    default:
+      if (typeof value === 'bigint') return exactInteger(value);
+      if (typeof value === 'boolean' || typeof value === 'number' || typeof value === 'string') return value;
+      // TIME, INTERVAL, UUID and the rest print as DuckDB writes them.
+      return String(value);
+  }
+}
+
+function exactInteger(value: bigint): number | string {
+  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
+}
+
+const MICROS_PER_DAY = 86_400_000_000n;
+const FIRST_CIVIL_MICROS = -62_135_596_800_000_000n;
+const END_CIVIL_MICROS = 253_402_300_800_000_000n;
+
+/** `YYYY-MM-DDTHH:MM:SS`, with `.ffffff` only when the fraction is not zero. */
+function civilDateTime(micros: bigint): string {
+  const days = micros >= 0n ? micros / MICROS_PER_DAY : -((-micros + MICROS_PER_DAY - 1n) / MICROS_PER_DAY);
+  const ofDay = micros - days * MICROS_PER_DAY;
+  const date = new Date(Number(days) * 86_400_000).toISOString().slice(0, 10);
+  const seconds = ofDay / 1_000_000n;
+  const fraction = ofDay % 1_000_000n;
+  const clock = [seconds / 3600n, (seconds / 60n) % 60n, seconds % 60n].map((part) => part.toString().padStart(2, '0')).join(':');
+  return `${date}T${clock}${fraction === 0n ? '' : `.${fraction.toString().padStart(6, '0')}`}`;
+}

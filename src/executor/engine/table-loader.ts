@@ -1,0 +1,156 @@
+import { DuckDBTimestampTZValue, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
+import type { SqlType, TableSchema } from '../../sql/types.ts';
+import { duckDbTypeName, quoteIdentifier } from './duckdb-type.ts';
+
+/**
+ * Fills one table of the residual query. Rows go through the appender into a staging table whose
+ * columns the appender can write directly (scalars as themselves, the rest as text), then one
+ * INSERT ... SELECT converts them: `json_transform` for records and arrays, a cast for the civil
+ * types. Measured on 100,000 edge rows: the appender with JSON text and one json_transform takes
+ * about 1.8 s where appending DuckDB struct and list values one by one takes 79 s; json_transform
+ * is used rather than a cast from JSON because it reads a missing key as NULL where the cast fails.
+ */
+export class TableLoad {
+  private constructor(
+    private readonly connection: DuckDBConnection,
+    private readonly schema: TableSchema,
+    private readonly staging: string,
+    private readonly appender: DuckDBAppender,
+    private readonly columns: ColumnLoad[],
+  ) {}
+
+  static async begin(connection: DuckDBConnection, schema: TableSchema, index: number): Promise<TableLoad> {
+    const columns = schema.columns.map((column) => columnLoad(column.type));
+    const staging = `staging_${index}`;
+    const definitions = schema.columns.map((column, position) => `${quoteIdentifier(column.name)} ${columns[position]!.stagingType}`);
+    await connection.run(`CREATE SCHEMA IF NOT EXISTS ${STAGING_SCHEMA}`);
+    await connection.run(`CREATE TABLE ${STAGING_SCHEMA}.${staging} (${definitions.join(', ')})`);
+    const appender = await connection.createAppender(staging, STAGING_SCHEMA);
+    return new TableLoad(connection, schema, staging, appender, columns);
+  }
+
+  /** Synchronous, so a chunk is appended whole between two messages. */
+  append(rows: readonly Record<string, unknown>[], firstRowNumber: number): void {
+    rows.forEach((row, offset) => {
+      this.schema.columns.forEach((column, position) => {
+        const value = row[column.name];
+        if (value === null || value === undefined) {
+          this.appender.appendNull();
+          return;
+        }
+        try {
+          this.columns[position]!.append(this.appender, value);
+        } catch (error) {
+          throw new Error(`table ${this.schema.name}, row ${firstRowNumber + offset}, column ${column.name}: ${(error as Error).message}`, { cause: error });
+        }
+      });
+      this.appender.endRow();
+    });
+  }
+
+  async finish(): Promise<void> {
+    this.appender.flushSync();
+    this.appender.closeSync();
+    const definitions = this.schema.columns.map((column) => `${quoteIdentifier(column.name)} ${duckDbTypeName(column.type)}`);
+    const conversions = this.schema.columns.map((column, position) => this.columns[position]!.conversion(quoteIdentifier(column.name)));
+    await this.connection.run(`CREATE TABLE ${quoteIdentifier(this.schema.name)} (${definitions.join(', ')})`);
+    await this.connection.run(`INSERT INTO ${quoteIdentifier(this.schema.name)} SELECT ${conversions.join(', ')} FROM ${STAGING_SCHEMA}.${this.staging}`);
+    await this.connection.run(`DROP TABLE ${STAGING_SCHEMA}.${this.staging}`);
+  }
+}
+
+/** Apart from the main schema, so no CTE name can collide with a staging table. */
+const STAGING_SCHEMA = 'engine_staging';
+
+interface ColumnLoad {
+  stagingType: string;
+  append(appender: DuckDBAppender, value: unknown): void;
+  /** The SELECT expression turning the staged column into the table's type. */
+  conversion(staged: string): string;
+}
+
+const asIs = (staged: string): string => staged;
+
+function columnLoad(type: SqlType): ColumnLoad {
+  switch (type.kind) {
+    case 'string':
+      return { stagingType: 'VARCHAR', append: (appender, value) => appender.appendVarchar(text(value)), conversion: asIs };
+    case 'int64':
+      return { stagingType: 'BIGINT', append: (appender, value) => appender.appendBigInt(integer(value)), conversion: asIs };
+    case 'float64':
+      return { stagingType: 'DOUBLE', append: (appender, value) => appender.appendDouble(float(value)), conversion: asIs };
+    case 'bool':
+      return { stagingType: 'BOOLEAN', append: (appender, value) => appender.appendBoolean(boolean(value)), conversion: asIs };
+    case 'timestamp':
+      // Rows carry timestamps as integer microseconds since the epoch (DESIGN.md 1).
+      return { stagingType: 'TIMESTAMPTZ', append: (appender, value) => appender.appendTimestampTZ(new DuckDBTimestampTZValue(integer(value))), conversion: asIs };
+    case 'bytes':
+      return { stagingType: 'BLOB', append: (appender, value) => appender.appendBlob(bytes(value)), conversion: asIs };
+    case 'datetime':
+    case 'date':
+    case 'time':
+    case 'numeric':
+    case 'json': {
+      const target = duckDbTypeName(type);
+      const append = type.kind === 'json' ? (appender: DuckDBAppender, value: unknown) => appender.appendVarchar(JSON.stringify(value)) : (appender: DuckDBAppender, value: unknown) => appender.appendVarchar(text(value));
+      return { stagingType: 'VARCHAR', append, conversion: (staged) => `CAST(${staged} AS ${target})` };
+    }
+    case 'struct':
+    case 'array': {
+      const structure = JSON.stringify(jsonStructure(type)).replaceAll("'", "''");
+      return {
+        stagingType: 'VARCHAR',
+        append: (appender, value) => appender.appendVarchar(JSON.stringify(value)),
+        conversion: (staged) => `json_transform(${staged}, '${structure}')`,
+      };
+    }
+    case 'unknown':
+      return {
+        stagingType: '"NULL"',
+        append: () => {
+          throw new Error('a column of unknown type holds only NULLs');
+        },
+        conversion: asIs,
+      };
+  }
+}
+
+/** The structure argument of json_transform: records as objects, arrays as one-element arrays, the rest as type names. */
+function jsonStructure(type: SqlType): unknown {
+  switch (type.kind) {
+    case 'struct':
+      return Object.fromEntries(type.fields.map((field) => [field.name, jsonStructure(field.type)]));
+    case 'array':
+      return [jsonStructure(type.element)];
+    case 'unknown':
+      return 'NULL';
+    default:
+      return duckDbTypeName(type);
+  }
+}
+
+function text(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
+function integer(value: unknown): bigint {
+  if ((typeof value === 'number' && Number.isInteger(value)) || (typeof value === 'string' && /^-?\d+$/.test(value))) return BigInt(value);
+  throw new Error(`expected an integer, got ${JSON.stringify(value)}`);
+}
+
+function float(value: unknown): number {
+  if (typeof value === 'number') return value;
+  throw new Error(`expected a number, got ${JSON.stringify(value)}`);
+}
+
+function boolean(value: unknown): boolean {
+  if (typeof value === 'boolean') return value;
+  throw new Error(`expected a boolean, got ${JSON.stringify(value)}`);
+}
+
+function bytes(value: unknown): Uint8Array {
+  if (typeof value === 'string') return Buffer.from(value, 'base64');
+  throw new Error(`expected base64 text, got ${JSON.stringify(value)}`);
+}

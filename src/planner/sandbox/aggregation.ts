@@ -1,0 +1,333 @@
+import type { estypes } from '@elastic/elasticsearch';
+import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
+import type { SqlType, TableColumn } from '../../sql/types.ts';
+import { NUMERIC_FIELD_TYPES, type FieldCatalog } from '../field-catalog.ts';
+import type { AggregationKey, AggregationMetric, AggregationScan, EventScan, ResidualQuery } from '../plan.ts';
+import { conjuncts, truthOf, type PredicateContext } from './predicates.ts';
+import type { SelectScope } from './select-scope.ts';
+
+type QueryDsl = estypes.QueryDslQueryContainer;
+
+/** Units Elasticsearch's calendar intervals share with BigQuery's TIMESTAMP_TRUNC (its WEEK starts on Sunday, Elasticsearch's on Monday). */
+const CALENDAR_UNITS = new Set(['second', 'minute', 'hour', 'day', 'month', 'quarter', 'year']);
+const AGGREGATES = new Set(['count', 'countif', 'sum', 'avg', 'min', 'max', 'any_value', 'array_agg', 'string_agg', 'approx_quantiles', 'approx_count_distinct', 'logical_and', 'logical_or', 'stddev', 'variance']);
+
+export interface AggregationInput {
+  query: Query;
+  select: Select;
+  scope: SelectScope;
+  catalog: FieldCatalog;
+  now: number;
+  /** The scan the query would pull without the pushdown; it also answers when irregular events exist. */
+  fallback: EventScan;
+  fallbackResidual: ResidualQuery;
+  maxGroups: number;
+}
+
+/**
+ * A grouped (or whole-table) aggregate over one CTE, computed by Elasticsearch instead of pulling
+ * the events: WHERE must translate exactly, every GROUP BY key must be a calendar bucket of
+ * `timestamp` or a single-valued field outside nested records, and every aggregate one the store
+ * computes exactly (count, countif, count of a CASE, sum, avg, min, max, count distinct). The
+ * residual query is the original SELECT over the aggregation's rows: keys and aggregates replaced
+ * by columns, HAVING become WHERE. Undefined when any part does not fit.
+ */
+export function planAggregation(input: AggregationInput): { scan: AggregationScan; residual: Query } | undefined {
+  const { query, select, scope, catalog } = input;
+  if (query.with.length > 0 || query.body !== select || !scope.readsOnlyTheScan) return undefined;
+  const context: PredicateContext = { scope, catalog, now: input.now };
+  const itemsByAlias = new Map(select.items.flatMap((item) => (item.kind === 'expression' && item.alias ? [[item.alias.toLowerCase(), item.expr] as const] : [])));
+  if (select.items.some((item) => item.kind === 'wildcard')) return undefined;
+
+  const filters: QueryDsl[] = [];
+  const paths: string[] = [];
+  for (const condition of conjuncts(select.where)) {
+    const truth = truthOf(condition, context);
+    if (!truth) return undefined;
+    filters.push(truth.whenTrue);
+    paths.push(...truth.paths);
+  }
+
+  const keys: { expr: Expr; key: AggregationKey; source: Record<string, estypes.AggregationsCompositeAggregationSource>; type: SqlType }[] = [];
+  for (const written of select.groupBy) {
+    const expr = groupKeyExpression(written, select, itemsByAlias);
+    if (!expr) return undefined;
+    const column = `__k${keys.length}`;
+    const key = groupKey(expr, column, context);
+    if (!key) return undefined;
+    paths.push(...key.paths);
+    keys.push({ expr: key.expr, key: { column, kind: key.kind }, source: { [column]: key.source }, type: key.type });
+  }
+  if (keys.length === 0 && !containsAggregate([select.items, select.having, query.orderBy])) return undefined;
+
+  const metrics: { call: Expr; metric: AggregationMetric; aggregation: Record<string, estypes.AggregationsAggregationContainer>; type: SqlType }[] = [];
+  const calls = aggregateCalls([select.items, select.having, select.qualify, query.orderBy]);
+  for (const call of calls) {
+    if (metrics.some((existing) => sameExpression(existing.call, call))) continue;
+    const column = `__m${metrics.length}`;
+    const metric = metricOf(call, column, context);
+    if (!metric) return undefined;
+    paths.push(...metric.paths);
+    metrics.push({ call, ...metric });
+  }
+
+  const unnests = scope.unnests;
+  const regular: QueryDsl = {
+    bool: {
+      filter: [{ exists: { field: 'shape.version' } }],
+      must_not: [{ terms: { 'shape.multi': [...new Set([...unnests.map((unnest) => unnest.path), ...paths])] } }, { exists: { field: '_ignored' } }],
+    },
+  };
+  // an inner unnest of an empty or missing array yields no row for the event
+  const present = unnests.filter((unnest) => unnest.join === 'inner').map((unnest): QueryDsl => ({ term: { 'shape.arrays': unnest.path } }));
+  const scopeFilter = input.fallback.scope;
+  const metricAggregations = Object.assign({}, ...metrics.map((metric) => metric.aggregation)) as Record<string, estypes.AggregationsAggregationContainer>;
+  const aggregations: Record<string, estypes.AggregationsAggregationContainer> =
+    keys.length > 0
+      ? { groups: { composite: { size: 1000, sources: keys.map((key) => key.source) }, aggs: metricAggregations } }
+      : { groups: { filter: { match_all: {} }, aggs: metricAggregations } };
+  const search: estypes.SearchRequest = {
+    index: input.fallback.index,
+    ignore_unavailable: true,
+    allow_no_indices: true,
+    size: 0,
+    track_total_hits: false,
+    query: { bool: { filter: [...scopeFilter, ...filters, regular, ...present] } },
+    aggs: aggregations,
+  };
+  const irregular: estypes.SearchRequest = {
+    index: input.fallback.index,
+    ignore_unavailable: true,
+    allow_no_indices: true,
+    size: 0,
+    track_total_hits: 1,
+    terminate_after: 1,
+    query: { bool: { filter: [...scopeFilter, ...input.fallback.predicates], must_not: [regular] } },
+  };
+  const table = `${input.fallback.table}_groups`;
+  const columns: TableColumn[] = [...keys.map((key) => ({ name: key.key.column, type: key.type })), ...metrics.map((metric) => ({ name: metric.metric.column, type: metric.type }))];
+  const scan: AggregationScan = {
+    kind: 'aggregation',
+    table,
+    cte: input.fallback.cte,
+    columns,
+    index: input.fallback.index,
+    scope: scopeFilter,
+    search,
+    keys: keys.map((key) => key.key),
+    metrics: metrics.map((metric) => metric.metric),
+    irregular,
+    fallback: { scan: input.fallback, residual: input.fallbackResidual },
+    maxGroups: input.maxGroups,
+  };
+
+  const replace = (node: Expr): Expr => replaceExpressions(node, [...keys.map((key) => [key.expr, key.key.column] as const), ...metrics.map((metric) => [metric.call, metric.metric.column] as const)]);
+  const items: SelectItem[] = select.items.map((item) => (item.kind === 'expression' ? { ...item, expr: replace(item.expr) } : item));
+  const residual: Query = {
+    kind: 'query',
+    with: [],
+    body: {
+      kind: 'select',
+      distinct: select.distinct,
+      items,
+      from: [{ relation: { kind: 'table', name: [table] }, joins: [] }],
+      ...(select.having ? { where: replace(select.having) } : {}),
+      groupBy: [],
+      ...(select.qualify ? { qualify: replace(select.qualify) } : {}),
+    },
+    orderBy: query.orderBy.map((item): OrderItem => ({ ...item, expr: replace(item.expr) })),
+    ...(query.limit ? { limit: query.limit } : {}),
+    ...(query.offset ? { offset: query.offset } : {}),
+  };
+  if (referencesRawColumns(residual, new Set(columns.map((column) => column.name)))) return undefined;
+  return { scan, residual };
+}
+
+/** GROUP BY `alias` means the select item of that alias (BigQuery); GROUP BY 2 the second item. */
+function groupKeyExpression(written: Expr, select: Select, itemsByAlias: ReadonlyMap<string, Expr>): Expr | undefined {
+  if (written.kind === 'identifier' && written.path.length === 1) {
+    const aliased = itemsByAlias.get(written.path[0]!.toLowerCase());
+    if (aliased) return aliased;
+  }
+  if (written.kind === 'number') {
+    const item = select.items[Number(written.text) - 1];
+    return item?.kind === 'expression' ? item.expr : undefined;
+  }
+  return written;
+}
+
+interface GroupKey {
+  /** The expression the residual finds and replaces with the key's column. */
+  expr: Expr;
+  kind: 'date' | 'terms';
+  source: estypes.AggregationsCompositeAggregationSource;
+  type: SqlType;
+  paths: string[];
+}
+
+function groupKey(written: Expr, column: string, context: PredicateContext): GroupKey | undefined {
+  // cast(timestamp_trunc(...) as datetime): the bucket is the trunc; the cast stays in the residual
+  let expr = written;
+  while (expr.kind === 'cast' && (expr.type === 'DATETIME' || expr.type === 'TIMESTAMP')) expr = expr.expr;
+  if (expr.kind === 'call' && expr.name === 'timestamp_trunc' && !expr.over && expr.args.length === 2) {
+    const [target, part] = expr.args as [Expr, Expr];
+    const field = target.kind === 'identifier' ? context.scope.resolve(target.path) : undefined;
+    if (field?.kind !== 'column' || field.column !== 'timestamp' || part.kind !== 'date_part' || !CALENDAR_UNITS.has(part.part)) return undefined;
+    return { expr, kind: 'date', source: { date_histogram: { field: 'timestamp', calendar_interval: part.part as estypes.AggregationsCalendarInterval, time_zone: 'UTC', order: 'asc' } }, type: { kind: 'timestamp' }, paths: [] };
+  }
+  if (expr.kind !== 'identifier') return undefined;
+  const field = context.scope.resolve(expr.path);
+  if (!field || field.kind === 'one_of') return undefined;
+  if (field.kind === 'column') {
+    if (field.column !== 'id' && field.column !== 'project') return undefined;
+    return { expr, kind: 'terms', source: { terms: { field: field.column, missing_bucket: true } }, type: { kind: 'string' }, paths: [] };
+  }
+  const type = context.catalog.typeOf(field.path);
+  const sqlType = valueType(type);
+  if (!sqlType || insideNested(field.path, context.catalog)) return undefined;
+  return { expr, kind: 'terms', source: { terms: { field: field.path, missing_bucket: true } }, type: sqlType, paths: [field.path] };
+}
+
+function valueType(type: string | undefined): SqlType | undefined {
+  if (type === 'keyword') return { kind: 'string' };
+  if (type === 'boolean') return { kind: 'bool' };
+  if (type === 'double' || type === 'float' || type === 'half_float' || type === 'scaled_float') return { kind: 'float64' };
+  if (type !== undefined && NUMERIC_FIELD_TYPES.has(type)) return { kind: 'int64' };
+  return undefined;
+}
+
+function insideNested(path: string, catalog: FieldCatalog): string | undefined {
+  const parts = path.split('.');
+  for (let length = 1; length < parts.length; length += 1) {
+    const prefix = parts.slice(0, length).join('.');
+    if (catalog.typeOf(prefix) === 'nested') return prefix;
+  }
+  return undefined;
+}
+
+interface Metric {
+  metric: AggregationMetric;
+  aggregation: Record<string, estypes.AggregationsAggregationContainer>;
+  type: SqlType;
+  paths: string[];
+}
+
+function metricOf(call: Extract<Expr, { kind: 'call' }>, column: string, context: PredicateContext): Metric | undefined {
+  const count = (filter: QueryDsl, paths: string[]): Metric => ({
+    metric: { column, path: [column], value: 'doc_count' },
+    aggregation: { [column]: { filter } },
+    type: { kind: 'int64' },
+    paths,
+  });
+  if (call.name === 'count' && call.star) return count({ match_all: {} }, []);
+  if (call.args.length !== 1 && !(call.name === 'countif' && call.args.length === 1)) return undefined;
+  const argument = call.args[0]!;
+  if (call.name === 'countif' && !call.distinct) {
+    const truth = truthOf(argument, context);
+    return truth && count(truth.whenTrue, truth.paths);
+  }
+  if (call.name === 'count' && !call.distinct) {
+    const condition = countedCondition(argument);
+    if (condition) {
+      const truth = truthOf(condition, context);
+      return truth && count(truth.whenTrue, truth.paths);
+    }
+    const truth = truthOf({ kind: 'is', negated: true, expr: argument, test: 'null' }, context);
+    return truth && count(truth.whenTrue, truth.paths);
+  }
+  if (argument.kind !== 'identifier') return undefined;
+  const field = context.scope.resolve(argument.path);
+  if (!field || field.kind !== 'metadata') return undefined;
+  const type = context.catalog.typeOf(field.path);
+  const nested = insideNested(field.path, context.catalog);
+  if (call.name === 'count' && call.distinct) {
+    if (!valueType(type) || nested) return undefined;
+    // exact below the threshold (40,000 distinct values per group), as documented
+    return { metric: { column, path: [column], value: 'value' }, aggregation: { [column]: { cardinality: { field: field.path, precision_threshold: 40_000 } } }, type: { kind: 'int64' }, paths: [field.path] };
+  }
+  if (!['sum', 'avg', 'min', 'max'].includes(call.name) || call.distinct || !type || !NUMERIC_FIELD_TYPES.has(type)) return undefined;
+  const valueAggregation = { [call.name]: { field: field.path } } as estypes.AggregationsAggregationContainer;
+  const inner: Record<string, estypes.AggregationsAggregationContainer> = { present: { filter: { exists: { field: field.path } }, aggs: { value: valueAggregation } } };
+  const aggregation: estypes.AggregationsAggregationContainer = nested ? { nested: { path: nested }, aggs: inner } : inner.present!;
+  const prefix = nested ? [column, 'present'] : [column];
+  const resultType: SqlType = call.name === 'avg' ? { kind: 'float64' } : (valueType(type) ?? { kind: 'float64' });
+  return { metric: { column, path: [...prefix, 'value'], value: 'value', present: prefix }, aggregation: { [column]: aggregation }, type: resultType, paths: [field.path] };
+}
+
+/** `CASE WHEN c THEN <non-null literal> END` or `IF(c, <non-null literal>, NULL)`: counting it counts rows where c is TRUE. */
+function countedCondition(expr: Expr): Expr | undefined {
+  const nonNullLiteral = (value: Expr) => value.kind === 'number' || value.kind === 'string' || value.kind === 'boolean';
+  if (expr.kind === 'case' && !expr.operand && expr.whens.length === 1 && nonNullLiteral(expr.whens[0]!.then) && (!expr.else || expr.else.kind === 'null')) return expr.whens[0]!.when;
+  if (expr.kind === 'call' && expr.name === 'if' && expr.args.length === 3 && nonNullLiteral(expr.args[1]!) && expr.args[2]!.kind === 'null') return expr.args[0];
+  return undefined;
+}
+
+function aggregateCalls(node: unknown): Extract<Expr, { kind: 'call' }>[] {
+  const found: Extract<Expr, { kind: 'call' }>[] = [];
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (typeof value !== 'object' || value === null) return;
+    const expr = value as Expr;
+    if (expr.kind === 'subquery' || expr.kind === 'exists' || expr.kind === 'in_subquery' || expr.kind === 'array_subquery') return;
+    if (expr.kind === 'call' && !expr.over && AGGREGATES.has(expr.name)) {
+      found.push(expr);
+      return;
+    }
+    Object.values(value).forEach(visit);
+  };
+  visit(node);
+  return found;
+}
+
+function containsAggregate(node: unknown): boolean {
+  return aggregateCalls(node).length > 0;
+}
+
+function withoutPositions(node: unknown): unknown {
+  return JSON.parse(JSON.stringify(node, (key, value) => (key === 'position' ? undefined : value)));
+}
+
+function sameExpression(a: unknown, b: unknown): boolean {
+  return JSON.stringify(withoutPositions(a)) === JSON.stringify(withoutPositions(b));
+}
+
+/** Every occurrence of a key or aggregate expression replaced by the identifier of its column. */
+function replaceExpressions(node: Expr, replacements: readonly (readonly [Expr, string])[]): Expr {
+  const texts = replacements.map(([expr, column]) => [JSON.stringify(withoutPositions(expr)), column] as const);
+  const visit = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(visit);
+    if (typeof value !== 'object' || value === null) return value;
+    const kind = (value as { kind?: string }).kind;
+    if (kind !== undefined && kind !== 'query') {
+      const text = JSON.stringify(withoutPositions(value));
+      const match = texts.find(([candidate]) => candidate === text);
+      if (match) return { kind: 'identifier', path: [match[1]] };
+    }
+    if (kind === 'query') return value;
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, visit(inner)]));
+  };
+  return visit(node) as Expr;
+}
+
+/** After the rewrite only the group table's columns and select aliases may be named; anything else was a raw column. */
+function referencesRawColumns(residual: Query, columns: ReadonlySet<string>): boolean {
+  const select = residual.body as Select;
+  const aliases = new Set(select.items.flatMap((item) => (item.kind === 'expression' && item.alias ? [item.alias.toLowerCase()] : [])));
+  let raw = false;
+  const visit = (value: unknown, aliasesVisible: boolean): void => {
+    if (Array.isArray(value)) return value.forEach((element) => visit(element, aliasesVisible));
+    if (typeof value !== 'object' || value === null) return;
+    const expr = value as Expr;
+    if (expr.kind === 'identifier') {
+      const name = expr.path[0]!;
+      if (!(expr.path.length === 1 && (columns.has(name) || (aliasesVisible && aliases.has(name.toLowerCase()))))) raw = true;
+      return;
+    }
+    if ((value as { kind?: string }).kind === 'query') return;
+    Object.values(value).forEach((inner) => visit(inner, aliasesVisible));
+  };
+  visit(select.items, false);
+  visit(select.where, false);
+  visit(residual.orderBy, true);
+  return raw;
+}

@@ -1,0 +1,196 @@
+import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../../queries/endpoint.ts';
+import { UnknownTable } from '../../errors.ts';
+import type { Expr, Query, Relation, Select, SetExpression } from '../../sql/syntax.ts';
+import type { FieldCatalog } from '../field-catalog.ts';
+import { indexName } from '../../../shared/sources.ts';
+import type { Plan, Scan } from '../plan.ts';
+import type { ScopeContext, ValidatedParameters } from '../scope.ts';
+import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
+import { planAggregation } from './aggregation.ts';
+import { conjuncts, pushDown } from './predicates.ts';
+import { SelectScope, type ScannedTable } from './select-scope.ts';
+
+export interface SandboxLimits {
+  /** The most events one scan may pull into the engine before the query is refused as too broad. */
+  maxScanEvents: number;
+}
+
+export interface SandboxContext extends ScopeContext {
+  limits: SandboxLimits;
+  /** The store's field types per index, for deciding what can be pushed down. */
+  catalogs: ReadonlyMap<string, FieldCatalog>;
+}
+
+/** One place a sandboxed query reads an endpoint CTE, renamed to its own scan table. */
+interface CteReference {
+  relation: Extract<Relation, { kind: 'table' }>;
+  cte: Cte;
+  table: string;
+  /** The SELECT whose FROM holds the reference (its WHERE may be pushed into the scan). */
+  select: Select;
+}
+
+const EMPTY_CATALOG: FieldCatalog = { typeOf: () => undefined };
+
+/**
+ * A validated sandboxed query as a plan: every reference to an endpoint CTE becomes a scan with the
+ * CTE's mandatory scope (never optional) and whatever WHERE conditions the store can check; the
+ * query itself, its CTE references renamed to those scans, is the residual the engine runs. A
+ * scan pushes its LIMIT down only when the store's order and filter are exactly the query's.
+ */
+export function planSandboxQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: SandboxContext, parsed: Query): Plan {
+  const query = structuredClone(parsed);
+  const references: CteReference[] = [];
+  collectReferences(query, new Set(), endpoint, references);
+  const scannedBy = new Map<string, ScannedTable>(references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]));
+
+  const scans: Scan[] = references.map((reference) => {
+    const { cte, table } = reference;
+    if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
+    if (cte.kind === 'window_start') return windowStartScan(cte, params, context, table);
+    const scope = SelectScope.of(reference.select, scannedBy);
+    const catalog = context.catalogs.get(indexName({ indexPrefix: context.indexPrefix }, cte.source)) ?? EMPTY_CATALOG;
+    const pushed = scope.readsOnlyTheScan && scope.scanned?.table === table ? conjuncts(reference.select.where).map((condition) => pushDown(condition, { scope, catalog, now: context.now })) : [];
+    const predicates = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
+    const allExact = pushed.length === conjuncts(reference.select.where).length && pushed.every((predicate) => predicate?.exact);
+    const limit = allExact && reference.select === topSelect(query) ? pushableLimit(query, scope) : undefined;
+    return eventScan(cte, params, context, {
+      table,
+      predicates,
+      order: limit ? limit.order : 'timestamp_desc',
+      take: limit ? { kind: 'limit', rows: limit.rows } : { kind: 'all', maxEvents: context.limits.maxScanEvents },
+    });
+  });
+  const residual = { query, parameters: stringParameters(params), now: context.now };
+  const only = scans.length === 1 && scans[0]!.kind === 'events' ? scans[0] : undefined;
+  if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
+    const catalog = context.catalogs.get(only.index) ?? EMPTY_CATALOG;
+    const aggregated = planAggregation({
+      query,
+      select: references[0]!.select,
+      scope: SelectScope.of(references[0]!.select, scannedBy),
+      catalog,
+      now: context.now,
+      fallback: only,
+      fallbackResidual: residual,
+      maxGroups: context.limits.maxScanEvents,
+    });
+    if (aggregated) return { scans: [aggregated.scan], residual: { ...residual, query: aggregated.residual }, answer: { kind: 'residual' }, rowCap: endpoint.maxRows };
+  }
+  return { scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows };
+}
+
+/** The SELECT that is the whole body of the query (no set operation around it), if any. */
+function topSelect(query: Query): Select | undefined {
+  return query.body.kind === 'select' ? query.body : undefined;
+}
+
+/**
+ * `ORDER BY timestamp [DESC|ASC] [, id same direction] LIMIT n [OFFSET m]` over one scan whose
+ * rows are its events one for one (left unnests keep every event), with no grouping: the first
+ * n + m events in the store's order are all the query can return.
+ */
+function pushableLimit(query: Query, scope: SelectScope): { rows: number; order: 'timestamp_desc' } | undefined {
+  const select = topSelect(query)!;
+  if (select.groupBy.length > 0 || select.having || select.qualify || select.distinct) return undefined;
+  if (scope.unnests.some((unnest) => unnest.join !== 'left')) return undefined;
+  if (hasAggregateOrWindow(select.items)) return undefined;
+  const limit = numberLiteral(query.limit);
+  const offset = query.offset ? numberLiteral(query.offset) : 0;
+  if (limit === undefined || offset === undefined) return undefined;
+  const [first, second, ...rest] = query.orderBy;
+  if (rest.length > 0) return undefined;
+  if (first && (!first.descending || !isColumn(first.expr, 'timestamp', select, scope))) return undefined;
+  if (second && (!second.descending || !isColumn(second.expr, 'id', select, scope))) return undefined;
+  return { rows: limit + offset, order: 'timestamp_desc' };
+}
+
+/** Whether an ORDER BY key is the scan's column (directly, or through a select alias that is exactly that column). */
+function isColumn(expr: Expr, column: string, select: Select, scope: SelectScope): boolean {
+  if (expr.kind !== 'identifier') return false;
+  const aliased = expr.path.length === 1 ? select.items.find((item) => item.kind === 'expression' && item.alias?.toLowerCase() === expr.path[0]!.toLowerCase()) : undefined;
+  if (aliased && aliased.kind === 'expression') return isColumn(aliased.expr, column, { ...select, items: [] }, scope);
+  const reference = scope.resolve(expr.path);
+  return reference?.kind === 'column' && reference.column === column;
+}
+
+const AGGREGATES = new Set(['count', 'countif', 'sum', 'avg', 'min', 'max', 'any_value', 'array_agg', 'string_agg', 'approx_quantiles', 'approx_count_distinct', 'logical_and', 'logical_or', 'stddev', 'variance']);
+
+function hasAggregateOrWindow(node: unknown): boolean {
+  if (Array.isArray(node)) return node.some(hasAggregateOrWindow);
+  if (typeof node !== 'object' || node === null) return false;
+  const expr = node as Expr;
+  if (expr.kind === 'call' && (expr.over || AGGREGATES.has(expr.name))) return true;
+  if (expr.kind === 'subquery' || expr.kind === 'exists' || expr.kind === 'in_subquery' || expr.kind === 'array_subquery') return false;
+  return Object.values(node).some(hasAggregateOrWindow);
+}
+
+function numberLiteral(expr: Expr | undefined): number | undefined {
+  if (!expr || expr.kind !== 'number') return undefined;
+  const value = Number(expr.text);
+  return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
+function stringParameters(params: ValidatedParameters): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(params).map(([name, value]) => [name, typeof value === 'string' ? value : undefined]));
+}
+
+/**
+ * Finds every reference to an endpoint CTE (in the body, the query's own CTEs, derived tables,
+ * subqueries and set operations) and renames it to a scan table of its own, keeping the name it
+ * was written with as its alias so qualified columns still resolve. The query's own CTEs shadow
+ * the endpoint's from their definition on.
+ */
+function collectReferences(query: Query, ownCtes: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
+  const visible = new Set(ownCtes);
+  for (const cte of query.with) {
+    collectReferences(cte.query, visible, endpoint, into);
+    visible.add(cte.name.toLowerCase());
+  }
+  collectInSetExpression(query.body, visible, endpoint, into);
+  collectInExpressions([query.orderBy, query.limit, query.offset], visible, endpoint, into);
+}
+
+function collectInSetExpression(body: SetExpression, visible: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
+  if (body.kind === 'set_operation') {
+    collectInSetExpression(body.left, visible, endpoint, into);
+    collectInSetExpression(body.right, visible, endpoint, into);
+  } else if (body.kind === 'nested_query') {
+    collectReferences(body.query, visible, endpoint, into);
+  } else {
+    for (const item of body.from) {
+      collectInRelation(item.relation, body, visible, endpoint, into);
+      for (const join of item.joins) {
+        collectInRelation(join.relation, body, visible, endpoint, into);
+        collectInExpressions(join.on, visible, endpoint, into);
+      }
+    }
+    collectInExpressions([body.items, body.where, body.groupBy, body.having, body.qualify], visible, endpoint, into);
+  }
+}
+
+function collectInRelation(relation: Relation, select: Select, visible: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
+  if (relation.kind === 'derived') return collectReferences(relation.query, visible, endpoint, into);
+  if (relation.kind === 'nested_join') {
+    collectInRelation(relation.item.relation, select, visible, endpoint, into);
+    for (const join of relation.item.joins) collectInRelation(join.relation, select, visible, endpoint, into);
+    return;
+  }
+  if (relation.kind === 'unnest') return collectInExpressions(relation.array, visible, endpoint, into);
+  const written = relation.name.join('.');
+  if (relation.name.length === 1 && visible.has(written.toLowerCase())) return;
+  const cte = relation.name.length === 1 ? (cteByName(endpoint.ctes, written) ?? cteByName(endpoint.ctes, written.toLowerCase())) : undefined;
+  if (!cte) throw new UnknownTable(written, tableNames(endpoint.ctes), relation.position);
+  const table = `__scan_${into.length}`;
+  relation.alias ??= written;
+  relation.name = [table];
+  into.push({ relation, cte, table, select });
+}
+
+/** Subqueries inside expressions read CTEs too. */
+function collectInExpressions(node: unknown, visible: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
+  if (Array.isArray(node)) return node.forEach((element) => collectInExpressions(element, visible, endpoint, into));
+  if (typeof node !== 'object' || node === null) return;
+  if ((node as { kind?: string }).kind === 'query') return collectReferences(node as Query, visible, endpoint, into);
+  for (const value of Object.values(node)) collectInExpressions(value, visible, endpoint, into);
+}

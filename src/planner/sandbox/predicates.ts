@@ -1,0 +1,422 @@
+import type { estypes } from '@elastic/elasticsearch';
+import { clampToDateNanos, isoToNanosText, nanosTextFromMillis } from '../../../shared/stored-timestamp.ts';
+import type { Expr } from '../../sql/syntax.ts';
+import { NUMERIC_FIELD_TYPES, type FieldCatalog } from '../field-catalog.ts';
+import { luceneRegexpForContains } from '../regex.ts';
+import type { FieldReference, SelectScope } from './select-scope.ts';
+
+type Query = estypes.QueryDslQueryContainer;
+
+/**
+ * A WHERE condition as an Elasticsearch filter. `exact` says the filter matches exactly the events
+ * for which the condition is TRUE (each event being one row); otherwise it matches a superset
+ * (values inside record arrays match when any element matches, values too long to index always
+ * pass), and the embedded engine applies the condition itself to the rows the scan returns.
+ */
+export interface PushedPredicate {
+  query: Query;
+  exact: boolean;
+}
+
+export interface PredicateContext {
+  scope: SelectScope;
+  catalog: FieldCatalog;
+  /** What current_timestamp() means, epoch milliseconds. */
+  now: number;
+}
+
+/** Columns every stored event has, so NOT over them has no NULL case. */
+const ALWAYS_PRESENT = new Set(['id', 'timestamp', 'event_message']);
+
+/** The conjuncts of a WHERE clause: a AND b AND c -> [a, b, c]. */
+export function conjuncts(expr: Expr | undefined): Expr[] {
+  if (!expr) return [];
+  if (expr.kind === 'binary' && expr.operator === 'and') return [...conjuncts(expr.left), ...conjuncts(expr.right)];
+  return [expr];
+}
+
+/** The filter a condition implies on the scanned events, or undefined when it implies nothing the store can check. */
+export function pushDown(expr: Expr, context: PredicateContext): PushedPredicate | undefined {
+  switch (expr.kind) {
+    case 'binary':
+      if (expr.operator === 'and') {
+        const left = pushDown(expr.left, context);
+        const right = pushDown(expr.right, context);
+        if (left && right) return { query: { bool: { filter: [left.query, right.query] } }, exact: left.exact && right.exact };
+        // one side alone still holds for every row that passes: a superset
+        const either = left ?? right;
+        return either ? { query: either.query, exact: false } : undefined;
+      }
+      if (expr.operator === 'or') {
+        const left = pushDown(expr.left, context);
+        const right = pushDown(expr.right, context);
+        if (!left || !right) return undefined;
+        return { query: { bool: { should: [left.query, right.query], minimum_should_match: 1 } }, exact: left.exact && right.exact };
+      }
+      return comparison(expr.operator, expr.left, expr.right, context);
+    case 'unary':
+      return expr.operator === 'not' ? negation(expr.operand, context) : undefined;
+    case 'between': {
+      if (expr.negated) return negation({ ...expr, negated: false }, context);
+      const low = comparison('>=', expr.expr, expr.low, context);
+      const high = comparison('<=', expr.expr, expr.high, context);
+      if (!low || !high) return undefined;
+      return { query: { bool: { filter: [low.query, high.query] } }, exact: low.exact && high.exact };
+    }
+    case 'in_list': {
+      if (expr.negated) return negation({ ...expr, negated: false }, context);
+      const alternatives = expr.list.map((element) => comparison('=', expr.expr, element, context));
+      if (alternatives.length === 0 || alternatives.some((alternative) => alternative === undefined)) return undefined;
+      const pushed = alternatives as PushedPredicate[];
+      return { query: { bool: { should: pushed.map((alternative) => alternative.query), minimum_should_match: 1 } }, exact: pushed.every((alternative) => alternative.exact) };
+    }
+    case 'like':
+      if (expr.negated) return negation({ ...expr, negated: false }, context);
+      return stringMatch(expr.expr, expr.pattern, 'like', context);
+    case 'is': {
+      if (expr.test !== 'null') return expr.negated ? undefined : comparison('=', expr.expr, { kind: 'boolean', value: expr.test === 'true' }, context);
+      const field = fieldOf(expr.expr, context);
+      if (!field) return undefined;
+      const exists = onField(field, (name) => ({ exists: { field: name } }), context, true);
+      if (!exists) return undefined;
+      if (expr.negated) return exists;
+      return field.kind === 'column' ? { query: { bool: { must_not: [exists.query] } }, exact: true } : undefined;
+    }
+    case 'call':
+      if (expr.over || expr.args.length !== 2) return undefined;
+      if (expr.name === 'regexp_contains') return stringMatch(expr.args[0]!, expr.args[1]!, 'regexp', context);
+      if (expr.name === 'starts_with') return stringMatch(expr.args[0]!, expr.args[1]!, 'prefix', context);
+      return undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** NOT p is pushed only where p's filter is exact and its fields always exist (so there is no NULL row to get wrong). */
+function negation(operand: Expr, context: PredicateContext): PushedPredicate | undefined {
+  const inner = pushDown(operand, context);
+  if (!inner?.exact) return undefined;
+  if (!fieldsOf(operand, context).every((field) => field.kind === 'column' && ALWAYS_PRESENT.has(field.column))) return undefined;
+  return { query: { bool: { must_not: [inner.query] } }, exact: true };
+}
+
+function fieldsOf(expr: Expr, context: PredicateContext): FieldReference[] {
+  const found: FieldReference[] = [];
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (typeof node !== 'object' || node === null) return;
+    const candidate = node as Expr;
+    if (candidate.kind === 'identifier') {
+      const field = context.scope.resolve(candidate.path);
+      found.push(field ?? { kind: 'metadata', path: '?' });
+      return;
+    }
+    Object.values(node).forEach(visit);
+  };
+  visit(expr);
+  return found;
+}
+
+type Operator = '=' | '!=' | '<' | '<=' | '>' | '>=';
+const FLIPPED: Record<Operator, Operator> = { '=': '=', '!=': '!=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
+const RANGE_KEY: Partial<Record<Operator, 'gt' | 'gte' | 'lt' | 'lte'>> = { '<': 'lt', '<=': 'lte', '>': 'gt', '>=': 'gte' };
+
+function comparison(operator: string, left: Expr, right: Expr, context: PredicateContext): PushedPredicate | undefined {
+  if (!(operator in FLIPPED)) return undefined;
+  let op = operator as Operator;
+  let fieldExpr = left;
+  let valueExpr = right;
+  if (!fieldOf(left, context) && fieldOf(right, context)) {
+    [fieldExpr, valueExpr] = [right, left];
+    op = FLIPPED[op];
+  }
+  const field = fieldOf(fieldExpr, context);
+  if (!field) return undefined;
+  if (field.kind === 'column' && field.column === 'timestamp') {
+    const bound = timestampConstant(valueExpr, context.now);
+    if (bound === undefined) return undefined;
+    return timestampComparison(op, bound);
+  }
+  const value = literal(valueExpr);
+  if (value === undefined) return undefined;
+  if (op === '!=') {
+    // a record array holds many values: only a single-valued column can be compared for inequality
+    if (field.kind !== 'column' || !ALWAYS_PRESENT.has(field.column)) return undefined;
+    const equal = comparison('=', fieldExpr, valueExpr, context);
+    return equal?.exact ? { query: { bool: { must_not: [equal.query] } }, exact: true } : undefined;
+  }
+  return onField(field, (name, type) => {
+    if (typeof value === 'number') {
+      if (!type || !NUMERIC_FIELD_TYPES.has(type)) return undefined;
+      return op === '=' ? { term: { [name]: value } } : { range: { [name]: { [RANGE_KEY[op]!]: value } } };
+    }
+    if (typeof value === 'boolean') return type === 'boolean' && op === '=' ? { term: { [name]: value } } : undefined;
+    if (type !== 'keyword') return undefined;
+    return op === '=' ? { term: { [name]: value } } : { range: { [name]: { [RANGE_KEY[op]!]: value } } };
+  }, context);
+}
+
+function timestampComparison(op: Operator, bound: string): PushedPredicate | undefined {
+  if (op === '!=') return { query: { bool: { must_not: [{ term: { timestamp: bound } }] } }, exact: true };
+  if (op === '=') return { query: { term: { timestamp: bound } }, exact: true };
+  return { query: { range: { timestamp: { [RANGE_KEY[op]!]: bound } } }, exact: true };
+}
+
+function stringMatch(target: Expr, patternExpr: Expr, kind: 'like' | 'regexp' | 'prefix', context: PredicateContext): PushedPredicate | undefined {
+  const field = fieldOf(target, context);
+  const pattern = literal(patternExpr);
+  if (!field || typeof pattern !== 'string') return undefined;
+  let leaf: (name: string) => Query;
+  if (kind === 'regexp') {
+    let lucene: string;
+    try {
+      lucene = luceneRegexpForContains(pattern, 'sql');
+    } catch {
+      // a construct Lucene cannot express: the engine evaluates it, the store does not filter
+      return undefined;
+    }
+    leaf = (name) => ({ regexp: { [name]: { value: lucene, flags: 'NONE', max_determinized_states: 100_000 } } });
+  } else if (kind === 'prefix') {
+    leaf = (name) => ({ prefix: { [name]: { value: pattern } } });
+  } else {
+    const wildcard = likeToWildcard(pattern);
+    leaf = (name) => ({ wildcard: { [name]: { value: wildcard } } });
+  }
+  return onField(field, (name, type) => (type === 'keyword' ? leaf(name) : undefined), context);
+}
+
+/** SQL LIKE (% any run, _ one character, backslash escapes) as an Elasticsearch wildcard pattern. */
+export function likeToWildcard(pattern: string): string {
+  let out = '';
+  for (let i = 0; i < pattern.length; i += 1) {
+    const c = pattern[i]!;
+    if (c === '\\' && i + 1 < pattern.length) {
+      out += escapeWildcardChar(pattern[++i]!);
+    } else if (c === '%') out += '*';
+    else if (c === '_') out += '?';
+    else out += escapeWildcardChar(c);
+  }
+  return out;
+}
+
+function escapeWildcardChar(c: string): string {
+  return c === '*' || c === '?' || c === '\\' ? `\\${c}` : c;
+}
+
+/**
+ * Applies a leaf filter to the store field(s) behind a reference: the keyword of event_message, a
+ * metadata path (inside `nested` queries where the mapping nests it), every candidate of a bare
+ * field name. Keyword values too long to index are recorded in `_ignored` and always pass.
+ */
+function onField(
+  field: FieldReference,
+  leaf: (name: string, type: string | undefined) => Query | undefined,
+  context: PredicateContext,
+  existence = false,
+): PushedPredicate | undefined {
+  if (field.kind === 'one_of') {
+    const alternatives = field.paths
+      .filter((path) => context.catalog.typeOf(path) !== undefined)
+      .map((path) => onField({ kind: 'metadata', path }, leaf, context, existence));
+    if (alternatives.length === 0 || alternatives.some((alternative) => alternative === undefined)) return undefined;
+    return { query: { bool: { should: (alternatives as PushedPredicate[]).map((alternative) => alternative.query), minimum_should_match: 1 } }, exact: false };
+  }
+  if (field.kind === 'column') {
+    if (field.column === 'metadata' || field.column === 'timestamp') return undefined;
+    if (field.column === 'event_message') {
+      if (existence) return { query: { exists: { field: 'event_message' } }, exact: true };
+      const query = leaf('event_message.keyword', 'keyword');
+      return query ? withIgnored(query, 'event_message.keyword') : undefined;
+    }
+    const query = leaf(field.column, 'keyword');
+    return query ? { query, exact: true } : undefined;
+  }
+  const type = context.catalog.typeOf(field.path);
+  if (type === undefined || type === 'conflict' || type === 'text') return undefined;
+  const query = existence ? (type === 'object' || type === 'nested' ? undefined : { exists: { field: field.path } }) : leaf(field.path, type);
+  if (!query) return undefined;
+  const wrapped = nestedWrap(field.path, existence || type !== 'keyword' ? query : withIgnored(query, field.path).query, context.catalog);
+  return { query: wrapped, exact: false };
+}
+
+function withIgnored(query: Query, field: string): PushedPredicate {
+  return { query: { bool: { should: [query, { term: { _ignored: field } }], minimum_should_match: 1 } }, exact: false };
+}
+
+/** Wraps a query on `path` in one `nested` query per nested ancestor, innermost first. */
+function nestedWrap(path: string, query: Query, catalog: FieldCatalog): Query {
+  const parts = path.split('.');
+  let wrapped = query;
+  for (let length = parts.length - 1; length > 0; length -= 1) {
+    const prefix = parts.slice(0, length).join('.');
+    if (catalog.typeOf(prefix) === 'nested') wrapped = { nested: { path: prefix, query: wrapped } };
+  }
+  return wrapped;
+}
+
+function fieldOf(expr: Expr, context: PredicateContext): FieldReference | undefined {
+  if (expr.kind === 'identifier') return context.scope.resolve(expr.path);
+  // a cast to the type the field already has compares the same way in the store
+  if (expr.kind === 'cast' && !expr.safe && (expr.type === 'INT64' || expr.type === 'FLOAT64')) {
+    const inner = fieldOf(expr.expr, context);
+    if (inner?.kind === 'metadata' && NUMERIC_FIELD_TYPES.has(context.catalog.typeOf(inner.path) ?? '')) return inner;
+  }
+  return undefined;
+}
+
+function literal(expr: Expr): string | number | boolean | undefined {
+  if (expr.kind === 'string') return expr.value;
+  if (expr.kind === 'boolean') return expr.value;
+  if (expr.kind === 'number') {
+    const value = Number(expr.text);
+    return Number.isFinite(value) && (Number.isSafeInteger(value) || !/^-?\d+$/.test(expr.text)) ? value : undefined;
+  }
+  if (expr.kind === 'unary' && expr.operator === '-' && expr.operand.kind === 'number') {
+    const value = literal(expr.operand);
+    return typeof value === 'number' ? -value : undefined;
+  }
+  return undefined;
+}
+
+const INTERVAL_MS: Partial<Record<string, number>> = { millisecond: 1, second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+
+/** A constant timestamp expression (ISO text, current_timestamp() plus or minus an interval) in the stored nine-digit form. */
+export function timestampConstant(expr: Expr, now: number): string | undefined {
+  if (expr.kind === 'string' || (expr.kind === 'typed_literal' && expr.type === 'TIMESTAMP')) {
+    const bound = isoToNanosText(expr.value.trim().replace(' ', 'T').replace(/\s*UTC$/i, 'Z').replace(/\+00$/, 'Z'));
+    return bound === undefined ? undefined : clampToDateNanos(bound);
+  }
+  if (expr.kind === 'cast' && expr.type === 'TIMESTAMP') return timestampConstant(expr.expr, now);
+  if (expr.kind !== 'call' || expr.over) return undefined;
+  if (expr.name === 'current_timestamp' && expr.args.length === 0) return nanosTextFromMillis(now);
+  if ((expr.name === 'timestamp_sub' || expr.name === 'timestamp_add') && expr.args.length === 2) {
+    const base = timestampConstant(expr.args[0]!, now);
+    const interval = expr.args[1]!;
+    if (base === undefined || interval.kind !== 'interval' || interval.value.kind !== 'number') return undefined;
+    const unitMs = INTERVAL_MS[interval.unit];
+    const amount = Number(interval.value.text);
+    if (unitMs === undefined || !Number.isInteger(amount) || !base.endsWith('000000Z')) return undefined;
+    const millis = Date.parse(base.slice(0, 23) + 'Z') + (expr.name === 'timestamp_sub' ? -1 : 1) * amount * unitMs;
+    return Number.isFinite(millis) ? clampToDateNanos(nanosTextFromMillis(millis)) : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * A condition in SQL's three-valued logic as two filters: the events on which it is TRUE and those
+ * on which it is FALSE (the rest are NULL). Exact for events whose record arrays hold at most one
+ * element and whose values were all indexed (the aggregation pushdown checks both); `paths` are
+ * the metadata paths it reads, which must not be multi-valued either.
+ */
+export interface Truth {
+  whenTrue: Query;
+  whenFalse: Query;
+  paths: string[];
+}
+
+const MATCH_ALL: Query = { match_all: {} };
+const MATCH_NONE: Query = { match_none: {} };
+
+function not(query: Query): Query {
+  return { bool: { must_not: [query] } };
+}
+
+export function truthOf(expr: Expr, context: PredicateContext): Truth | undefined {
+  switch (expr.kind) {
+    case 'boolean':
+      return { whenTrue: expr.value ? MATCH_ALL : MATCH_NONE, whenFalse: expr.value ? MATCH_NONE : MATCH_ALL, paths: [] };
+    case 'binary': {
+      if (expr.operator === 'and' || expr.operator === 'or') {
+        const left = truthOf(expr.left, context);
+        const right = truthOf(expr.right, context);
+        if (!left || !right) return undefined;
+        const all = (queries: Query[]): Query => ({ bool: { filter: queries } });
+        const any = (queries: Query[]): Query => ({ bool: { should: queries, minimum_should_match: 1 } });
+        const paths = [...left.paths, ...right.paths];
+        return expr.operator === 'and'
+          ? { whenTrue: all([left.whenTrue, right.whenTrue]), whenFalse: any([left.whenFalse, right.whenFalse]), paths }
+          : { whenTrue: any([left.whenTrue, right.whenTrue]), whenFalse: all([left.whenFalse, right.whenFalse]), paths };
+      }
+      return leafTruth(expr.operator, expr.left, expr.right, context);
+    }
+    case 'unary': {
+      if (expr.operator !== 'not') return undefined;
+      const inner = truthOf(expr.operand, context);
+      return inner && { whenTrue: inner.whenFalse, whenFalse: inner.whenTrue, paths: inner.paths };
+    }
+    case 'between': {
+      const range = truthOf(
+        { kind: 'binary', operator: 'and', left: { kind: 'binary', operator: '>=', left: expr.expr, right: expr.low }, right: { kind: 'binary', operator: '<=', left: expr.expr, right: expr.high } },
+        context,
+      );
+      return range && expr.negated ? { whenTrue: range.whenFalse, whenFalse: range.whenTrue, paths: range.paths } : range;
+    }
+    case 'in_list': {
+      if (expr.list.length === 0) return undefined;
+      const alternatives = expr.list
+        .map((element): Expr => ({ kind: 'binary', operator: '=', left: expr.expr, right: element }))
+        .reduce((left, right): Expr => ({ kind: 'binary', operator: 'or', left, right }));
+      const truth = truthOf(alternatives, context);
+      return truth && expr.negated ? { whenTrue: truth.whenFalse, whenFalse: truth.whenTrue, paths: truth.paths } : truth;
+    }
+    case 'is': {
+      if (expr.test !== 'null') return undefined;
+      const field = exactField(expr.expr, context);
+      if (!field) return undefined;
+      const exists = field.exists;
+      return expr.negated ? { whenTrue: exists, whenFalse: not(exists), paths: field.paths } : { whenTrue: not(exists), whenFalse: exists, paths: field.paths };
+    }
+    case 'like': {
+      const match = stringMatch(expr.expr, expr.pattern, 'like', context);
+      return match && stringTruth(expr.expr, match, expr.negated, context);
+    }
+    case 'call': {
+      if (expr.over || expr.args.length !== 2 || (expr.name !== 'regexp_contains' && expr.name !== 'starts_with')) return undefined;
+      const match = stringMatch(expr.args[0]!, expr.args[1]!, expr.name === 'regexp_contains' ? 'regexp' : 'prefix', context);
+      return match && stringTruth(expr.args[0]!, match, false, context);
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** A pattern match's truth: the superset filter without its `_ignored` escape hatch, FALSE where the field has another value. */
+function stringTruth(target: Expr, match: PushedPredicate, negated: boolean, context: PredicateContext): Truth | undefined {
+  const field = exactField(target, context);
+  if (!field) return undefined;
+  const whenTrue = withoutIgnored(match.query);
+  const whenFalse: Query = { bool: { filter: [field.exists], must_not: [whenTrue] } };
+  return negated ? { whenTrue: whenFalse, whenFalse: whenTrue, paths: field.paths } : { whenTrue, whenFalse, paths: field.paths };
+}
+
+function withoutIgnored(query: Query): Query {
+  const should = query.bool?.should;
+  if (Array.isArray(should) && should.length === 2 && JSON.stringify(should[1]).startsWith('{"term":{"_ignored"')) return should[0]!;
+  if (query.nested) return { nested: { ...query.nested, query: withoutIgnored(query.nested.query) } };
+  return query;
+}
+
+/** The exists filter of a single-valued field (a column, or a metadata path through unnests). */
+function exactField(expr: Expr, context: PredicateContext): { exists: Query; paths: string[] } | undefined {
+  const field = fieldOf(expr, context);
+  if (!field || field.kind === 'one_of') return undefined;
+  if (field.kind === 'column') {
+    if (field.column === 'metadata') return undefined;
+    return { exists: ALWAYS_PRESENT.has(field.column) ? MATCH_ALL : { exists: { field: field.column } }, paths: [] };
+  }
+  const type = context.catalog.typeOf(field.path);
+  if (type === undefined || type === 'object' || type === 'nested' || type === 'conflict' || type === 'text') return undefined;
+  return { exists: nestedWrap(field.path, { exists: { field: field.path } }, context.catalog), paths: [field.path] };
+}
+
+function leafTruth(operator: string, left: Expr, right: Expr, context: PredicateContext): Truth | undefined {
+  if (!(operator in FLIPPED)) return undefined;
+  const fieldSide = exactField(left, context) ? left : exactField(right, context) ? right : undefined;
+  if (!fieldSide) return undefined;
+  const field = exactField(fieldSide, context)!;
+  const equal = operator === '!=' ? comparison('=', left, right, context) : comparison(operator, left, right, context);
+  if (!equal) return undefined;
+  const positive = withoutIgnored(equal.query);
+  const other: Query = { bool: { filter: [field.exists], must_not: [positive] } };
+  return operator === '!=' ? { whenTrue: other, whenFalse: positive, paths: field.paths } : { whenTrue: positive, whenFalse: other, paths: field.paths };
+}

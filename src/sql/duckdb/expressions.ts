@@ -1,0 +1,542 @@
+/**
+ * Expressions: each is resolved and typed with BigQuery's rules, then printed as DuckDB text that
+ * computes the same value (or fails where BigQuery fails).
+ */
+import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
+import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../syntax.ts';
+import type { SqlType } from '../types.ts';
+import { translateCall } from './functions.ts';
+import {
+  dateLiteral,
+  datetimeLiteral,
+  float64Literal,
+  int64Literal,
+  parseTimestampText,
+  quoteIdentifier,
+  quoteString,
+  timestampLiteral,
+} from './literals.ts';
+import { accessField, sameName, type ColumnShape, type Scope, type Typed } from './scope.ts';
+import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, isNumeric, isOrderable, typeName } from './types.ts';
+
+/** A select-list column, as GROUP BY, HAVING, QUALIFY and ORDER BY may name it. */
+export interface SelectColumn extends ColumnShape {
+  sql: string;
+  /** The item contains an aggregate (GROUP BY may not name it). */
+  aggregate: boolean;
+}
+
+export interface QueryResult {
+  sql: string;
+  columns: ColumnShape[];
+}
+
+/** What an expression may see and contain where it stands. */
+export interface ExprContext {
+  scope: Scope;
+  /** Translates a subquery whose FROM clause sees `scope` as its outer scope. */
+  subquery(query: Query, outer: Scope): QueryResult;
+  parameters: Record<string, string | undefined>;
+  now: number;
+  /** Where the expression stands, for messages ("WHERE", "GROUP BY"). */
+  clause: string;
+  aggregates: boolean;
+  windows: boolean;
+  /** Select-list aliases visible here (GROUP BY, HAVING, QUALIFY, ORDER BY), preferred to FROM names. */
+  aliases?: SelectColumn[];
+  /** Set when an aggregate or window function was translated. */
+  seen: { aggregate: boolean };
+}
+
+/**
+ * Some BigQuery semantics need a value twice in DuckDB (a NULL test and the value, a range test and
+ * the element), so nesting such forms grows the text geometrically. A query whose translation
+ * passes this size is refused rather than printed.
+ */
+export const MAX_EXPRESSION_SQL = 1_000_000;
+
+export function translateExpr(expr: Expr, ctx: ExprContext): Typed {
+  const value = translateNode(expr, ctx);
+  if (value.sql.length > MAX_EXPRESSION_SQL) {
+    throw new SandboxViolation(`an expression is too deeply nested to run (its translation passes ${MAX_EXPRESSION_SQL} characters)`, expr.position);
+  }
+  return value;
+}
+
+function translateNode(expr: Expr, ctx: ExprContext): Typed {
+  switch (expr.kind) {
+    case 'identifier': {
+      const alias = ctx.aliases && expr.path.length === 1 ? findAlias(ctx.aliases, expr.path[0]!, expr.position) : undefined;
+      return alias ? { sql: alias.sql, type: alias.type } : ctx.scope.resolve(expr.path, expr.position);
+    }
+    case 'string':
+      return { sql: quoteString(expr.value, expr.position), type: STRING, stringLiteral: expr.value };
+    case 'number': {
+      const int = int64Literal(expr.text, expr.position);
+      return int ? { sql: int, type: INT64 } : { sql: float64Literal(expr.text, expr.position), type: FLOAT64 };
+    }
+    case 'boolean':
+      return { sql: expr.value ? 'TRUE' : 'FALSE', type: BOOL };
+    case 'null':
+      return { sql: 'NULL', type: UNKNOWN };
+    case 'typed_literal':
+      return typedLiteral(expr.type, expr.value, expr.position);
+    case 'parameter': {
+      const value = Object.entries(ctx.parameters).find(([name]) => sameName(name, expr.name))?.[1];
+      if (value === undefined) throw new InvalidQuery(`query parameter @${expr.name} has no value; send it with the request`, expr.position);
+      return { sql: quoteString(value, expr.position), type: STRING, stringLiteral: value };
+    }
+    case 'interval':
+      throw new InvalidQuery(`an INTERVAL may only be an argument of TIMESTAMP_ADD, TIMESTAMP_SUB, DATE_ADD or DATE_SUB, or added to a timestamp`, expr.position);
+    case 'date_part':
+      throw new InvalidQuery(`date part ${expr.part.toUpperCase()} may only be an argument of a date function`, expr.position);
+    case 'unary':
+      return unary(expr, ctx);
+    case 'binary':
+      return binary(expr, ctx);
+    case 'like': {
+      const value = expect(translateExpr(expr.expr, ctx), ['string'], 'LIKE', expr.position);
+      const pattern = expect(translateExpr(expr.pattern, ctx), ['string'], 'LIKE', expr.position);
+      // BigQuery escapes % and _ with a backslash; DuckDB's LIKE has no escape character unless told
+      return { sql: `(${value.sql} ${expr.negated ? 'NOT LIKE' : 'LIKE'} ${pattern.sql} ESCAPE '\\')`, type: BOOL };
+    }
+    case 'between': {
+      const value = translateExpr(expr.expr, ctx);
+      const low = comparable(value, translateExpr(expr.low, ctx), 'BETWEEN', expr.position);
+      const high = comparable(value, translateExpr(expr.high, ctx), 'BETWEEN', expr.position);
+      return { sql: `(${value.sql} ${expr.negated ? 'NOT BETWEEN' : 'BETWEEN'} ${low.sql} AND ${high.sql})`, type: BOOL };
+    }
+    case 'in_list': {
+      const value = translateExpr(expr.expr, ctx);
+      const list = expr.list.map((item) => comparable(value, translateExpr(item, ctx), 'IN', expr.position).sql);
+      return { sql: `(${value.sql} ${expr.negated ? 'NOT IN' : 'IN'} (${list.join(', ')}))`, type: BOOL };
+    }
+    case 'in_subquery': {
+      const value = translateExpr(expr.expr, ctx);
+      const sub = singleColumn(ctx.subquery(expr.query, ctx.scope), 'IN subquery', expr.position);
+      comparable(value, { sql: '', type: sub.type }, 'IN', expr.position);
+      return { sql: `(${value.sql} ${expr.negated ? 'NOT IN' : 'IN'} (${sub.sql}))`, type: BOOL };
+    }
+    case 'in_unnest': {
+      const value = translateExpr(expr.expr, ctx);
+      const array = translateExpr(expr.array, ctx);
+      if (array.type.kind !== 'array') throw new InvalidQuery(`IN UNNEST needs an array, got ${typeName(array.type)}`, expr.position);
+      comparable(value, { sql: '', type: array.type.element }, 'IN UNNEST', expr.position);
+      // a subquery keeps SQL's three-valued IN (NULL when not found and the array holds a NULL)
+      return { sql: `(${value.sql} ${expr.negated ? 'NOT IN' : 'IN'} (SELECT unnest(${array.sql})))`, type: BOOL };
+    }
+    case 'is': {
+      const value = translateExpr(expr.expr, ctx);
+      if (expr.test !== 'null') expect(value, ['bool'], `IS ${expr.test.toUpperCase()}`, expr.position);
+      return { sql: `(${value.sql} IS ${expr.negated ? 'NOT ' : ''}${expr.test.toUpperCase()})`, type: BOOL };
+    }
+    case 'call':
+      return translateCall(expr, ctx);
+    case 'cast':
+      return castValue(translateExpr(expr.expr, ctx), expr.type, expr.safe, expr.position);
+    case 'case':
+      return caseExpr(expr, ctx);
+    case 'extract':
+      return extract(expr.part, translateExpr(expr.expr, ctx), expr.position);
+    case 'subscript':
+      return subscript(expr, ctx);
+    case 'field':
+      return accessField(translateExpr(expr.expr, ctx), expr.field, expr.position);
+    case 'struct': {
+      const fields = expr.fields.map((field) => {
+        const name = field.name ?? implicitName(field.expr);
+        if (name === undefined) throw new InvalidQuery(`STRUCT fields need names here: write \`expr AS name\``, expr.position);
+        return { name, value: translateExpr(field.expr, ctx) };
+      });
+      if (fields.length === 0) throw new InvalidQuery(`an empty STRUCT() is not supported`, expr.position);
+      return {
+        sql: `struct_pack(${fields.map((f) => `${quoteIdentifier(f.name)} := ${f.value.sql}`).join(', ')})`,
+        type: { kind: 'struct', fields: fields.map((f) => ({ name: f.name, type: f.value.type })) },
+      };
+    }
+    case 'array': {
+      const elements = expr.elements.map((e) => translateExpr(e, ctx));
+      const element = elements.reduce<SqlType | undefined>((type, e) => type && commonType(type, e.type), UNKNOWN);
+      if (!element) throw new InvalidQuery(`array elements have no common type`, expr.position);
+      if (element.kind === 'array') throw new InvalidQuery(`BigQuery has no arrays of arrays`, expr.position);
+      return { sql: `[${elements.map((e) => e.sql).join(', ')}]`, type: { kind: 'array', element } };
+    }
+    case 'array_subquery': {
+      const sub = singleColumn(ctx.subquery(expr.query, ctx.scope), 'ARRAY subquery', expr.position);
+      return { sql: `ARRAY(${sub.sql})`, type: { kind: 'array', element: sub.type } };
+    }
+    case 'subquery': {
+      const sub = singleColumn(ctx.subquery(expr.query, ctx.scope), 'scalar subquery', expr.position);
+      return { sql: `(${sub.sql})`, type: sub.type };
+    }
+    case 'exists': {
+      const sub = ctx.subquery(expr.query, ctx.scope);
+      return { sql: `(${expr.negated ? 'NOT ' : ''}EXISTS (${sub.sql}))`, type: BOOL };
+    }
+  }
+}
+
+/** BigQuery's implicit name of a select item or struct field: the last identifier of a path. */
+export function implicitName(expr: Expr): string | undefined {
+  if (expr.kind === 'identifier') return expr.path[expr.path.length - 1];
+  if (expr.kind === 'field') return expr.field;
+  return undefined;
+}
+
+function findAlias(aliases: SelectColumn[], name: string, position?: QueryPosition): SelectColumn | undefined {
+  const matches = aliases.filter((c) => !c.anonymous && sameName(c.name, name));
+  if (matches.length > 1) throw new InvalidQuery(`${name} is ambiguous: the select list has more than one column of that name`, position);
+  return matches[0];
+}
+
+function singleColumn(result: QueryResult, what: string, position?: QueryPosition): Typed {
+  if (result.columns.length !== 1) throw new InvalidQuery(`a ${what} must return exactly one column, this one returns ${result.columns.length}`, position);
+  return { sql: result.sql, type: result.columns[0]!.type };
+}
+
+export function expect(value: Typed, kinds: SqlType['kind'][], where: string, position?: QueryPosition): Typed {
+  if (value.type.kind === 'unknown' || kinds.includes(value.type.kind)) return value;
+  throw new InvalidQuery(`${where} expects ${kinds.map((k) => k.toUpperCase()).join(' or ')}, got ${typeName(value.type)}`, position);
+}
+
+/**
+ * `other` made comparable with `value`: a string literal or parameter compared with a timestamp,
+ * datetime or date is read as one (BigQuery's literal coercion); other type mismatches are errors.
+ */
+export function comparable(value: Typed, other: Typed, operator: string, position?: QueryPosition): Typed {
+  const literal = other.stringLiteral !== undefined ? coerceLiteral(other.stringLiteral, value.type, position) : undefined;
+  if (literal) return literal;
+  if (value.stringLiteral !== undefined && coerceLiteral(value.stringLiteral, other.type, position)) return other;
+  if (!commonType(value.type, other.type) || !isOrderable(value.type)) {
+    throw new InvalidQuery(`No matching signature for operator ${operator} for argument types ${typeName(value.type)}, ${typeName(other.type)}`, position);
+  }
+  return other;
+}
+
+/** Both sides of a comparison, each coerced to the other's type when it is a literal. */
+function comparePair(left: Typed, right: Typed, operator: string, position?: QueryPosition): [Typed, Typed] {
+  if (left.stringLiteral !== undefined && right.stringLiteral === undefined) {
+    return [comparable(right, left, operator, position), right];
+  }
+  return [left, comparable(left, right, operator, position)];
+}
+
+function coerceLiteral(text: string, type: SqlType, position?: QueryPosition): Typed | undefined {
+  if (type.kind === 'timestamp') {
+    const micros = parseTimestampText(text);
+    if (micros === undefined) throw new InvalidQuery(`Could not cast literal ${JSON.stringify(text)} to type TIMESTAMP`, position);
+    return { sql: timestampLiteral(micros), type: TIMESTAMP };
+  }
+  if (type.kind === 'datetime') return { sql: datetimeLiteral(text, position), type: DATETIME };
+  if (type.kind === 'date') return { sql: dateLiteral(text, position), type: DATE };
+  return undefined;
+}
+
+function typedLiteral(type: Extract<Expr, { kind: 'typed_literal' }>['type'], value: string, position?: QueryPosition): Typed {
+  switch (type) {
+    case 'TIMESTAMP':
+      return coerceLiteral(value, TIMESTAMP, position)!;
+    case 'DATETIME':
+      return { sql: datetimeLiteral(value, position), type: DATETIME };
+    case 'DATE':
+      return { sql: dateLiteral(value, position), type: DATE };
+    case 'NUMERIC':
+      if (!/^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$/.test(value)) throw new InvalidQuery(`invalid NUMERIC literal ${JSON.stringify(value)}`, position);
+      return { sql: `CAST(${quoteString(value.trim())} AS DECIMAL(38,9))`, type: { kind: 'numeric' } };
+    case 'JSON':
+      try {
+        JSON.parse(value);
+      } catch {
+        throw new InvalidQuery(`invalid JSON literal ${JSON.stringify(value)}`, position);
+      }
+      return { sql: `CAST(${quoteString(value)} AS JSON)`, type: { kind: 'json' } };
+    default:
+      throw new SandboxViolation(`${type} literals are not supported`, position);
+  }
+}
+
+function unary(expr: Extract<Expr, { kind: 'unary' }>, ctx: ExprContext): Typed {
+  const operand = translateExpr(expr.operand, ctx);
+  switch (expr.operator) {
+    case 'not':
+      return { sql: `(NOT ${expect(operand, ['bool'], 'NOT', expr.position).sql})`, type: BOOL };
+    case '-':
+      if (!isNumeric(operand.type)) expect(operand, ['int64', 'float64', 'numeric'], 'unary -', expr.position);
+      return { sql: `(- ${operand.sql})`, type: operand.type };
+    case '+':
+      if (!isNumeric(operand.type)) expect(operand, ['int64', 'float64', 'numeric'], 'unary +', expr.position);
+      return operand;
+    case '~':
+      return { sql: `(~ ${expect(operand, ['int64'], '~', expr.position).sql})`, type: INT64 };
+  }
+}
+
+const COMPARISONS = { '=': '=', '!=': '<>', '<': '<', '<=': '<=', '>': '>', '>=': '>=' } as const;
+const BITWISE = { '&': '&', '|': '|', '<<': '<<', '>>': '>>' } as const;
+
+function binary(expr: Extract<Expr, { kind: 'binary' }>, ctx: ExprContext): Typed {
+  const { operator, position } = expr;
+  if ((operator === '+' || operator === '-') && (expr.right.kind === 'interval' || expr.left.kind === 'interval')) {
+    const [timestamp, interval] = expr.right.kind === 'interval' ? [expr.left, expr.right] : [expr.right, expr.left];
+    if (interval.kind !== 'interval' || (operator === '-' && expr.left.kind === 'interval')) {
+      throw new InvalidQuery(`cannot subtract a timestamp from an INTERVAL`, position);
+    }
+    return addInterval(translateExpr(timestamp, ctx), interval, operator === '-', ctx);
+  }
+  const left = translateExpr(expr.left, ctx);
+  const right = translateExpr(expr.right, ctx);
+  if (operator === 'and' || operator === 'or') {
+    expect(left, ['bool'], operator.toUpperCase(), position);
+    expect(right, ['bool'], operator.toUpperCase(), position);
+    return { sql: `(${left.sql} ${operator.toUpperCase()} ${right.sql})`, type: BOOL };
+  }
+  if (operator in COMPARISONS) {
+    const [l, r] = comparePair(left, right, operator, position);
+    return { sql: `(${l.sql} ${COMPARISONS[operator as keyof typeof COMPARISONS]} ${r.sql})`, type: BOOL };
+  }
+  if (operator === '||') {
+    expect(left, ['string'], '||', position);
+    expect(right, ['string'], '||', position);
+    return { sql: `(${left.sql} || ${right.sql})`, type: STRING };
+  }
+  if (operator === '%') throw new InvalidQuery(`BigQuery has no % operator; use MOD(a, b)`, position);
+  if (operator in BITWISE || operator === '^') {
+    expect(left, ['int64'], operator, position);
+    expect(right, ['int64'], operator, position);
+    return { sql: operator === '^' ? `xor(${left.sql}, ${right.sql})` : `(${left.sql} ${BITWISE[operator as keyof typeof BITWISE]} ${right.sql})`, type: INT64 };
+  }
+  const numericLeft = expect(left, ['int64', 'float64', 'numeric'], `operator ${operator}`, position);
+  const numericRight = expect(right, ['int64', 'float64', 'numeric'], `operator ${operator}`, position);
+  return arithmetic(operator as '+' | '-' | '*' | '/', numericLeft, numericRight, position);
+}
+
+/** + - * keep INT64 (DuckDB's BIGINT overflow is an error, as in BigQuery); / is always FLOAT64 and fails on zero. */
+function arithmetic(operator: '+' | '-' | '*' | '/', left: Typed, right: Typed, position?: QueryPosition): Typed {
+  const type = commonType(left.type, right.type)!;
+  if (operator !== '/') return { sql: `(${left.sql} ${operator} ${right.sql})`, type: type.kind === 'unknown' ? INT64 : type };
+  if (type.kind === 'numeric') throw new SandboxViolation(`division of NUMERIC values is not supported`, position);
+  const divisor = `CAST(${right.sql} AS DOUBLE)`;
+  return {
+    sql: `(CASE WHEN ${divisor} = 0 THEN error('division by zero') ELSE CAST(${left.sql} AS DOUBLE) / ${divisor} END)`,
+    type: FLOAT64,
+  };
+}
+
+/** DuckDB interval constructors per unit; QUARTER is three months. */
+const INTERVALS: Partial<Record<string, (n: string) => string>> = {
+  microsecond: (n) => `to_microseconds(${n})`,
+  millisecond: (n) => `to_milliseconds(${n})`,
+  second: (n) => `to_seconds(${n})`,
+  minute: (n) => `to_minutes(${n})`,
+  hour: (n) => `to_hours(${n})`,
+  day: (n) => `to_days(${n})`,
+  week: (n) => `to_days(${n} * 7)`,
+  month: (n) => `to_months(${n})`,
+  quarter: (n) => `to_months(${n} * 3)`,
+  year: (n) => `to_years(${n})`,
+};
+
+/** The units BigQuery allows per type: a TIMESTAMP only up to DAY, a DATE only from DAY. */
+const INTERVAL_UNITS: Partial<Record<SqlType['kind'], string[]>> = {
+  timestamp: ['microsecond', 'millisecond', 'second', 'minute', 'hour', 'day'],
+  datetime: ['microsecond', 'millisecond', 'second', 'minute', 'hour', 'day', 'week', 'month', 'quarter', 'year'],
+  date: ['day', 'week', 'month', 'quarter', 'year'],
+};
+
+/**
+ * `value ± interval n unit` (TIMESTAMP_ADD, DATE_SUB, `ts + interval 1 hour`). Adding months clamps
+ * to the end of the month in both engines (Jan 31 + 1 month = Feb 29 in 2024).
+ */
+export function addInterval(value: Typed, interval: Extract<Expr, { kind: 'interval' }>, subtract: boolean, ctx: ExprContext): Typed {
+  expect(value, ['timestamp', 'datetime', 'date'], 'INTERVAL arithmetic', interval.position);
+  const amount = expect(translateExpr(interval.value, ctx), ['int64'], 'INTERVAL', interval.position);
+  const type = value.type.kind === 'unknown' ? TIMESTAMP : value.type;
+  const make = Object.hasOwn(INTERVALS, interval.unit) ? INTERVALS[interval.unit] : undefined;
+  if (!make || !INTERVAL_UNITS[type.kind]?.includes(interval.unit)) {
+    throw new InvalidQuery(`INTERVAL unit ${interval.unit.toUpperCase()} is not supported for ${typeName(type)}`, interval.position);
+  }
+  const sql = `(${value.sql} ${subtract ? '-' : '+'} ${make(amount.sql)})`;
+  // DuckDB's DATE + INTERVAL is a TIMESTAMP
+  return { sql: type.kind === 'date' ? `CAST(${sql} AS DATE)` : sql, type };
+}
+
+function caseExpr(expr: Extract<Expr, { kind: 'case' }>, ctx: ExprContext): Typed {
+  const operand = expr.operand && translateExpr(expr.operand, ctx);
+  const whens = expr.whens.map(({ when, then }) => {
+    const condition = operand
+      ? comparable(operand, translateExpr(when, ctx), 'CASE', expr.position)
+      : expect(translateExpr(when, ctx), ['bool'], 'CASE WHEN', expr.position);
+    return { condition, result: translateExpr(then, ctx) };
+  });
+  const otherwise = expr.else && translateExpr(expr.else, ctx);
+  const results = [...whens.map((w) => w.result), ...(otherwise ? [otherwise] : [])];
+  const type = unifyTypes(results, 'CASE', expr.position);
+  const branches = whens.map((w) => `WHEN ${w.condition.sql} THEN ${w.result.sql}`).join(' ');
+  return { sql: `(CASE ${operand ? `${operand.sql} ` : ''}${branches}${otherwise ? ` ELSE ${otherwise.sql}` : ''} END)`, type };
+}
+
+/** The common type of several results (CASE branches, IF, COALESCE), an error when there is none. */
+export function unifyTypes(values: Typed[], where: string, position?: QueryPosition): SqlType {
+  let type: SqlType = UNKNOWN;
+  for (const value of values) {
+    const next = commonType(type, value.type);
+    if (!next) throw new InvalidQuery(`${where} has results of types ${typeName(type)} and ${typeName(value.type)}, which have no common type`, position);
+    type = next;
+  }
+  return type;
+}
+
+/** `CASE WHEN ok THEN value ELSE error(...)/NULL END`: BigQuery's error, or NULL for the SAFE_ forms. */
+function orFail(test: string, value: string, message: string, safe: boolean): string {
+  return `(CASE WHEN ${test} THEN ${value} ELSE ${safe ? 'NULL' : `error(${message})`} END)`;
+}
+
+export function castValue(value: Typed, target: CastType, safe: boolean, position?: QueryPosition): Typed {
+  const from = value.type.kind;
+  const cast = safe ? 'TRY_CAST' : 'CAST';
+  const refuse = (): never => {
+    throw new InvalidQuery(`Invalid cast from ${typeName(value.type)} to ${target}`, position);
+  };
+  const notNull = `${value.sql} IS NULL`;
+  switch (target) {
+    case 'STRING': {
+      if (from === 'string' || from === 'unknown') return { sql: from === 'unknown' ? 'CAST(NULL AS VARCHAR)' : value.sql, type: STRING };
+      if (from === 'int64' || from === 'bool' || from === 'date') return { sql: `CAST(${value.sql} AS VARCHAR)`, type: STRING };
+      // DuckDB writes a whole DOUBLE as 1.0, BigQuery as 1
+      if (from === 'float64') return { sql: `regexp_replace(CAST(${value.sql} AS VARCHAR), '\\.0$', '')`, type: STRING };
+      if (from === 'timestamp' || from === 'datetime') return { sql: civilText(value.sql, from === 'timestamp'), type: STRING };
+      return refuse();
+    }
+    case 'INT64': {
+      if (from === 'int64') return value;
+      if (from === 'unknown') return { sql: 'CAST(NULL AS BIGINT)', type: INT64 };
+      if (from === 'bool') return { sql: `CAST(${value.sql} AS BIGINT)`, type: INT64 };
+      // BigQuery rounds half away from zero (DuckDB's CAST rounds half to even); DuckDB's round() does
+      if (from === 'float64' || from === 'numeric') return { sql: `${cast}(round(${value.sql}) AS BIGINT)`, type: INT64 };
+      if (from === 'string') {
+        // BigQuery reads decimal or hex digits only: '1.5' or ' 1' are errors, which DuckDB would accept
+        const wellFormed = `(${notNull} OR regexp_full_match(${value.sql}, '[+-]?([0-9]+|0[xX][0-9a-fA-F]+)'))`;
+        return { sql: orFail(wellFormed, `${cast}(${value.sql} AS BIGINT)`, `'Bad int64 value: ' || ${value.sql}`, safe), type: INT64 };
+      }
+      return refuse();
+    }
+    case 'FLOAT64':
+      if (from === 'float64') return value;
+      if (['int64', 'numeric', 'string', 'unknown'].includes(from)) return { sql: `${cast}(${value.sql} AS DOUBLE)`, type: FLOAT64 };
+      return refuse();
+    case 'NUMERIC':
+      if (['int64', 'numeric', 'string', 'unknown'].includes(from)) return { sql: `${cast}(${value.sql} AS DECIMAL(38,9))`, type: { kind: 'numeric' } };
+      return refuse();
+    case 'BOOL': {
+      if (from === 'bool') return value;
+      if (from === 'int64' || from === 'unknown') return { sql: `CAST(${value.sql} AS BOOLEAN)`, type: BOOL };
+      if (from === 'string') {
+        // only 'true' and 'false' (any case); DuckDB would also take 'yes', '1', 't'
+        const text = `lower(${value.sql})`;
+        return { sql: orFail(`(${notNull} OR ${text} IN ('true', 'false'))`, `(${text} = 'true')`, `'Bad bool value: ' || ${value.sql}`, safe), type: BOOL };
+      }
+      return refuse();
+    }
+    case 'TIMESTAMP':
+      if (from === 'timestamp') return value;
+      if (['string', 'datetime', 'date', 'unknown'].includes(from)) return { sql: `${cast}(${value.sql} AS TIMESTAMPTZ)`, type: TIMESTAMP };
+      return refuse();
+    case 'DATETIME':
+      if (from === 'datetime') return value;
+      if (['string', 'timestamp', 'date', 'unknown'].includes(from)) return { sql: `${cast}(${value.sql} AS TIMESTAMP)`, type: DATETIME };
+      return refuse();
+    case 'DATE':
+      if (from === 'date') return value;
+      if (['string', 'timestamp', 'datetime', 'unknown'].includes(from)) return { sql: `${cast}(${value.sql} AS DATE)`, type: DATE };
+      return refuse();
+    default:
+      throw new SandboxViolation(`CAST to ${target} is not supported`, position);
+  }
+}
+
+/**
+ * BigQuery's text of a TIMESTAMP (`2024-01-01 00:00:00.123+00`) or DATETIME (no zone): the
+ * fraction is written with 0, 3 or 6 digits, the fewest that keep it exact.
+ */
+function civilText(value: string, withZone: boolean): string {
+  const utc = withZone ? `CAST(${value} AS TIMESTAMP)` : value;
+  const micros = `(microsecond(${utc}) % 1000000)`;
+  const fraction = `(CASE WHEN ${micros} = 0 THEN '' WHEN ${micros} % 1000 = 0 THEN strftime(${utc}, '.%g') ELSE strftime(${utc}, '.%f') END)`;
+  return `(strftime(${utc}, '%Y-%m-%d %H:%M:%S') || ${fraction}${withZone ? ` || '+00'` : ''})`;
+}
+
+const EXTRACT_PARTS: Partial<Record<string, (v: string) => string>> = {
+  // DuckDB's microsecond() and millisecond() count from the start of the minute
+  microsecond: (v) => `(microsecond(${v}) % 1000000)`,
+  millisecond: (v) => `(millisecond(${v}) % 1000)`,
+  second: (v) => `second(${v})`,
+  minute: (v) => `minute(${v})`,
+  hour: (v) => `hour(${v})`,
+  day: (v) => `day(${v})`,
+  // BigQuery counts Sunday as 1, DuckDB as 0
+  dayofweek: (v) => `(dayofweek(${v}) + 1)`,
+  dayofyear: (v) => `dayofyear(${v})`,
+  // weeks starting on Sunday, days before the first Sunday in week 0 (strftime %U)
+  week: (v) => `CAST(strftime(${v}, '%U') AS BIGINT)`,
+  isoweek: (v) => `week(${v})`,
+  month: (v) => `month(${v})`,
+  quarter: (v) => `quarter(${v})`,
+  year: (v) => `year(${v})`,
+  isoyear: (v) => `isoyear(${v})`,
+};
+
+export function extract(part: string, value: Typed, position?: QueryPosition): Typed {
+  expect(value, ['timestamp', 'datetime', 'date'], `EXTRACT(${part.toUpperCase()})`, position);
+  const civil = value.type.kind === 'timestamp' ? `CAST(${value.sql} AS TIMESTAMP)` : value.sql;
+  if (part === 'date') return { sql: `CAST(${civil} AS DATE)`, type: DATE };
+  const fn = Object.hasOwn(EXTRACT_PARTS, part) ? EXTRACT_PARTS[part] : undefined;
+  if (!fn || (value.type.kind === 'date' && ['hour', 'minute', 'second', 'millisecond', 'microsecond'].includes(part))) {
+    throw new InvalidQuery(`EXTRACT(${part.toUpperCase()} FROM ${typeName(value.type)}) is not supported`, position);
+  }
+  return { sql: `CAST(${fn(civil)} AS BIGINT)`, type: INT64 };
+}
+
+function subscript(expr: Extract<Expr, { kind: 'subscript' }>, ctx: ExprContext): Typed {
+  const array = translateExpr(expr.expr, ctx);
+  if (array.type.kind !== 'array') throw new InvalidQuery(`Array element access with [${expr.mode.toUpperCase()}] needs an array, got ${typeName(array.type)}`, expr.position);
+  const index = expect(translateExpr(expr.index, ctx), ['int64'], `[${expr.mode.toUpperCase()}]`, expr.position);
+  // DuckDB lists are 1-based, read negative indexes from the end and give NULL out of range; BigQuery's
+  // OFFSET is 0-based, ORDINAL 1-based, and out of range is an error unless SAFE_
+  const zeroBased = expr.mode === 'offset' || expr.mode === 'safe_offset';
+  const position = zeroBased ? `(${index.sql} + 1)` : index.sql;
+  const inRange = `${position} BETWEEN 1 AND len(${array.sql})`;
+  const safe = expr.mode === 'safe_offset' || expr.mode === 'safe_ordinal';
+  const message = `'Array index ' || CAST(${index.sql} AS VARCHAR) || ' is out of bounds'`;
+  const sql = `(CASE WHEN ${array.sql} IS NULL OR ${index.sql} IS NULL THEN NULL WHEN ${inRange} THEN list_extract(${array.sql}, ${position}) ELSE ${safe ? 'NULL' : `error(${message})`} END)`;
+  return { sql, type: array.type.element };
+}
+
+export function orderItemSql(sql: string, item: OrderItem): string {
+  // BigQuery puts NULLs first ascending and last descending; DuckDB's default differs, so say it
+  const nulls = item.nulls ?? (item.descending ? 'last' : 'first');
+  return `${sql} ${item.descending ? 'DESC' : 'ASC'} NULLS ${nulls.toUpperCase()}`;
+}
+
+export function windowSql(spec: WindowSpec, ctx: ExprContext): string {
+  const inner: ExprContext = { ...ctx, windows: false, clause: 'OVER' };
+  const parts: string[] = [];
+  if (spec.partitionBy.length) parts.push(`PARTITION BY ${spec.partitionBy.map((e) => translateExpr(e, inner).sql).join(', ')}`);
+  if (spec.orderBy.length) parts.push(`ORDER BY ${spec.orderBy.map((o) => orderItemSql(translateExpr(o.expr, inner).sql, o)).join(', ')}`);
+  if (spec.frame) {
+    const bound = (b: NonNullable<typeof spec.frame>['start']): string => {
+      switch (b.kind) {
+        case 'current_row': return 'CURRENT ROW';
+        case 'unbounded_preceding': return 'UNBOUNDED PRECEDING';
+        case 'unbounded_following': return 'UNBOUNDED FOLLOWING';
+        case 'preceding':
+        case 'following': {
+          const offset = expect(translateExpr(b.offset, inner), ['int64', 'float64', 'numeric'], 'window frame', undefined);
+          return `${offset.sql} ${b.kind.toUpperCase()}`;
+        }
+      }
+    };
+    const units = spec.frame.units.toUpperCase();
+    parts.push(spec.frame.end ? `${units} BETWEEN ${bound(spec.frame.start)} AND ${bound(spec.frame.end)}` : `${units} ${bound(spec.frame.start)}`);
+  }
+  return ` OVER (${parts.join(' ')})`;
+}

@@ -1,0 +1,138 @@
+/**
+ * Name resolution with BigQuery's rules. A FROM clause brings range variables into scope: tables
+ * (CTEs, derived tables), whose columns are visible bare, and unnest values, whose struct fields are
+ * visible bare too (BigQuery reads an unnested array of structs as a value table). For a path
+ * `a.b.c`: a range variable `a` first, then a column `a` of a table in scope, then a field `a` of a
+ * value in scope, innermost FROM clause first; what follows are struct field accesses.
+ */
+import { InvalidQuery, type QueryPosition } from '../../errors.ts';
+import type { SqlType } from '../types.ts';
+import { quoteIdentifier, quoteString } from './literals.ts';
+import { typeName } from './types.ts';
+
+/** A translated expression: its DuckDB text and its BigQuery type. */
+export interface Typed {
+  sql: string;
+  type: SqlType;
+  /** Set for a string literal or a parameter: BigQuery coerces those to the type they are compared with. */
+  stringLiteral?: string;
+}
+
+export interface ColumnShape {
+  name: string;
+  type: SqlType;
+  /** BigQuery's `f0_` columns: printed under that name but not resolvable by it. */
+  anonymous: boolean;
+}
+
+export type RangeVariable =
+  | {
+      kind: 'table';
+      /** What the query calls it: its alias, else the table's name; undefined for an unaliased derived table. */
+      name?: string;
+      /** The printed relation alias. */
+      relation: string;
+      columns: ColumnShape[];
+      /** Columns merged away by JOIN ... USING: visible only through the other side. */
+      hidden: Set<string>;
+    }
+  | {
+      kind: 'value';
+      name?: string;
+      relation: string;
+      column: string;
+      type: SqlType;
+    };
+
+export class Scope {
+  readonly ranges: RangeVariable[] = [];
+  constructor(readonly parent?: Scope) {}
+
+  add(range: RangeVariable, position?: QueryPosition): void {
+    if (range.name !== undefined && this.ranges.some((r) => r.name !== undefined && sameName(r.name, range.name!))) {
+      throw new InvalidQuery(`duplicate table alias ${range.name} in the same FROM clause`, position);
+    }
+    this.ranges.push(range);
+  }
+
+  /** Resolves an identifier chain to a value. */
+  resolve(path: string[], position?: QueryPosition): Typed {
+    const [head, ...rest] = path as [string, ...string[]];
+    for (let scope: Scope | undefined = this; scope; scope = scope.parent) {
+      const found = scope.resolveHead(head, rest, position);
+      if (found) return accessFields(found.value, found.rest, position);
+    }
+    throw new InvalidQuery(`Unrecognized name: ${head}`, position);
+  }
+
+  private resolveHead(head: string, rest: string[], position?: QueryPosition): { value: Typed; rest: string[] } | undefined {
+    const range = this.ranges.find((r) => r.name !== undefined && sameName(r.name, head));
+    if (range?.kind === 'value') return { value: valueOf(range), rest };
+    if (range?.kind === 'table') {
+      const [columnName, ...fields] = rest;
+      if (columnName === undefined) throw new InvalidQuery(`${head} is a table; name one of its columns (${head}.column)`, position);
+      const matches = visibleColumns(range).filter((c) => sameName(c.name, columnName));
+      if (matches.length > 1) throw new InvalidQuery(`Name ${columnName} is ambiguous inside ${head}: it has two columns of that name`, position);
+      if (!matches[0]) throw new InvalidQuery(`Name ${columnName} not found inside ${head}`, position);
+      return { value: columnOf(range, matches[0]), rest: fields };
+    }
+    const columns = this.ranges.flatMap((r) =>
+      r.kind === 'table' ? visibleColumns(r).filter((c) => sameName(c.name, head)).map((c) => columnOf(r, c)) : [],
+    );
+    if (columns.length > 1) throw new InvalidQuery(`Column name ${head} is ambiguous: more than one table in FROM has it; qualify it`, position);
+    if (columns.length === 1) return { value: columns[0]!, rest };
+    const fields = this.ranges.flatMap((r) => (r.kind === 'value' && r.type.kind === 'struct' && r.type.fields.some((f) => sameName(f.name, head)) ? [r] : []));
+    if (fields.length > 1) throw new InvalidQuery(`Name ${head} is ambiguous: more than one unnested record has a field ${head}; qualify it`, position);
+    if (fields.length === 1) return { value: valueOf(fields[0]!), rest: [head, ...rest] };
+    // a bare name no table or record has, while an unnested record is in scope: a field no scanned event had
+    if (this.ranges.some((r) => r.kind === 'value' && (r.type.kind === 'struct' || r.type.kind === 'unknown'))) return { value: MISSING, rest: [] };
+    return undefined;
+  }
+
+  /** A range variable by name, innermost first (for `t.*`). */
+  findRange(name: string): RangeVariable | undefined {
+    for (let scope: Scope | undefined = this; scope; scope = scope.parent) {
+      const range = scope.ranges.find((r) => r.name !== undefined && sameName(r.name, name));
+      if (range) return range;
+    }
+    return undefined;
+  }
+}
+
+export function sameName(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase();
+}
+
+export function visibleColumns(range: Extract<RangeVariable, { kind: 'table' }>): ColumnShape[] {
+  return range.columns.filter((c) => !c.anonymous && !range.hidden.has(c.name.toLowerCase()));
+}
+
+export function columnOf(range: Extract<RangeVariable, { kind: 'table' }>, column: ColumnShape): Typed {
+  return { sql: `${quoteIdentifier(range.relation)}.${quoteIdentifier(column.name)}`, type: column.type };
+}
+
+export function valueOf(range: Extract<RangeVariable, { kind: 'value' }>): Typed {
+  return { sql: `${quoteIdentifier(range.relation)}.${quoteIdentifier(range.column)}`, type: range.type };
+}
+
+/**
+ * `value.field`. The store is schemaless: a record type is what the scanned events showed, so a
+ * field none of them had (or any field of a value no event had at all) reads as NULL, as it would
+ * from a BigQuery table whose schema has the field. Field access on anything else is an error.
+ */
+export function accessField(value: Typed, name: string, position?: QueryPosition): Typed {
+  if (value.type.kind === 'unknown') return MISSING;
+  if (value.type.kind !== 'struct') {
+    throw new InvalidQuery(`Cannot access field ${name} on a value with type ${typeName(value.type)}`, position);
+  }
+  const field = value.type.fields.find((f) => sameName(f.name, name));
+  if (!field) return MISSING;
+  return { sql: `struct_extract(${value.sql}, ${quoteString(field.name)})`, type: field.type };
+}
+
+/** A value no scanned event holds. */
+const MISSING: Typed = { sql: 'NULL', type: { kind: 'unknown' } };
+
+function accessFields(value: Typed, fields: string[], position?: QueryPosition): Typed {
+  return fields.reduce((current, name) => accessField(current, name, position), value);
+}

@@ -1,0 +1,106 @@
+/**
+ * BigQuery's format elements (FORMAT_TIMESTAMP, PARSE_TIMESTAMP) rewritten for DuckDB's strftime
+ * and strptime. Only UTC output is supported, so the zone elements print UTC's offset and name.
+ * Not handled (refused, naming the element): %C %c %E#S %E4Y %g %k %l %N %Q %t %n %P, the
+ * %O/%E locale forms, and when parsing also %e %s and the week elements %U %W %V %u %w %G.
+ */
+import { InvalidQuery, type QueryPosition } from '../../errors.ts';
+import { quoteString } from './literals.ts';
+
+/** Elements DuckDB's strftime writes the way BigQuery does. */
+const SAME_IN_STRFTIME = new Set(['Y', 'm', 'd', 'H', 'M', 'S', 'I', 'p', 'j', 'a', 'A', 'b', 'B', 'h', 'y', 'U', 'W', 'w', 'u', 'V', 'G', '%']);
+/** BigQuery shorthands, expanded before translation. */
+const SHORTHANDS: Record<string, string> = { F: '%Y-%m-%d', T: '%H:%M:%S', D: '%m/%d/%y', R: '%H:%M', x: '%m/%d/%y', X: '%H:%M:%S' };
+
+type Token = { kind: 'text'; text: string } | { kind: 'element'; name: string };
+
+function tokenize(format: string, position?: QueryPosition): Token[] {
+  const tokens: Token[] = [];
+  for (let i = 0; i < format.length; i++) {
+    const char = format[i]!;
+    if (char !== '%') {
+      tokens.push({ kind: 'text', text: char });
+      continue;
+    }
+    const rest = format.slice(i + 1);
+    const element = /^(E\*S|E[36]S|Ez|[A-Za-z%])/.exec(rest)?.[0];
+    if (!element) throw new InvalidQuery(`unsupported format element %${rest.slice(0, 3)} in ${JSON.stringify(format)}`, position);
+    const expansion = SHORTHANDS[element];
+    if (expansion) tokens.push(...tokenize(expansion));
+    else tokens.push({ kind: 'element', name: element });
+    i += element.length;
+  }
+  return tokens;
+}
+
+function unsupported(element: string, format: string, position?: QueryPosition): never {
+  throw new InvalidQuery(`format element %${element} in ${JSON.stringify(format)} is not supported here`, position);
+}
+
+/**
+ * FORMAT_TIMESTAMP(format, ts) in UTC. `timestamp` is DuckDB text of a TIMESTAMPTZ; it is
+ * converted to a UTC TIMESTAMP once per piece because strftime of a TIMESTAMPTZ would follow the
+ * session zone.
+ */
+export function formatTimestampSql(format: string, timestamp: string, position?: QueryPosition): string {
+  const utc = `CAST(${timestamp} AS TIMESTAMP)`;
+  const pieces: string[] = [];
+  let strftime = '';
+  const flush = (): void => {
+    if (strftime) pieces.push(`strftime(${utc}, ${quoteString(strftime)})`);
+    strftime = '';
+  };
+  for (const token of tokenize(format, position)) {
+    if (token.kind === 'text') {
+      strftime += token.text.replaceAll('%', '%%');
+      continue;
+    }
+    const name = token.name;
+    if (SAME_IN_STRFTIME.has(name)) strftime += `%${name}`;
+    else if (name === 'E3S') strftime += '%S.%g';
+    else if (name === 'E6S') strftime += '%S.%f';
+    else if (name === 'z') strftime += '+0000';
+    else if (name === 'Ez') strftime += '+00:00';
+    else if (name === 'Z') strftime += 'UTC';
+    else if (name === 'E*S') {
+      // seconds, then the fraction with trailing zeros removed (none at all on a whole second)
+      strftime += '%S';
+      flush();
+      const micros = `(microsecond(${utc}) % 1000000)`;
+      pieces.push(`(CASE WHEN ${micros} = 0 THEN '' ELSE '.' || rtrim(lpad(CAST(${micros} AS VARCHAR), 6, '0'), '0') END)`);
+    } else if (name === 'e') {
+      flush();
+      pieces.push(`lpad(CAST(day(${utc}) AS VARCHAR), 2, ' ')`);
+    } else if (name === 's') {
+      flush();
+      pieces.push(`CAST(CAST(floor(epoch_us(${timestamp}) / 1000000) AS BIGINT) AS VARCHAR)`);
+    } else unsupported(name, format, position);
+  }
+  flush();
+  if (pieces.length === 0) return `(CASE WHEN ${timestamp} IS NULL THEN NULL ELSE '' END)`;
+  return pieces.length === 1 ? pieces[0]! : `(${pieces.join(' || ')})`;
+}
+
+/** Elements strptime reads as BigQuery does. */
+const SAME_IN_STRPTIME = new Set(['Y', 'm', 'd', 'H', 'M', 'S', 'I', 'p', 'j', 'a', 'A', 'b', 'B', 'h', 'y', 'z', '%']);
+
+/**
+ * PARSE_TIMESTAMP(format, text): DuckDB strptime formats (several when %E*S makes the fraction
+ * optional, strptime tries each). Text without a zone element is read as UTC.
+ */
+export function parseTimestampFormats(format: string, position?: QueryPosition): string[] {
+  let formats = [''];
+  for (const token of tokenize(format, position)) {
+    if (token.kind === 'text') {
+      formats = formats.map((f) => f + token.text.replaceAll('%', '%%'));
+      continue;
+    }
+    const name = token.name;
+    if (SAME_IN_STRPTIME.has(name)) formats = formats.map((f) => `${f}%${name}`);
+    else if (name === 'Ez') formats = formats.map((f) => `${f}%z`);
+    else if (name === 'E3S' || name === 'E6S') formats = formats.map((f) => `${f}%S.%f`);
+    else if (name === 'E*S') formats = formats.flatMap((f) => [`${f}%S.%f`, `${f}%S`]);
+    else unsupported(name, format, position);
+  }
+  return formats;
+}

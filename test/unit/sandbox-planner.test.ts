@@ -1,0 +1,245 @@
+import { readFileSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tableNames } from '../../queries/endpoint.ts';
+import { logsAll } from '../../queries/logs-all.ts';
+import { usageApiCounts } from '../../queries/usage-api-counts.ts';
+import { Forbidden } from '../../src/errors.ts';
+import { fieldCatalog } from '../../src/planner/field-catalog.ts';
+import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
+import type { AggregationScan, EventScan } from '../../src/planner/plan.ts';
+import { likeToWildcard } from '../../src/planner/sandbox/predicates.ts';
+import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
+
+interface StudioQuery {
+  id: string;
+  sql: string;
+  params: Record<string, string>;
+}
+const studio: StudioQuery[] = JSON.parse(readFileSync(new URL('../fixtures/examples/studio-queries.json', import.meta.url), 'utf8'));
+
+const now = Date.UTC(2024, 0, 1, 1);
+const catalog = fieldCatalog({
+  id: 'keyword',
+  project: 'keyword',
+  event_message: 'text',
+  'event_message.keyword': 'keyword',
+  'metadata.request': 'nested',
+  'metadata.request.path': 'keyword',
+  'metadata.request.cf.country': 'keyword',
+  'metadata.response.status_code': 'long',
+  'metadata.parsed.error_severity': 'keyword',
+  'metadata.level': 'keyword',
+  'metadata.function_id': 'keyword',
+  'metadata.status': 'keyword',
+});
+const catalogs = new Map(logsAll.ctes.map((cte) => [`lp-${'source' in cte ? cte.source : cte.name}`, catalog]));
+
+function plan(sql: string, params: Record<string, string> = { project: 'default' }, projects: string[] | null = null, endpoint: typeof logsAll | typeof usageApiCounts = logsAll): Plan {
+  const query = parseSandboxQuery(sql, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) });
+  const validated = endpoint.parameters.parse(params) as Record<string, unknown>;
+  return planEndpointQuery(endpoint, validated, { now, projects, indexPrefix: 'lp-' }, { query, limits: { maxScanEvents: 50_000 }, catalogs });
+}
+
+/** The event scans of a plan, including the one an aggregation falls back to. */
+function eventScans(result: Plan): EventScan[] {
+  return result.scans.flatMap((scan) => (scan.kind === 'events' ? [scan] : scan.kind === 'aggregation' ? [scan.fallback.scan] : []));
+}
+
+function aggregationOf(result: Plan): AggregationScan | undefined {
+  return result.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
+}
+
+function filterOf(scan: EventScan): unknown[] {
+  return (scan.search.query as { bool: { filter: unknown[] } }).bool.filter;
+}
+
+beforeAll(async () => {
+  await initSqlParser();
+});
+
+describe('sandboxed SQL plans: scope is never optional', () => {
+  it.each(studio.map((query) => [query.id, query] as const))('%s: every scan starts with its CTE scope, project first, then the time bounds', (_, query) => {
+    const result = plan(query.sql, query.params);
+    expect(result.answer).toEqual({ kind: 'residual' });
+    expect(result.rowCap).toBe(1000);
+    expect(eventScans(result).length).toBeGreaterThan(0);
+    for (const scan of eventScans(result)) {
+      const filter = filterOf(scan);
+      expect(filter.slice(0, scan.scope.length)).toEqual(scan.scope);
+      expect(JSON.stringify(scan.scope[0])).toContain('"default"');
+      if (query.params.iso_timestamp_end) expect(scan.scope[1]).toHaveProperty('range.timestamp.lte');
+    }
+    const aggregation = aggregationOf(result);
+    if (aggregation) {
+      expect(aggregation.scope).toEqual(aggregation.fallback.scan.scope);
+      expect(filterOf(aggregation as unknown as EventScan).slice(0, aggregation.scope.length)).toEqual(aggregation.scope);
+      expect((aggregation.irregular.query as { bool: { filter: unknown[] } }).bool.filter.slice(0, aggregation.scope.length)).toEqual(aggregation.scope);
+    }
+  });
+
+  it('reads the reference implementation\'s name postgrest_logs as rest_api_logs', () => {
+    const result = plan('select id from postgrest_logs');
+    expect(eventScans(result)[0]!.index).toBe('lp-rest_api_logs');
+    expect(eventScans(result)[0]!.cte).toBe('rest_api_logs');
+  });
+
+  it('refuses a project the key may not read, and keeps the key\'s restriction as a filter', () => {
+    expect(() => plan('select id from edge_logs', { project: 'other' }, ['default'])).toThrow(Forbidden);
+    const scan = eventScans(plan('select id from edge_logs', { project: 'default' }, ['default']))[0]!;
+    expect(scan.scope).toContainEqual({ terms: { project: ['default'] } });
+  });
+
+  it('gives every reference its own scan (union all, subqueries) and leaves the query\'s own CTEs alone', () => {
+    const union = plan('select id from edge_logs union all select id from postgres_logs union all select id from edge_logs where id = "x"');
+    expect(eventScans(union).map((scan) => scan.cte)).toEqual(['edge_logs', 'postgres_logs', 'edge_logs']);
+    expect(new Set(union.scans.map((scan) => scan.table)).size).toBe(3);
+    const shadowed = plan('with edge_logs as (select "a" as id) select id from edge_logs');
+    expect(shadowed.scans).toEqual([]);
+    const nested = plan('select id from edge_logs where id in (select id from auth_logs)');
+    expect(eventScans(nested).map((scan) => scan.cte)).toEqual(['edge_logs', 'auth_logs']);
+  });
+});
+
+describe('pushdown', () => {
+  it('pushes a timestamp literal bound, so a chart without iso_timestamp_start still reads only its window', () => {
+    const chart = studio.find((query) => query.id === 'chart_edge')!;
+    const scan = eventScans(plan(chart.sql, chart.params))[0]!;
+    expect(scan.predicates).toContainEqual({ range: { timestamp: { gt: '2023-12-31T18:00:00.000000000Z' } } });
+  });
+
+  it('pushes regexp_contains on event_message as a regexp on the keyword, letting unindexed long messages through', () => {
+    const query = studio.find((candidate) => candidate.id === 'preview_storage_search')!;
+    const scan = eventScans(plan(query.sql, query.params))[0]!;
+    expect(scan.predicates).toEqual([
+      { bool: { should: [{ regexp: { 'event_message.keyword': { value: '.*ObjectNotFound.*', flags: 'NONE', max_determinized_states: 100_000 } } }, { term: { _ignored: 'event_message.keyword' } }], minimum_should_match: 1 } },
+    ]);
+  });
+
+  it('pushes IN on an unnested field as terms alternatives, and IS NOT NULL as exists', () => {
+    const errors = studio.find((query) => query.id === 'tpl_pg_errors')!;
+    const text = JSON.stringify(eventScans(plan(errors.sql, errors.params))[0]!.predicates);
+    for (const severity of ['ERROR', 'FATAL', 'PANIC']) expect(text).toContain(`{"term":{"metadata.parsed.error_severity":"${severity}"}}`);
+    const geo = studio.find((query) => query.id === 'geo_usage_countries')!;
+    const geoText = JSON.stringify(eventScans(plan(geo.sql, geo.params))[0]!.predicates);
+    expect(geoText).toContain('{"nested":{"path":"metadata.request","query":{"exists":{"field":"metadata.request.cf.country"}}}}');
+    expect(geoText).toContain('"gte":"2023-12-31T00:00:00.000000000Z"');
+  });
+
+  it('wraps predicates on nested records in nested queries (LIKE inside a union branch)', () => {
+    const unified = studio.find((query) => query.id === 'unified_logs_rows')!;
+    const scans = eventScans(plan(unified.sql, unified.params));
+    const edge = scans.find((scan) => scan.cte === 'edge_logs')!;
+    expect(JSON.stringify(edge.predicates)).toContain('{"nested":{"path":"metadata.request","query":{"bool":{"should":[{"wildcard":{"metadata.request.path":{"value":"*/rest/*"}}}');
+    expect(scans.find((scan) => scan.cte === 'postgres_logs')!.predicates).toEqual([]);
+  });
+
+  it('pushes numeric comparisons only onto numeric fields', () => {
+    const count = studio.find((query) => query.id === 'preview_count_edge_errors')!;
+    expect(eventScans(plan(count.sql, count.params))[0]!.predicates).toEqual([
+      { bool: { filter: [{ range: { 'metadata.response.status_code': { gte: 500 } } }, { range: { 'metadata.response.status_code': { lte: 599 } } }] } },
+    ]);
+    // metadata.status is a keyword in this catalog: comparing it with numbers is left to the engine
+    const auth = studio.find((query) => query.id === 'preview_auth_user_errors')!;
+    expect(JSON.stringify(eventScans(plan(auth.sql, auth.params))[0]!.predicates)).not.toContain('metadata.status');
+  });
+
+  it('resolves a bare field of an unnested record to every record it may belong to', () => {
+    const result = plan("select id from function_edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where function_id = 'f1'");
+    expect(JSON.stringify(eventScans(result)[0]!.predicates)).toContain('{"term":{"metadata.function_id":"f1"}}');
+  });
+
+  it('does not push a negation over record arrays (any element could differ)', () => {
+    const result = plan("select id from postgres_logs cross join unnest(metadata) as m cross join unnest(m.parsed) as p where p.error_severity != 'LOG'");
+    expect(eventScans(result)[0]!.predicates).toEqual([]);
+    const onColumn = plan("select id from postgres_logs where id != 'x'");
+    expect(eventScans(onColumn)[0]!.predicates).toEqual([{ bool: { must_not: [{ term: { id: 'x' } }] } }]);
+  });
+});
+
+describe('limit pushdown', () => {
+  it('reads only the first rows when the store\'s order and filter are the query\'s', () => {
+    const single = studio.find((query) => query.id === 'single_log_by_id')!;
+    const scan = eventScans(plan(single.sql, single.params))[0]!;
+    expect(scan.take).toEqual({ kind: 'limit', rows: 1 });
+    expect(scan.predicates).toEqual([{ term: { id: 'f3b9c2d4-1a2b-4c3d-8e9f-0a1b2c3d4e5f' } }]);
+    const realtime = studio.find((query) => query.id === 'preview_realtime')!;
+    expect(eventScans(plan(realtime.sql, realtime.params))[0]!.take).toEqual({ kind: 'limit', rows: 100 });
+    expect(eventScans(plan('select id, timestamp from edge_logs order by timestamp desc, id desc limit 20 offset 5'))[0]!.take).toEqual({ kind: 'limit', rows: 25 });
+  });
+
+  it('pulls every event (up to the cap) when rows depend on more than the first events', () => {
+    for (const sql of [
+      'select id from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10',
+      'select id from edge_logs order by timestamp asc limit 10',
+      'select id from edge_logs order by event_message desc limit 10',
+      "select id from edge_logs where regexp_contains(event_message, 'x') order by timestamp desc limit 10",
+      'select count(*) as n from edge_logs limit 10',
+      'select id from edge_logs union all select id from edge_logs limit 10',
+    ]) {
+      for (const scan of eventScans(plan(sql))) expect(scan.take, sql).toEqual({ kind: 'all', maxEvents: 50_000 });
+    }
+  });
+});
+
+describe('usage.api-counts tables', () => {
+  it('serves chart_counts from the aggregation, dates as a constant, and edge_logs scoped by window and url pattern', () => {
+    const result = plan('select c.timestamp, c.total_rest_requests, d.start from chart_counts c, dates d union all select timestamp, 0, timestamp from edge_logs', { interval: 'hourly', project: 'abc' }, null, usageApiCounts);
+    expect(result.scans.map((scan) => scan.kind)).toEqual(['request_counts', 'constant', 'events']);
+    expect(result.scans[1]).toMatchObject({ rows: [{ start: (now - 3_600_000) * 1000 }] });
+    const edge = eventScans(result)[0]!;
+    expect(edge.scope[0]).toEqual({ range: { timestamp: { gte: '2024-01-01T00:00:00.000000000Z' } } });
+    expect(JSON.stringify(edge.scope)).toContain('metadata.request.url');
+  });
+});
+
+it('LIKE patterns become wildcards with their escapes', () => {
+  expect(likeToWildcard('%/rest/%')).toBe('*/rest/*');
+  expect(likeToWildcard('a_b\\%c*?')).toBe('a?b%c\\*\\?');
+});
+
+describe('aggregation pushdown', () => {
+  it('answers a chart by a composite date histogram with one filter count per CASE, exact only on regular events', () => {
+    const chart = studio.find((query) => query.id === 'chart_edge')!;
+    const result = plan(chart.sql, chart.params);
+    const aggregation = aggregationOf(result)!;
+    expect(aggregation).toBeDefined();
+    const search = aggregation.search as { query: { bool: { filter: unknown[] } }; aggs: { groups: { composite: { sources: unknown[] }; aggs: Record<string, unknown> } } };
+    expect(search.aggs.groups.composite.sources).toEqual([{ __k0: { date_histogram: { field: 'timestamp', calendar_interval: 'minute', time_zone: 'UTC', order: 'asc' } } }]);
+    expect(Object.keys(search.aggs.groups.aggs)).toEqual(['__m0', '__m1', '__m2']);
+    // error_count: status_code >= 500 is TRUE
+    expect(search.aggs.groups.aggs.__m1).toEqual({ filter: { range: { 'metadata.response.status_code': { gte: 500 } } } });
+    // ok_count: NOT (...) is TRUE where the inner condition is FALSE, which needs a status code
+    expect(JSON.stringify(search.aggs.groups.aggs.__m0)).toContain('"exists":{"field":"metadata.response.status_code"}');
+    const filter = JSON.stringify(search.query.bool.filter);
+    for (const path of ['metadata', 'metadata.request', 'metadata.response']) expect(filter).toContain(`{"term":{"shape.arrays":"${path}"}}`);
+    expect(filter).toContain('"must_not":[{"terms":{"shape.multi":["metadata","metadata.request","metadata.response","metadata.response.status_code"]}},{"exists":{"field":"_ignored"}}]');
+    expect(filter).toContain('{"range":{"timestamp":{"gt":"2023-12-31T18:00:00.000000000Z"}}}');
+    expect(JSON.stringify(result.residual!.query)).toContain(`"name":["${aggregation.table}"]`);
+    expect(aggregation.fallback.scan.take).toEqual({ kind: 'all', maxEvents: 50_000 });
+  });
+
+  it('counts a whole table without GROUP BY in one bucket', () => {
+    const count = studio.find((query) => query.id === 'preview_count_edge_errors')!;
+    const aggregation = aggregationOf(plan(count.sql, count.params))!;
+    expect(aggregation.keys).toEqual([]);
+    expect((aggregation.search.aggs as { groups: { filter: unknown } }).groups.filter).toEqual({ match_all: {} });
+  });
+
+  it('sums, averages and counts distinct values of numeric and keyword fields', () => {
+    const result = plan('select timestamp_trunc(timestamp, hour) as t, avg(r.status_code) as a, sum(r.status_code) s, count(distinct m.level) d from edge_logs cross join unnest(metadata) as m cross join unnest(m.response) as r group by t order by t');
+    const aggregation = aggregationOf(result)!;
+    expect(aggregation.metrics.map((metric) => metric.column)).toEqual(['__m0', '__m1', '__m2']);
+    expect(JSON.stringify(aggregation.search.aggs)).toContain('"cardinality":{"field":"metadata.level","precision_threshold":40000}');
+    expect(aggregation.columns.map((column) => column.type.kind)).toEqual(['timestamp', 'float64', 'int64', 'int64']);
+  });
+
+  it('pulls the events when a key or aggregate is beyond the store', () => {
+    for (const id of ['tpl_top_paths', 'auth_report_active_users', 'edgefn_v2_total_invocations', 'unified_logs_rows']) {
+      const query = studio.find((candidate) => candidate.id === id)!;
+      expect(aggregationOf(plan(query.sql, query.params)), id).toBeUndefined();
+    }
+    expect(aggregationOf(plan('select timestamp_trunc(timestamp, week) w, count(*) from edge_logs group by w'))).toBeUndefined();
+    expect(aggregationOf(plan('select event_message, count(*) from edge_logs group by event_message'))).toBeUndefined();
+    expect(aggregationOf(plan("select count(*) from edge_logs where json_value(event_message, '$.a') = 'x'"))).toBeUndefined();
+  });
+});
