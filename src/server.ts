@@ -85,7 +85,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     resultCache,
     sandbox: {
       limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS },
-      fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock),
+      fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),
       engine: startedEngine,
     },
   });

@@ -34,7 +34,7 @@ function storeError(error: unknown, timeoutMs: number): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
-/** One search request; the only place the query path talks to Elasticsearch, and where its failures get their meaning. */
+/** One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning. */
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
   const started = process.hrtime.bigint();
   try {
@@ -44,4 +44,20 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
   } finally {
     options.observe?.(Number(process.hrtime.bigint() - started) / 1e9);
   }
+}
+
+/** The mapped type of every field of an index (`conflict` where its indices disagree). */
+export async function fieldTypes(index: string, options: Pick<StoreOptions, 'elasticsearch' | 'timeoutMs'>): Promise<Record<string, string>> {
+  let response: estypes.FieldCapsResponse;
+  try {
+    response = await options.elasticsearch.fieldCaps({ index, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: options.timeoutMs, maxRetries: 0 });
+  } catch (error) {
+    throw storeError(error, options.timeoutMs);
+  }
+  const types: Record<string, string> = {};
+  for (const [field, byType] of Object.entries(response.fields)) {
+    const kinds = Object.keys(byType);
+    types[field] = kinds.length === 1 ? kinds[0]! : 'conflict';
+  }
+  return types;
 }

@@ -1,5 +1,6 @@
 import type { Client } from '@elastic/elasticsearch';
 import { fieldCatalog, type FieldCatalog } from '../planner/field-catalog.ts';
+import { fieldTypes } from './elasticsearch.ts';
 
 /**
  * The mapped field types of each source index, read with _field_caps and kept for a short while:
@@ -13,6 +14,7 @@ export class FieldCatalogs {
     private readonly client: Client,
     private readonly ttlMs: number,
     private readonly clock: { now(): number },
+    private readonly timeoutMs: number,
   ) {}
 
   async forIndices(indices: readonly string[]): Promise<Map<string, FieldCatalog>> {
@@ -24,13 +26,7 @@ export class FieldCatalogs {
     const now = this.clock.now();
     const hit = this.cached.get(index);
     if (hit && now - hit.readAt < this.ttlMs) return hit.catalog;
-    const response = await this.client.fieldCaps({ index, fields: '*', ignore_unavailable: true, allow_no_indices: true });
-    const types: Record<string, string> = {};
-    for (const [field, byType] of Object.entries(response.fields)) {
-      const kinds = Object.keys(byType);
-      types[field] = kinds.length === 1 ? kinds[0]! : 'conflict';
-    }
-    const catalog = fieldCatalog(types);
+    const catalog = fieldCatalog(await fieldTypes(index, { elasticsearch: this.client, timeoutMs: this.timeoutMs }));
     this.cached.set(index, { catalog, readAt: now });
     return catalog;
   }

@@ -239,3 +239,22 @@ describe('the reference implementation\'s own cases over HTTP', () => {
     expect(Object.keys(star.json().result[0])).toEqual(['id', 'timestamp', 'event_message', 'metadata', 'project']);
   });
 });
+
+describe('usage.api-counts tables', () => {
+  it('chart_counts holds the saved query\'s buckets, dates its window start, edge_logs its matching events', async () => {
+    const now = server.clock.now();
+    // the saved query bounds the window below only (`timestamp >= start`), as the reference's does
+    const recent = dataset.events.get('edge_logs')!.filter((event) => micros(event.timestamp) >= (now - 7 * 86_400_000) * 1000);
+    const url = (sql?: string) => `/api/endpoints/query/usage.api-counts?interval=daily&project=${encodeURIComponent('default\\.example')}${sql ? `&sql=${encodeURIComponent(sql)}` : ''}`;
+    const headers = { 'x-api-key': BOOTSTRAP_KEY };
+    const saved = (await server.app.inject({ url: url(), headers })).json().result as { timestamp: string; total_rest_requests: number }[];
+    expect(saved.length).toBeGreaterThan(0);
+    const sandboxed = (await server.app.inject({ url: url('select cast(timestamp as datetime) as day, total_rest_requests from chart_counts order by day'), headers })).json().result as { day: string; total_rest_requests: number }[];
+    expect(sandboxed).toEqual(saved.map((row) => ({ day: row.timestamp, total_rest_requests: row.total_rest_requests })));
+    const dates = (await server.app.inject({ url: url('select start from dates'), headers })).json().result;
+    expect(dates).toEqual([{ start: (now - 7 * 86_400_000) * 1000 }]);
+    const events = (await server.app.inject({ url: url('select id from edge_logs'), headers })).json().result as { id: string }[];
+    const expected = recent.filter((event) => event.id.startsWith('default-'));
+    expect(events.map((row) => row.id).sort()).toEqual(expected.map((event) => event.id).sort());
+  });
+});
