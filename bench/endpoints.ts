@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { Client } from '@elastic/elasticsearch';
 import { loadConfig, type Config } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import { ensureEventIndex, type StoredEvent } from '../shared/event-index.ts';
@@ -7,6 +6,7 @@ import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
 import { buildServer } from '../src/server.ts';
+import { bulkLoad } from './bulk-load.ts';
 import { measureHttp, percentile } from './latency.ts';
 
 /**
@@ -22,7 +22,6 @@ import { measureHttp, percentile } from './latency.ts';
  */
 const EVENTS = Number(process.argv[process.argv.indexOf('--events') + 1] ?? 0) || 1_000_000;
 const PROJECTS = 100;
-const BULK_EVENTS = 5000;
 const BOOTSTRAP = `bench-bootstrap-${randomBytes(16).toString('hex')}`;
 const AREAS = ['rest', 'storage', 'auth', 'realtime', 'graphql', 'functions'];
 const WEEK_MS = 7 * 24 * 3600 * 1000;
@@ -44,37 +43,6 @@ function benchEvent(n: number, now: number): StoredEvent {
     project: project(projectNumber),
     metadata: { request: records, response: { status_code: 200, origin_time: n % 300 } },
   };
-}
-
-async function indexEvents(elasticsearch: Client, index: string, now: number): Promise<void> {
-  await ensureEventIndex(elasticsearch, index);
-  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '-1' } });
-  const started = Date.now();
-  let next = 0;
-  let indexed = 0;
-  const loader = async () => {
-    while (next < EVENTS) {
-      const from = next;
-      next = Math.min(EVENTS, next + BULK_EVENTS);
-      const operations: unknown[] = [];
-      for (let n = from; n < next; n += 1) {
-        const event = benchEvent(n, now);
-        operations.push({ index: { _index: index, _id: event.id } }, event);
-      }
-      const response = await elasticsearch.bulk({ operations }, { requestTimeout: 300_000 });
-      if (response.errors) throw new Error(`bulk failed: ${JSON.stringify(response.items.find((item) => item.index?.error))}`);
-      const before = indexed;
-      indexed += operations.length / 2;
-      if (Math.floor(indexed / 100_000) > Math.floor(before / 100_000) || indexed === EVENTS) {
-        const seconds = (Date.now() - started) / 1000;
-        console.error(`indexed ${indexed.toLocaleString('en')} / ${EVENTS.toLocaleString('en')} events (${Math.round(indexed / seconds)} events/s)`);
-      }
-    }
-  };
-  await Promise.all([loader(), loader()]);
-  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '1s' } });
-  await elasticsearch.indices.refresh({ index });
-  await elasticsearch.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 600_000 });
 }
 
 const CASES: [string, string][] = [
@@ -101,7 +69,7 @@ async function main(): Promise<void> {
   const table: string[] = [];
   try {
     await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, indexName({ indexPrefix: prefix }, source))));
-    await indexEvents(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), now);
+    await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), EVENTS, (n) => benchEvent(n, now));
     const dayAgo = new Date(now - 24 * 3600 * 1000).toISOString();
     for (const cached of [true, false]) {
       // one key sends every request and the service's own speed is measured: no per-key rate limit

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Client } from '@elastic/elasticsearch';
 import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
-import { ensureEventIndex, type StoredEvent } from '../shared/event-index.ts';
+import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
 import { buildServer } from '../src/server.ts';
+import { bulkLoad } from './bulk-load.ts';
 import { measureHttp, percentile } from './latency.ts';
 
 /**
@@ -26,7 +26,6 @@ const argument = (name: string, fallback: number) => Number(process.argv[process
 const EVENTS = argument('--events', 1_000_000);
 const REQUESTS = argument('--requests', 20);
 const OTHER_SOURCE_EVENTS = 10_000;
-const BULK_EVENTS = 5000;
 const BOOTSTRAP = `bench-bootstrap-${randomBytes(16).toString('hex')}`;
 const END = Date.UTC(2024, 0, 2);
 const WEEK_MS = 7 * 24 * 3600 * 1000;
@@ -70,36 +69,6 @@ function otherEvent(source: string, n: number): StoredEvent {
   return { id: `${source}-${n}`, timestamp: stored(micros), event_message: eventMessage, project, metadata, shape: eventShape(metadata) };
 }
 
-async function load(elasticsearch: Client, index: string, count: number, make: (n: number) => StoredEvent): Promise<void> {
-  await ensureEventIndex(elasticsearch, index);
-  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '-1' } });
-  const started = Date.now();
-  let next = 0;
-  let indexed = 0;
-  const loader = async () => {
-    while (next < count) {
-      const from = next;
-      next = Math.min(count, next + BULK_EVENTS);
-      const operations: unknown[] = [];
-      for (let n = from; n < next; n += 1) {
-        const event = make(n);
-        operations.push({ index: { _index: index, _id: event.id } }, event);
-      }
-      const response = await elasticsearch.bulk({ operations }, { requestTimeout: 300_000 });
-      if (response.errors) throw new Error(`bulk failed: ${JSON.stringify(response.items.find((item) => item.index?.error))}`);
-      const before = indexed;
-      indexed += operations.length / 2;
-      if (Math.floor(indexed / 100_000) > Math.floor(before / 100_000) || indexed === count) {
-        console.error(`${index}: ${indexed.toLocaleString('en')} / ${count.toLocaleString('en')} events (${Math.round(indexed / ((Date.now() - started) / 1000))} events/s)`);
-      }
-    }
-  };
-  await Promise.all([loader(), loader()]);
-  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '1s' } });
-  await elasticsearch.indices.refresh({ index });
-  await elasticsearch.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 600_000 });
-}
-
 async function main(): Promise<void> {
   const base = loadConfig(process.env);
   const studio: StudioQuery[] = JSON.parse(readFileSync(`${repositoryRoot}/test/fixtures/examples/studio-queries.json`, 'utf8'));
@@ -114,8 +83,8 @@ async function main(): Promise<void> {
   const table: string[] = [];
   const all: number[] = [];
   try {
-    await load(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
-    for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await load(elasticsearch, indexName({ indexPrefix: prefix }, source), OTHER_SOURCE_EVENTS, (n) => otherEvent(source, n));
+    await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
+    for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, source), OTHER_SOURCE_EVENTS, (n) => otherEvent(source, n));
     const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0 };
     const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers: urls.kafka! });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });

@@ -2,20 +2,11 @@ import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InvalidQuery, SandboxViolation, SqlSyntax, UnknownTable } from '../../src/errors.ts';
 import { SANDBOX_FUNCTION_NAMES, initSqlParser, parseSandboxQuery, sandboxFunction, tableKey } from '../../src/sql/index.ts';
+import { SOURCE_NAMES } from '../../shared/sources.ts';
 import { parseStatements } from '../../src/sql/parse.ts';
 import type { Expr, Query, Select } from '../../src/sql/syntax.ts';
 
-const LOGS_ALL_TABLES = [
-  'edge_logs',
-  'postgres_logs',
-  'function_edge_logs',
-  'function_logs',
-  'auth_logs',
-  'realtime_logs',
-  'storage_logs',
-  'rest_api_logs',
-  'connection_pooler_logs',
-];
+const LOGS_ALL_TABLES = [...SOURCE_NAMES];
 const LOGS_ALL_PARAMETERS = ['project', 'iso_timestamp_start', 'iso_timestamp_end'];
 
 interface StudioQuery {
