@@ -75,10 +75,11 @@ async function groupRows(scan: AggregationScan, options: ExecutorOptions): Promi
   let after: Record<string, unknown> | undefined;
   for (;;) {
     const request = structuredClone(scan.search);
-    const groups = request.aggs!.groups!;
+    const groups = scan.groupsAt.reduce<estypes.AggregationsAggregationContainer | undefined>((container, name, step) => (step === 0 ? request.aggs![name] : container?.aggs?.[name]), undefined)!;
     if (groups.composite && after) groups.composite.after = after as Record<string, estypes.FieldValue>;
     const response = await search(request, options);
-    const result = (response.aggregations as Record<string, { buckets?: GroupBucket[]; after_key?: Record<string, unknown> } & GroupBucket> | undefined)?.groups ?? { doc_count: 0 };
+    type Groups = { buckets?: GroupBucket[]; after_key?: Record<string, unknown> } & GroupBucket;
+    const result = (scan.groupsAt.reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], response.aggregations) as Groups | undefined) ?? { doc_count: 0 };
     const buckets = groups.composite ? (result.buckets ?? []) : [result];
     for (const bucket of buckets) rows.push(groupRow(scan, bucket));
     if (rows.length > scan.maxGroups) {

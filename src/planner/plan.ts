@@ -72,6 +72,8 @@ export interface AggregationScan extends ScanBase {
   scope: estypes.QueryDslQueryContainer[];
   search: estypes.SearchRequest;
   keys: AggregationKey[];
+  /** Aggregation names from the response's `aggregations` to the one holding the groups (a composite, or one bucket without keys). */
+  groupsAt: string[];
   metrics: AggregationMetric[];
   irregular: estypes.SearchRequest;
   fallback: { scan: EventScan; residual: ResidualQuery };

@@ -157,6 +157,18 @@ describe('pushdown on the real store', () => {
     expect(pushed.statusCode, pushed.body).toBe(200);
     expect(await scanCount('aggregation')).toBe(aggregationsBefore + 1);
     expect(sorted(pushed.json().result)).toEqual(sorted(await referenceRows(chart.sql, windowed)));
+
+    // groups of nested request records (top paths, countries) are answered by the store too
+    for (const id of ['tpl_top_paths', 'geo_usage_countries']) {
+      const query = studio.find((candidate) => candidate.id === id)!;
+      const before = await scanCount('aggregation');
+      const response = await sandboxed(query.sql, windowed);
+      expect(response.statusCode, response.body).toBe(200);
+      expect(await scanCount('aggregation'), id).toBe(before + 1);
+      const expected = await referenceRows(query.sql, windowed);
+      expect(expected.length, id).toBeGreaterThan(0);
+      expect(sorted(response.json().result), id).toEqual(sorted(expected));
+    }
   });
 
   it('pushes LIMIT down when the store\'s order is the query\'s', async () => {

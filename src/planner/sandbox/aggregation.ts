@@ -48,7 +48,7 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
     paths.push(...truth.paths);
   }
 
-  const keys: { expr: Expr; key: AggregationKey; source: Record<string, estypes.AggregationsCompositeAggregationSource>; type: SqlType }[] = [];
+  const keys: { expr: Expr; key: AggregationKey; source: Record<string, estypes.AggregationsCompositeAggregationSource>; type: SqlType; nested?: string }[] = [];
   for (const written of select.groupBy) {
     const expr = groupKeyExpression(written, select, itemsByAlias);
     if (!expr) return undefined;
@@ -56,8 +56,14 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
     const key = groupKey(expr, column, context);
     if (!key) return undefined;
     paths.push(...key.paths);
-    keys.push({ expr: key.expr, key: { column, kind: key.kind }, source: { [column]: key.source }, type: key.type });
+    keys.push({ expr: key.expr, key: { column, kind: key.kind }, source: { [column]: key.source }, type: key.type, ...(key.nested ? { nested: key.nested } : {}) });
   }
+  // keys inside nested records group those records: all keys must live in the same ones, and every
+  // event must hold exactly one of them (an inner unnest of a regular event), so records are rows
+  const nestedKeys = new Set(keys.map((key) => key.nested));
+  if (nestedKeys.size > 1) return undefined;
+  const nested = [...nestedKeys][0];
+  if (nested && !scope.unnests.some((unnest) => unnest.join === 'inner' && unnest.path === nested)) return undefined;
   if (keys.length === 0 && !containsAggregate([select.items, select.having, query.orderBy])) return undefined;
 
   const metrics: { call: Expr; metric: AggregationMetric; aggregation: Record<string, estypes.AggregationsAggregationContainer>; type: SqlType }[] = [];
@@ -82,10 +88,14 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   const present = unnests.filter((unnest) => unnest.join === 'inner').map((unnest): QueryDsl => ({ term: { 'shape.arrays': unnest.path } }));
   const scopeFilter = input.fallback.scope;
   const metricAggregations = Object.assign({}, ...metrics.map((metric) => metric.aggregation)) as Record<string, estypes.AggregationsAggregationContainer>;
+  // metrics are computed on the events: under reverse_nested when the groups are nested records
+  const composite = (aggs: Record<string, estypes.AggregationsAggregationContainer>): estypes.AggregationsAggregationContainer => ({ composite: { size: 1000, sources: keys.map((key) => key.source) }, aggs });
   const aggregations: Record<string, estypes.AggregationsAggregationContainer> =
-    keys.length > 0
-      ? { groups: { composite: { size: 1000, sources: keys.map((key) => key.source) }, aggs: metricAggregations } }
-      : { groups: { filter: { match_all: {} }, aggs: metricAggregations } };
+    keys.length === 0
+      ? { groups: { filter: { match_all: {} }, aggs: metricAggregations } }
+      : nested
+        ? { records: { nested: { path: nested }, aggs: { groups: composite({ events: { reverse_nested: {}, aggs: metricAggregations } }) } } }
+        : { groups: composite(metricAggregations) };
   const search: estypes.SearchRequest = {
     index: input.fallback.index,
     ignore_unavailable: true,
@@ -115,7 +125,8 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
     scope: scopeFilter,
     search,
     keys: keys.map((key) => key.key),
-    metrics: metrics.map((metric) => metric.metric),
+    groupsAt: nested ? ['records', 'groups'] : ['groups'],
+    metrics: nested ? metrics.map((metric) => prefixed(metric.metric, 'events')) : metrics.map((metric) => metric.metric),
     irregular,
     fallback: { scan: input.fallback, residual: input.fallbackResidual },
     maxGroups: input.maxGroups,
@@ -143,6 +154,10 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   return { scan, residual };
 }
 
+function prefixed(metric: AggregationMetric, step: string): AggregationMetric {
+  return { ...metric, path: [step, ...metric.path], ...(metric.present ? { present: [step, ...metric.present] } : {}) };
+}
+
 /** GROUP BY `alias` means the select item of that alias (BigQuery); GROUP BY 2 the second item. */
 function groupKeyExpression(written: Expr, select: Select, itemsByAlias: ReadonlyMap<string, Expr>): Expr | undefined {
   if (written.kind === 'identifier' && written.path.length === 1) {
@@ -159,6 +174,8 @@ function groupKeyExpression(written: Expr, select: Select, itemsByAlias: Readonl
 interface GroupKey {
   /** The expression the residual finds and replaces with the key's column. */
   expr: Expr;
+  /** The nested records the key's field lives in, if any (its composite must run inside them). */
+  nested?: string;
   kind: 'date' | 'terms';
   source: estypes.AggregationsCompositeAggregationSource;
   type: SqlType;
@@ -184,8 +201,9 @@ function groupKey(written: Expr, column: string, context: PredicateContext): Gro
   }
   const type = context.catalog.typeOf(field.path);
   const sqlType = valueType(type);
-  if (!sqlType || insideNested(field.path, context.catalog)) return undefined;
-  return { expr, kind: 'terms', source: { terms: { field: field.path, missing_bucket: true } }, type: sqlType, paths: [field.path] };
+  if (!sqlType) return undefined;
+  const nested = insideNested(field.path, context.catalog);
+  return { expr, kind: 'terms', source: { terms: { field: field.path, missing_bucket: true } }, type: sqlType, paths: [field.path], ...(nested ? { nested } : {}) };
 }
 
 function valueType(type: string | undefined): SqlType | undefined {
