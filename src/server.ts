@@ -36,12 +36,13 @@ export interface ServerDependencies {
 
 /** Sandboxed SQL arrives in the query string: accept URLs (plus headers) well beyond the 16 KiB clients send. */
 const MAX_REQUEST_HEAD_BYTES = 80 * 1024;
+const MAX_BODY_BYTES = 1024 * 1024;
 
 export async function buildServer(deps: ServerDependencies): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: withoutSecrets(deps.logger) as FastifyBaseLogger,
     routerOptions: { maxParamLength: 512 },
-    bodyLimit: 1024 * 1024,
+    bodyLimit: MAX_BODY_BYTES,
     http: { maxHeaderSize: MAX_REQUEST_HEAD_BYTES },
     requestIdHeader: 'x-request-id',
     clientErrorHandler: clientErrorHandler(MAX_REQUEST_HEAD_BYTES),
@@ -83,6 +84,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
     clock,
     resultCache,
+    bodyLimit: MAX_BODY_BYTES,
     sandbox: {
       limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS },
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),

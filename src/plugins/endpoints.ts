@@ -1,11 +1,15 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { findEndpoint } from '../../queries/index.ts';
 import type { Principal } from '../auth/principal.ts';
 import { answerEndpointQuery, type AnswerDependencies } from '../endpoints/answer.ts';
 import { mergedParameters } from '../endpoints/request.ts';
-import { NotFound, Unauthorized } from '../errors.ts';
+import { BadParameter, NotFound, RequestTooLarge, Unauthorized } from '../errors.ts';
 
-export type EndpointsOptions = AnswerDependencies;
+export type EndpointsOptions = AnswerDependencies & {
+  /** The most bytes a request body may have (GET bodies are read here, as fastify parses only POST's). */
+  bodyLimit: number;
+};
 
 interface EndpointRoute {
   Params: { endpoint: string };
@@ -21,13 +25,38 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     if (!endpoint) {
       throw new NotFound(`no endpoint ${JSON.stringify(request.params.endpoint)}; known endpoints: usage.api-counts, logs.all (by name or UUID)`, 'endpoint_not_found');
     }
-    const answer = await answerEndpointQuery(
-      { endpoint, principal, supplied: mergedParameters(request.query, request.body), redactHeader: request.headers['svc-endpoint-redact-pii'] },
-      options,
-    );
+    const body = request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body;
+    const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeader: request.headers['svc-endpoint-redact-pii'] }, options);
     return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).send({ result: answer.rows });
   }
 
   app.get<EndpointRoute>('/api/endpoints/query/:endpoint', handle);
   app.post<EndpointRoute>('/api/endpoints/query/:endpoint', handle);
 };
+
+/**
+ * Some clients send the parameters (long `sql` among them) as a JSON body on GET, which fastify
+ * does not parse; read it here with the same bound as a POST body. No body: undefined.
+ */
+async function getBody(request: FastifyRequest, limit: number): Promise<unknown> {
+  const raw: IncomingMessage = request.raw;
+  const declared = Number(raw.headers['content-length'] ?? 0);
+  if (!(declared > 0) && raw.headers['transfer-encoding'] === undefined) return undefined;
+  if (declared > limit) throw new RequestTooLarge(`the request body is ${declared} bytes, more than ${limit}`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of raw) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new RequestTooLarge(`the request body is more than ${limit} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  if (size === 0) return undefined;
+  if (!/^application\/json\b/i.test(raw.headers['content-type'] ?? '')) {
+    throw new BadParameter('a GET body must be JSON (content-type: application/json) holding the parameters', 'bad_request');
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch (error) {
+    throw new BadParameter(`the GET body is not valid JSON: ${(error as Error).message}`, 'bad_request');
+  }
+}

@@ -44,6 +44,11 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     expect(fromQuery.json()).toEqual({ result: [{ via: 'q' }] });
     const fromBody = await server.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', payload: { project: 'abc', sql: "select 'b' as via", lql: 'x' }, headers: { ...headers, 'content-type': 'application/json' } });
     expect(fromBody.json()).toEqual({ result: [{ via: 'b' }] });
+    const fromGetBody = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all', payload: JSON.stringify({ project: 'abc', sql: "select 'g' as via" }), headers: { ...headers, 'content-type': 'application/json; charset=utf-8' } });
+    expect(fromGetBody.json()).toEqual({ result: [{ via: 'g' }] });
+    const badGetBody = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all?project=abc', payload: '{"sql":', headers: { ...headers, 'content-type': 'application/json' } });
+    expect(badGetBody.statusCode).toBe(400);
+    expect(badGetBody.json().error.message).toMatch(/GET body is not valid JSON/);
     const lql = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', lql: 'error' }, headers });
     expect(lql.statusCode).toBe(400);
     expect(lql.json()).toMatchObject({ error: { code: 'sandbox_not_supported' } });
