@@ -3,7 +3,7 @@ import { QueryTooBroad } from '../errors.ts';
 import type { AggregationScan, EventScan, Plan, Scan } from '../planner/plan.ts';
 import { sandboxScannedEventsTotal, sandboxScansTotal } from '../metrics.ts';
 import { translateToDuckDb } from '../sql/duckdb/index.ts';
-import type { TableColumn } from '../sql/types.ts';
+import type { SqlType, TableColumn } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
 import type { EmbeddedEngine, EngineTable } from './engine/embedded-engine.ts';
 import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference.ts';
@@ -108,9 +108,15 @@ function groupRow(scan: AggregationScan, bucket: GroupBucket): Record<string, un
   return row;
 }
 
-/** Columns declared with an element type still unknown (metadata) take the type the rows show. */
+/** Columns declared with a type still unknown somewhere inside (metadata's records) take the type the rows show. */
 function declaredColumns(columns: TableColumn[]): DeclaredColumn[] {
-  return columns.map((column) => (JSON.stringify(column.type).includes('"unknown"') ? { name: column.name, type: 'inferred' } : column));
+  return columns.map((column) => (holdsUnknown(column.type) ? { name: column.name, type: 'inferred' } : column));
+}
+
+function holdsUnknown(type: SqlType): boolean {
+  if (type.kind === 'unknown') return true;
+  if (type.kind === 'array') return holdsUnknown(type.element);
+  return type.kind === 'struct' && type.fields.some((field) => holdsUnknown(field.type));
 }
 
 /** A scan's rows as the engine loads them: timestamps in microseconds, metadata in the record-array form. */

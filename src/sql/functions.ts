@@ -194,3 +194,9 @@ export function sandboxFunction(name: string): SandboxFunction | undefined {
 export function isAggregate(fn: SandboxFunction): boolean {
   return fn.kind === 'aggregate' || fn.kind === 'aggregate_or_window';
 }
+
+/** Whether a call is an aggregate over groups (an aggregate function without OVER). */
+export function isAggregateCall(call: { name: string; over?: unknown }): boolean {
+  const fn = sandboxFunction(call.name);
+  return call.over === undefined && fn !== undefined && isAggregate(fn);
+}

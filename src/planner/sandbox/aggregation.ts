@@ -1,4 +1,5 @@
 import type { estypes } from '@elastic/elasticsearch';
+import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
 import type { SqlType, TableColumn } from '../../sql/types.ts';
 import { NUMERIC_FIELD_TYPES, type FieldCatalog } from '../field-catalog.ts';
@@ -10,7 +11,6 @@ type QueryDsl = estypes.QueryDslQueryContainer;
 
 /** Units Elasticsearch's calendar intervals share with BigQuery's TIMESTAMP_TRUNC (its WEEK starts on Sunday, Elasticsearch's on Monday). */
 const CALENDAR_UNITS = new Set(['second', 'minute', 'hour', 'day', 'month', 'quarter', 'year']);
-const AGGREGATES = new Set(['count', 'countif', 'sum', 'avg', 'min', 'max', 'any_value', 'array_agg', 'string_agg', 'approx_quantiles', 'approx_count_distinct', 'logical_and', 'logical_or', 'stddev', 'variance']);
 
 export interface AggregationInput {
   query: Query;
@@ -287,7 +287,7 @@ function aggregateCalls(node: unknown): Extract<Expr, { kind: 'call' }>[] {
     if (typeof value !== 'object' || value === null) return;
     const expr = value as Expr;
     if (expr.kind === 'subquery' || expr.kind === 'exists' || expr.kind === 'in_subquery' || expr.kind === 'array_subquery') return;
-    if (expr.kind === 'call' && !expr.over && AGGREGATES.has(expr.name)) {
+    if (expr.kind === 'call' && isAggregateCall(expr)) {
       found.push(expr);
       return;
     }

@@ -1,5 +1,6 @@
 import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../../queries/endpoint.ts';
 import { UnknownTable } from '../../errors.ts';
+import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SetExpression } from '../../sql/syntax.ts';
 import type { FieldCatalog } from '../field-catalog.ts';
 import { indexName } from '../../../shared/sources.ts';
@@ -114,13 +115,12 @@ function isColumn(expr: Expr, column: string, select: Select, scope: SelectScope
   return reference?.kind === 'column' && reference.column === column;
 }
 
-const AGGREGATES = new Set(['count', 'countif', 'sum', 'avg', 'min', 'max', 'any_value', 'array_agg', 'string_agg', 'approx_quantiles', 'approx_count_distinct', 'logical_and', 'logical_or', 'stddev', 'variance']);
 
 function hasAggregateOrWindow(node: unknown): boolean {
   if (Array.isArray(node)) return node.some(hasAggregateOrWindow);
   if (typeof node !== 'object' || node === null) return false;
   const expr = node as Expr;
-  if (expr.kind === 'call' && (expr.over || AGGREGATES.has(expr.name))) return true;
+  if (expr.kind === 'call' && (expr.over !== undefined || isAggregateCall(expr))) return true;
   if (expr.kind === 'subquery' || expr.kind === 'exists' || expr.kind === 'in_subquery' || expr.kind === 'array_subquery') return false;
   return Object.values(node).some(hasAggregateOrWindow);
 }
