@@ -122,3 +122,14 @@ export class QueryTooExpensive extends BadParameter {
     super(message, 'query_too_expensive');
   }
 }
+
+/** The LQL text does not parse: where, and what was expected there. */
+export class LqlSyntax extends BadParameter {
+  constructor(
+    message: string,
+    /** 1-based offset in the LQL text. */
+    readonly offset?: number,
+  ) {
+    super(offset === undefined ? message : `${message} (at character ${offset})`, 'lql_syntax');
+  }
+}
