@@ -4,7 +4,6 @@ import type { Endpoint } from '../../queries/index.ts';
 import { indexName } from '../../shared/sources.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { ResultCache } from '../cache/result-cache.ts';
-import { BadParameter } from '../errors.ts';
 import type { EmbeddedEngine } from '../executor/engine/embedded-engine.ts';
 import type { FieldCatalogs } from '../executor/field-catalogs.ts';
 import { executePlan } from '../executor/index.ts';
@@ -13,6 +12,8 @@ import { planEndpointQuery, type Plan } from '../planner/index.ts';
 import type { SandboxLimits } from '../planner/sandbox/index.ts';
 import { redactPii } from '../redaction.ts';
 import { parseSandboxQuery } from '../sql/index.ts';
+import { parseLql } from '../lql/index.ts';
+import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
 import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters } from './request.ts';
 
@@ -40,6 +41,8 @@ export interface EndpointRequest {
   redactHeader: string | string[] | undefined;
 }
 
+type ParsedSandbox = { language: 'sql'; query: Query } | { language: 'lql'; query: LqlQuery };
+
 export interface Answer {
   rows: unknown[];
   cache: 'HIT' | 'MISS' | 'BYPASS';
@@ -47,7 +50,7 @@ export interface Answer {
 }
 
 /**
- * One request from key scope to rows: scope check, parameters, the sandboxed query if any, plan,
+ * One request from key scope to rows: scope check, parameters, the sandboxed query (SQL or LQL) if any, plan,
  * cache, execution, redaction. The plan is built before any cache look-up so bad parameters, bad
  * queries and forbidden projects fail first; that plan serves the first run, and each warming run
  * plans anew to measure its window from its own time.
@@ -56,20 +59,20 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
   const { endpoint, principal } = request;
   assertEndpointAllowed(principal, endpoint);
   const sandbox = endpoint.sandboxable ? sandboxRequest(request.supplied) : undefined;
-  if (sandbox?.language === 'lql') {
-    throw new BadParameter('lql: the log query language is not supported yet; send the query as sql, or call the endpoint without lql to run its saved query', 'sandbox_not_supported');
-  }
   const parameters = validateParameters(endpoint, request.supplied);
   const redact = redactionRequested(request.redactHeader, endpoint);
-  const parsed: Query | undefined = sandbox
-    ? parseSandboxQuery(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) })
-    : undefined;
+  const parsed: ParsedSandbox | undefined =
+    sandbox?.language === 'lql'
+      ? { language: 'lql', query: parseLql(sandbox.text) }
+      : sandbox
+        ? { language: 'sql', query: parseSandboxQuery(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) }) }
+        : undefined;
   const sourceIndices = endpoint.ctes.flatMap((cte) => ('source' in cte ? [indexName({ indexPrefix: dependencies.indexPrefix }, cte.source)] : []));
   const plan = async (): Promise<Plan> => {
     const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix };
     if (!parsed) return planEndpointQuery(endpoint, parameters, context);
     const catalogs = await dependencies.sandbox.fieldCatalogs.forIndices(sourceIndices);
-    return planEndpointQuery(endpoint, parameters, context, { query: parsed, limits: dependencies.sandbox.limits, catalogs });
+    return planEndpointQuery(endpoint, parameters, context, { ...parsed, limits: dependencies.sandbox.limits, catalogs });
   };
   let firstPlan: Plan | undefined = await plan();
   const run = async () => {

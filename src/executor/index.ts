@@ -1,6 +1,6 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { QueryTooBroad } from '../errors.ts';
-import type { AggregationScan, EventScan, Plan, Scan } from '../planner/plan.ts';
+import type { AggregationScan, EventScan, Plan, Scan, SelectedColumn } from '../planner/plan.ts';
 import { sandboxScannedEventsTotal, sandboxScansTotal } from '../metrics.ts';
 import { translateToDuckDb } from '../sql/duckdb/index.ts';
 import type { SqlType, TableColumn } from '../sql/types.ts';
@@ -23,6 +23,8 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
   if (answer.kind === 'residual') return (await residualRows(plan, options)).slice(0, plan.rowCap);
   const scan = plan.scans.find((candidate) => candidate.table === answer.table);
   if (!scan) throw new Error(`plan answers from ${answer.table}, which none of its scans produces`);
+  if (answer.kind === 'chart') return (await chartRows(scan, options)).slice(0, plan.rowCap);
+  if (answer.kind === 'selected') return selectedRows(await eventRows(scan, options, true), answer.columns).slice(0, plan.rowCap);
   // the saved selection's rows are exactly its four columns, whatever else the CTE declares
   const rows = answer.format === 'log_rows' ? await eventRows(scan, options, false) : usageRowsOf(await aggregationsOf(scan, options), scan);
   return rows.slice(0, plan.rowCap);
@@ -172,4 +174,40 @@ async function aggregationsOf(scan: Scan, options: ExecutorOptions): Promise<Rec
 function usageRowsOf(aggregations: Record<string, unknown> | undefined, scan: Scan): unknown[] {
   if (scan.kind !== 'request_counts') throw new Error(`usage rows come from a request-count scan, not ${scan.kind}`);
   return usageRows(aggregations, scan.countColumns);
+}
+
+/** The chosen columns of each event row; a metadata path reads the first record on its way (records are arrays of records in a row). */
+function selectedRows(rows: Record<string, unknown>[], columns: SelectedColumn[]): Record<string, unknown>[] {
+  return rows.map((row) => Object.fromEntries(columns.map((column) => [column.name, valueAt(row, column.path)])));
+}
+
+function valueAt(row: Record<string, unknown>, path: string): unknown {
+  let value: unknown = row;
+  for (const step of path.split('.')) {
+    if (Array.isArray(value) && value.length > 0 && typeof value[0] === 'object' && value[0] !== null && !Array.isArray(value[0])) value = value[0];
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+    value = (value as Record<string, unknown>)[step];
+  }
+  return value ?? null;
+}
+
+/** A chart's buckets, oldest first: the bucket start in microseconds and the aggregate. */
+async function chartRows(scan: Scan, options: ExecutorOptions): Promise<Record<string, unknown>[]> {
+  if (scan.kind !== 'chart') throw new Error(`chart rows come from a chart scan, not ${scan.kind}`);
+  const rows: Record<string, unknown>[] = [];
+  let after: Record<string, unknown> | undefined;
+  for (;;) {
+    const request = structuredClone(scan.search);
+    if (after) request.aggs!.buckets!.composite!.after = after as Record<string, estypes.FieldValue>;
+    const response = await search(request, options);
+    const result = (response.aggregations as Record<string, { buckets?: GroupBucket[]; after_key?: Record<string, unknown> }> | undefined)?.buckets;
+    const buckets = result?.buckets ?? [];
+    for (const bucket of buckets) {
+      const node = scan.value.path.reduce<unknown>((inner, step) => (inner as Record<string, unknown> | undefined)?.[step], bucket) as { doc_count?: number; value?: number | null; values?: Record<string, number | null> } | undefined;
+      const value = scan.value.from === 'doc_count' ? (node?.doc_count ?? bucket.doc_count) : scan.value.from === 'percentile' ? (node?.values?.[scan.value.percentile!] ?? null) : (node?.value ?? null);
+      rows.push({ timestamp: (bucket.key!.timestamp as number) * 1000, [scan.value.column]: value });
+    }
+    if (!result?.after_key || buckets.length === 0) return rows;
+    after = result.after_key;
+  }
 }

@@ -21,9 +21,29 @@ export interface Plan {
 export type PlanAnswer =
   /** The rows of one scan, formatted for the API (events as logs.all rows, buckets as usage rows). */
   | { kind: 'scan'; table: string; format: 'log_rows' | 'usage_rows' }
+  /** Chosen columns of each event (LQL): a column of the event, or the value at a metadata path. */
+  | { kind: 'selected'; table: string; columns: SelectedColumn[] }
+  /** A chart's buckets (LQL): the bucket start and the aggregate, oldest first. */
+  | { kind: 'chart'; table: string }
   | { kind: 'residual' };
 
-export type Scan = EventScan | RequestCountScan | ConstantScan | AggregationScan;
+export interface SelectedColumn {
+  name: string;
+  /** `id`, `timestamp`, `event_message`, `project`, or a dotted path inside `metadata` (`metadata.user.id`). */
+  path: string;
+}
+
+export type Scan = EventScan | RequestCountScan | ConstantScan | AggregationScan | ChartScan;
+
+/** One aggregate per calendar bucket of `timestamp`, computed by Elasticsearch (LQL charts). */
+export interface ChartScan extends ScanBase {
+  kind: 'chart';
+  index: string;
+  scope: estypes.QueryDslQueryContainer[];
+  search: estypes.SearchRequest;
+  /** The output column of the aggregate, and where its value sits in a bucket. */
+  value: { column: string; path: string[]; from: 'doc_count' | 'value' | 'percentile'; percentile?: string };
+}
 
 interface ScanBase {
   /** The table name the residual query reads the rows by (unique within a plan). */

@@ -38,7 +38,7 @@ const catalogs = new Map(logsAll.ctes.map((cte) => [`lp-${'source' in cte ? cte.
 function plan(sql: string, params: Record<string, string> = { project: 'default' }, projects: string[] | null = null, endpoint: typeof logsAll | typeof usageApiCounts = logsAll): Plan {
   const query = parseSandboxQuery(sql, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) });
   const validated = endpoint.parameters.parse(params) as Record<string, unknown>;
-  return planEndpointQuery(endpoint, validated, { now, projects, indexPrefix: 'lp-' }, { query, limits: { maxScanEvents: 50_000 }, catalogs });
+  return planEndpointQuery(endpoint, validated, { now, projects, indexPrefix: 'lp-' }, { language: 'sql', query, limits: { maxScanEvents: 50_000 }, catalogs });
 }
 
 /** The event scans of a plan, including the one an aggregation falls back to. */
