@@ -3,6 +3,7 @@ import type { StoredEvent } from '../../shared/event-index.ts';
 import type { SourceName } from '../../shared/sources.ts';
 import { BOOTSTRAP_KEY, startEndpointServer, type EndpointTestServer } from '../support/endpoint-server.ts';
 import { sandboxDataset } from '../support/sandbox-data.ts';
+import { LQL_ATTACKS } from '../fixtures/lql-attacks.ts';
 
 const dataset = sandboxDataset({ perSource: 720, projects: ['default', 'other'] });
 const NOW = Date.UTC(2024, 0, 1, 1);
@@ -72,6 +73,13 @@ describe('LQL filters on the real store, both sides of each', () => {
     expect(await ids('f:auth_logs t:last@2hours')).toEqual(expected('auth_logs', inRange('2023-12-31T23:00:00Z', '2024-01-01T01:00:00Z')));
   });
 
+  it('array includes: an element equals, an element matches', async () => {
+    const tags = (metadata: Record<string, unknown>) => (metadata.tags as string[] | undefined) ?? [];
+    expect(await ids('f:storage_logs m.tags:@>beta')).toEqual(expected('storage_logs', (_, metadata) => tags(metadata).includes('beta')));
+    expect(await ids('f:storage_logs m.tags:@>~"^al"')).toEqual(expected('storage_logs', (_, metadata) => tags(metadata).some((tag) => tag.startsWith('al'))));
+    expect(await ids('f:storage_logs -m.tags:@>alpha')).toEqual(expected('storage_logs', (_, metadata) => !tags(metadata).includes('alpha')));
+  });
+
   it('level ranges follow the syslog order', async () => {
     expect(await ids('f:realtime_logs m.level:error..emergency')).toEqual(expected('realtime_logs', (_, metadata) => metadata.level === 'error'));
     expect(await ids('f:realtime_logs m.level:debug..info')).toEqual(expected('realtime_logs', (_, metadata) => metadata.level === 'info'));
@@ -138,6 +146,17 @@ describe('LQL errors', () => {
     const unknown = await lql('f:nope error');
     expect(unknown.json().error.code).toBe('unknown_table');
   });
+
+  it(`the LQL attack list (${LQL_ATTACKS.length} cases): refused (400, or 413 for a body over 1 MiB), or rows of this project only; never a 5xx`, async () => {
+    let refused = 0;
+    for (const attack of LQL_ATTACKS) {
+      const response = await lql(`f:edge_logs ${attack.lql}`);
+      expect([200, 400, 413], `${attack.label}: ${response.body.slice(0, 200)}`).toContain(response.statusCode);
+      if (response.statusCode !== 200) refused += 1;
+      else expect(response.body, attack.label).not.toMatch(/other-edge_logs/);
+    }
+    expect(refused).toBeGreaterThan(LQL_ATTACKS.length / 2);
+  }, 120_000);
 
   it('never reads another project, whatever the query says', async () => {
     const response = await lql('f:edge_logs project:other');

@@ -79,7 +79,7 @@ export function sandboxDataset(options: { perSource: number; projects: [string, 
           break;
         }
         default:
-          metadata = { level: pick(['error', 'info']), note: pick(['ObjectNotFound: x', 'ok']) };
+          metadata = { level: pick(['error', 'info']), note: pick(['ObjectNotFound: x', 'ok']), tags: pick([['alpha', 'beta'], ['beta'], []]) };
           eventMessage = `${source.name} ${metadata.note as string} ${n}`;
       }
       const placed = withProject(source.name, project, metadata);
