@@ -1,3 +1,5 @@
+import type { estypes } from '@elastic/elasticsearch';
+
 /**
  * What Elasticsearch mapped each field of an index as, so the planner pushes a predicate down only
  * where the store compares the way SQL would (a numeric range on a numeric field, a term on a
@@ -14,3 +16,24 @@ export function fieldCatalog(types: Record<string, string>): FieldCatalog {
 }
 
 export const NUMERIC_FIELD_TYPES = new Set(['long', 'integer', 'short', 'byte', 'double', 'float', 'half_float', 'scaled_float', 'unsigned_long']);
+
+/** The outermost nested records a field lives in, if any (aggregations on it must enter them). */
+export function nestedAncestor(path: string, catalog: FieldCatalog): string | undefined {
+  const parts = path.split('.');
+  for (let length = 1; length < parts.length; length += 1) {
+    const prefix = parts.slice(0, length).join('.');
+    if (catalog.typeOf(prefix) === 'nested') return prefix;
+  }
+  return undefined;
+}
+
+/** A query on a field wrapped in one `nested` query per nested ancestor, innermost first, so it matches any record. */
+export function inNestedRecords(path: string, query: estypes.QueryDslQueryContainer, catalog: FieldCatalog): estypes.QueryDslQueryContainer {
+  const parts = path.split('.');
+  let wrapped = query;
+  for (let length = parts.length - 1; length > 0; length -= 1) {
+    const prefix = parts.slice(0, length).join('.');
+    if (catalog.typeOf(prefix) === 'nested') wrapped = { nested: { path: prefix, query: wrapped } };
+  }
+  return wrapped;
+}

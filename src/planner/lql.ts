@@ -3,7 +3,7 @@ import { cteByName, tableNames, type EndpointDefinition, type SourceCte, type Wi
 import { clampToDateNanos, isoToNanosText, nanosTextFromMillis } from '../../shared/stored-timestamp.ts';
 import { BadParameter, InvalidQuery, LqlSyntax, UnknownTable } from '../errors.ts';
 import type { LqlChart, LqlComparison, LqlFilter, LqlQuery, LqlRange, LqlTime, LqlTimestampFilter, LqlValue } from '../lql/syntax.ts';
-import { NUMERIC_FIELD_TYPES, type FieldCatalog } from './field-catalog.ts';
+import { NUMERIC_FIELD_TYPES, inNestedRecords, nestedAncestor, type FieldCatalog } from './field-catalog.ts';
 import type { ChartScan, Plan, SelectedColumn } from './plan.ts';
 import { luceneRegexpForContains } from './regex.ts';
 import type { ScopeContext, ValidatedParameters } from './scope.ts';
@@ -82,7 +82,7 @@ function comparisonQuery(filter: LqlComparison, catalog: FieldCatalog, columns: 
   let leaf: Query;
   switch (filter.operator) {
     case 'is_null':
-      return { bool: { must_not: [nested(path, { exists: { field } }, catalog)] } };
+      return { bool: { must_not: [inNestedRecords(path, { exists: { field } }, catalog)] } };
     case 'contains':
       leaf = { wildcard: { [field]: { value: `*${escapeWildcard(text(filter.value))}*` } } };
       break;
@@ -97,7 +97,7 @@ function comparisonQuery(filter: LqlComparison, catalog: FieldCatalog, columns: 
     default:
       leaf = { range: { [field]: { [RANGE_KEYS[filter.operator]]: comparable(filter.value!, type) } } };
   }
-  return nested(path, leaf, catalog);
+  return inNestedRecords(path, leaf, catalog);
 }
 
 const RANGE_KEYS = { '<': 'lt', '<=': 'lte', '>': 'gt', '>=': 'gte' } as const;
@@ -106,9 +106,9 @@ function rangeQuery(filter: LqlRange, catalog: FieldCatalog, columns: ReadonlySe
   const path = checkedPath(filter.path, columns);
   const field = storeField(path);
   const levels = levelRange(filter);
-  if (levels) return nested(path, { terms: { [field]: levels } }, catalog);
+  if (levels) return inNestedRecords(path, { terms: { [field]: levels } }, catalog);
   const type = fieldType(path, catalog);
-  return nested(path, { range: { [field]: { gte: comparable(filter.low, type), lte: comparable(filter.high, type) } } }, catalog);
+  return inNestedRecords(path, { range: { [field]: { gte: comparable(filter.low, type), lte: comparable(filter.high, type) } } }, catalog);
 }
 
 /** `metadata.level:error..critical`: every level from the first to the second in the syslog order. */
@@ -162,17 +162,6 @@ function regexpQuery(field: string, pattern: string): Query {
 
 function escapeWildcard(value: string): string {
   return value.replace(/[\\*?]/g, (c) => `\\${c}`);
-}
-
-/** Wraps a query on a field inside nested records in one `nested` query per nested ancestor. */
-function nested(path: string, query: Query, catalog: FieldCatalog): Query {
-  const parts = path.split('.');
-  let wrapped = query;
-  for (let length = parts.length - 1; length > 0; length -= 1) {
-    const prefix = parts.slice(0, length).join('.');
-    if (catalog.typeOf(prefix) === 'nested') wrapped = { nested: { path: prefix, query: wrapped } };
-  }
-  return wrapped;
 }
 
 const UNIT_MS = { minutes: 60_000, hours: 3_600_000, days: 86_400_000, weeks: 7 * 86_400_000 } as const;
@@ -254,7 +243,7 @@ function chartScan(table: string, index: string, filter: Query[], chart: LqlChar
   let value: ChartScan['value'] = { column, path: [], from: 'doc_count' };
   if (chart.aggregate === 'count') {
     if (path && path !== 'timestamp') {
-      metric = { filter: nested(path, { exists: { field: storeField(path) } }, catalog) };
+      metric = { filter: inNestedRecords(path, { exists: { field: storeField(path) } }, catalog) };
       value = { column, path: ['value'], from: 'doc_count' };
     }
   } else {
@@ -301,15 +290,6 @@ function chartScan(table: string, index: string, filter: Query[], chart: LqlChar
       },
     },
   };
-}
-
-function nestedAncestor(path: string, catalog: FieldCatalog): string | undefined {
-  const parts = path.split('.');
-  for (let length = 1; length < parts.length; length += 1) {
-    const prefix = parts.slice(0, length).join('.');
-    if (catalog.typeOf(prefix) === 'nested') return prefix;
-  }
-  return undefined;
 }
 
 /** `s:` columns; without them timestamp, id, event_message and every filtered path (names from the last segment, or the alias). */

@@ -2,7 +2,7 @@ import type { estypes } from '@elastic/elasticsearch';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
 import type { SqlType, TableColumn } from '../../sql/types.ts';
-import { NUMERIC_FIELD_TYPES, type FieldCatalog } from '../field-catalog.ts';
+import { NUMERIC_FIELD_TYPES, nestedAncestor, type FieldCatalog } from '../field-catalog.ts';
 import type { AggregationKey, AggregationMetric, AggregationScan, EventScan, ResidualQuery } from '../plan.ts';
 import { conjuncts, truthOf, type PredicateContext } from './predicates.ts';
 import type { SelectScope } from './select-scope.ts';
@@ -202,7 +202,7 @@ function groupKey(written: Expr, column: string, context: PredicateContext): Gro
   const type = context.catalog.typeOf(field.path);
   const sqlType = valueType(type);
   if (!sqlType) return undefined;
-  const nested = insideNested(field.path, context.catalog);
+  const nested = nestedAncestor(field.path, context.catalog);
   return { expr, kind: 'terms', source: { terms: { field: field.path, missing_bucket: true } }, type: sqlType, paths: [field.path], ...(nested ? { nested } : {}) };
 }
 
@@ -211,15 +211,6 @@ function valueType(type: string | undefined): SqlType | undefined {
   if (type === 'boolean') return { kind: 'bool' };
   if (type === 'double' || type === 'float' || type === 'half_float' || type === 'scaled_float') return { kind: 'float64' };
   if (type !== undefined && NUMERIC_FIELD_TYPES.has(type)) return { kind: 'int64' };
-  return undefined;
-}
-
-function insideNested(path: string, catalog: FieldCatalog): string | undefined {
-  const parts = path.split('.');
-  for (let length = 1; length < parts.length; length += 1) {
-    const prefix = parts.slice(0, length).join('.');
-    if (catalog.typeOf(prefix) === 'nested') return prefix;
-  }
   return undefined;
 }
 
@@ -257,7 +248,7 @@ function metricOf(call: Extract<Expr, { kind: 'call' }>, column: string, context
   const field = context.scope.resolve(argument.path);
   if (!field || field.kind !== 'metadata') return undefined;
   const type = context.catalog.typeOf(field.path);
-  const nested = insideNested(field.path, context.catalog);
+  const nested = nestedAncestor(field.path, context.catalog);
   if (call.name === 'count' && call.distinct) {
     if (!valueType(type) || nested) return undefined;
     // exact below the threshold (40,000 distinct values per group), as documented

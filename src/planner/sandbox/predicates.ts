@@ -1,7 +1,7 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { clampToDateNanos, isoToNanosText, nanosTextFromMillis } from '../../../shared/stored-timestamp.ts';
 import type { Expr } from '../../sql/syntax.ts';
-import { NUMERIC_FIELD_TYPES, type FieldCatalog } from '../field-catalog.ts';
+import { NUMERIC_FIELD_TYPES, inNestedRecords, type FieldCatalog } from '../field-catalog.ts';
 import { luceneRegexpForContains } from '../regex.ts';
 import type { FieldReference, SelectScope } from './select-scope.ts';
 
@@ -235,23 +235,12 @@ function onField(
   if (type === undefined || type === 'conflict' || type === 'text') return undefined;
   const query = existence ? (type === 'object' || type === 'nested' ? undefined : { exists: { field: field.path } }) : leaf(field.path, type);
   if (!query) return undefined;
-  const wrapped = nestedWrap(field.path, existence || type !== 'keyword' ? query : withIgnored(query, field.path).query, context.catalog);
+  const wrapped = inNestedRecords(field.path, existence || type !== 'keyword' ? query : withIgnored(query, field.path).query, context.catalog);
   return { query: wrapped, exact: false };
 }
 
 function withIgnored(query: Query, field: string): PushedPredicate {
   return { query: { bool: { should: [query, { term: { _ignored: field } }], minimum_should_match: 1 } }, exact: false };
-}
-
-/** Wraps a query on `path` in one `nested` query per nested ancestor, innermost first. */
-function nestedWrap(path: string, query: Query, catalog: FieldCatalog): Query {
-  const parts = path.split('.');
-  let wrapped = query;
-  for (let length = parts.length - 1; length > 0; length -= 1) {
-    const prefix = parts.slice(0, length).join('.');
-    if (catalog.typeOf(prefix) === 'nested') wrapped = { nested: { path: prefix, query: wrapped } };
-  }
-  return wrapped;
 }
 
 function fieldOf(expr: Expr, context: PredicateContext): FieldReference | undefined {
@@ -406,7 +395,7 @@ function exactField(expr: Expr, context: PredicateContext): { exists: Query; pat
   }
   const type = context.catalog.typeOf(field.path);
   if (type === undefined || type === 'object' || type === 'nested' || type === 'conflict' || type === 'text') return undefined;
-  return { exists: nestedWrap(field.path, { exists: { field: field.path } }, context.catalog), paths: [field.path] };
+  return { exists: inNestedRecords(field.path, { exists: { field: field.path } }, context.catalog), paths: [field.path] };
 }
 
 function leafTruth(operator: string, left: Expr, right: Expr, context: PredicateContext): Truth | undefined {
