@@ -32,6 +32,14 @@ const WEEK_MS = 7 * 24 * 3600 * 1000;
 const PATHS = ['/rest/v1/items', '/auth/v1/token', '/storage/v1/object/a', '/realtime/v1/websocket', '/rest/v1/rpc/f'];
 const STATUS = [200, 200, 200, 201, 204, 304, 400, 401, 404, 500, 503];
 
+/** An LQL filter query and an LQL chart, over the same edge events. */
+const LQL_CASES: [string, string, Record<string, string>][] = [
+  ['filter, 1 hour', 'f:edge_logs m.request.path:~"^/rest" m.response.status_code:>=500', { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00.000Z', iso_timestamp_end: '2024-01-01T01:00:00.000Z' }],
+  ['filter, 7 days (newest 1000)', 'f:edge_logs m.request.path:~"^/rest" m.response.status_code:>=500', { project: 'default' }],
+  ['chart, 7 days by hour', 'f:edge_logs c:count(*) c:group_by(t::hour) m.response.status_code:>=500', { project: 'default' }],
+  ['chart p95, 7 days by day', 'f:edge_logs c:p95(m.response.origin_time) c:group_by(t::day)', { project: 'default' }],
+];
+
 interface StudioQuery {
   id: string;
   sql: string;
@@ -81,6 +89,7 @@ async function main(): Promise<void> {
   const prefix = `bench-sandbox-${randomBytes(4).toString('hex')}-`;
   const elasticsearch = createElasticsearchClient({ url: urls.elasticsearch!, requestTimeoutMs: 120_000 });
   const table: string[] = [];
+  const lqlTable: string[] = [];
   const all: number[] = [];
   try {
     await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
@@ -99,6 +108,15 @@ async function main(): Promise<void> {
         table.push(`| ${query.id} | ${rows?.length ?? 0} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
         console.error(table[table.length - 1]);
       }
+      for (const [label, lql, params] of LQL_CASES) {
+        const url = `${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...params, lql })}`;
+        const first = await fetch(url, { headers: { 'x-api-key': BOOTSTRAP } });
+        const rows = ((await first.json()) as { result?: unknown[] }).result;
+        if (first.status !== 200) throw new Error(`${label}: status ${first.status}`);
+        const latencies = await measureHttp({ url: () => url, headers: { 'x-api-key': BOOTSTRAP }, requests: REQUESTS, concurrency: 1 });
+        lqlTable.push(`| ${label} | \`${lql}\` | ${rows?.length ?? 0} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
+        console.error(lqlTable[lqlTable.length - 1]);
+      }
     } finally {
       await app.close();
     }
@@ -113,6 +131,8 @@ async function main(): Promise<void> {
   console.log('| query | rows | p50 ms | p99 ms |\n|---|---|---|---|');
   for (const row of table) console.log(row);
   console.log(`| all 20 | | ${percentile(all, 50).toFixed(1)} | ${percentile(all, 99).toFixed(1)} |`);
+  console.log('\n| LQL | query | rows | p50 ms | p99 ms |\n|---|---|---|---|---|');
+  for (const row of lqlTable) console.log(row);
 }
 
 main().catch((error: unknown) => {
