@@ -14,7 +14,7 @@ type Query = estypes.QueryDslQueryContainer;
 /** The syslog order `metadata.level:error..critical` ranges over. */
 export const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
 
-/** Columns LQL may filter or select besides metadata paths; anything else (internal fields included) is refused. */
+/** Columns LQL reads as themselves; other names are read inside metadata, internal fields never. */
 const EVENT_COLUMNS = new Set(['id', 'timestamp', 'event_message', 'project']);
 
 export interface LqlPlanContext extends ScopeContext {
@@ -58,11 +58,21 @@ function lqlTable(endpoint: EndpointDefinition, query: LqlQuery): SourceCte | Wi
   return cte;
 }
 
-/** A path LQL may read: a column of the table, or anything inside metadata. */
+/** Fields the platform stores beside the producer's: no query reaches them. */
+const INTERNAL_PATH = /^(_|shape(\.|$)|folded_fields(\.|$)|key_field(\.|$)|metadata_unindexed(\.|$))/;
+
+/**
+ * A path LQL may read: a column of the table, anything inside metadata, or another top-level name,
+ * which is read inside metadata because that is where the ingest worker keeps a producer's other
+ * top-level fields (`created_at:x` finds `metadata.created_at`).
+ */
 function checkedPath(path: string, columns: ReadonlySet<string>): string {
   if (path.startsWith('metadata.') && path.length > 'metadata.'.length) return path;
   if (EVENT_COLUMNS.has(path) && columns.has(path)) return path;
-  throw new InvalidQuery(`${path} is not a field of this table; use ${[...columns].filter((column) => column !== 'metadata').join(', ')} or m.<path> inside metadata`);
+  if (path === 'metadata' || INTERNAL_PATH.test(path) || path.split('.').some((part) => part === '')) {
+    throw new InvalidQuery(`${path} is not a field a query may read; use ${[...columns].filter((column) => column !== 'metadata').join(', ')} or m.<path> inside metadata`);
+  }
+  return `metadata.${path}`;
 }
 
 function filterQuery(filter: LqlFilter, catalog: FieldCatalog, columns: ReadonlySet<string>, now: number): Query {

@@ -58,12 +58,13 @@ describe('LQL filters become exact Elasticsearch filters', () => {
     expect(times({ kind: 'timestamp', path: 'timestamp', operator: 'range', times: [{ kind: 'this', unit: 'hour' }], ...at })).toEqual({ range: { timestamp: { gte: '2024-01-10T12:00:00.000000000Z', lte: '2024-01-10T12:30:00.000000000Z' } } });
   });
 
-  it('keeps the CTE scope first and refuses paths outside the table', () => {
+  it('keeps the CTE scope first, reads other top-level names inside metadata, and never reaches internal fields', () => {
     const scan = plan({ filters: [] }).scans[0] as EventScan;
     expect((scan.search.query as { bool: { filter: unknown[] } }).bool.filter[0]).toEqual({ term: { project: 'p1' } });
-    for (const path of ['shape.version', '_index', 'metadata_unindexed', 'created_at']) {
+    for (const path of ['shape.version', 'shape', '_index', '_source.x', 'metadata_unindexed', 'folded_fields', 'key_field', 'metadata', 'a..b']) {
       expect(() => predicates([{ kind: 'comparison', path, operator: '=', value: { kind: 'number', text: '1' }, ...at }]), path).toThrow(InvalidQuery);
     }
+    expect(predicates([{ kind: 'comparison', path: 'created_at', operator: '=', value: { kind: 'string', value: 'x', quoted: false }, ...at }])).toEqual([{ term: { 'metadata.created_at': 'x' } }]);
   });
 });
 
