@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../shared/config.ts';
-import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import { ensureEventIndex, type StoredEvent } from '../shared/event-index.ts';
 import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
-import { startLocalStack, type LocalStack } from '../stack/index.ts';
 import { buildServer } from '../src/server.ts';
-import { bulkLoad } from './bulk-load.ts';
+import { bulkLoad, withBenchStore } from './query-store.ts';
 import { measureHttp, percentile } from './latency.ts';
 
 /**
@@ -57,24 +55,16 @@ const headers = { 'x-api-key': BOOTSTRAP };
 
 async function main(): Promise<void> {
   const base = loadConfig(process.env);
-  let stack: LocalStack | undefined;
-  let urls = { elasticsearch: base.ELASTICSEARCH_URL, kafka: base.KAFKA_BROKERS };
-  if (!urls.elasticsearch || !urls.kafka) {
-    stack = await startLocalStack({ ...base, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, (line) => console.error(`stack: ${line}`));
-    urls = { elasticsearch: stack.elasticsearchUrl, kafka: stack.kafkaBrokers };
-  }
-  const prefix = `bench-endpoints-${randomBytes(4).toString('hex')}-`;
-  const elasticsearch = createElasticsearchClient({ url: urls.elasticsearch!, requestTimeoutMs: 120_000 });
   const now = Date.now();
   const table: string[] = [];
-  try {
+  await withBenchStore(base, 'endpoints', async ({ elasticsearch, kafkaBrokers, indexPrefix: prefix }) => {
     await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, indexName({ indexPrefix: prefix }, source))));
     await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), EVENTS, (n) => benchEvent(n, now));
     const dayAgo = new Date(now - 24 * 3600 * 1000).toISOString();
     for (const cached of [true, false]) {
       // one key sends every request and the service's own speed is measured: no per-key rate limit
       const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', CACHE_MAX_BYTES: cached ? base.CACHE_MAX_BYTES : 0, QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0 };
-      const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers: urls.kafka! });
+      const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers });
       const address = await app.listen({ host: '127.0.0.1', port: 0 });
       try {
         for (const [label, path] of CASES) {
@@ -95,12 +85,7 @@ async function main(): Promise<void> {
         await app.close();
       }
     }
-  } finally {
-    const indices = Object.keys(await elasticsearch.indices.get({ index: `${prefix}*`, allow_no_indices: true }));
-    if (indices.length > 0) await elasticsearch.indices.delete({ index: indices });
-    await elasticsearch.close();
-    await stack?.stop();
-  }
+  });
   console.log(`\n${EVENTS.toLocaleString('en')} edge events over 7 days, ${PROJECTS} projects; HTTP on 127.0.0.1 with the bootstrap key\n`);
   console.log('| case | cache | concurrency | requests | p50 ms | p99 ms |\n|---|---|---|---|---|---|');
   for (const row of table) console.log(row);

@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
-import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
-import { startLocalStack, type LocalStack } from '../stack/index.ts';
 import { buildServer } from '../src/server.ts';
-import { bulkLoad } from './bulk-load.ts';
+import { bulkLoad, withBenchStore } from './query-store.ts';
 import { measureHttp, percentile } from './latency.ts';
 
 /**
@@ -77,55 +75,43 @@ function otherEvent(source: string, n: number): StoredEvent {
   return { id: `${source}-${n}`, timestamp: stored(micros), event_message: eventMessage, project, metadata, shape: eventShape(metadata) };
 }
 
+/** One query's row count (from a first request that must succeed), then REQUESTS sequential latencies. */
+async function measureQuery(url: string, label: string): Promise<{ rows: number; latencies: number[] }> {
+  const first = await fetch(url, { headers: { 'x-api-key': BOOTSTRAP } });
+  const body = (await first.json()) as { result?: unknown[] };
+  if (first.status !== 200) throw new Error(`${label}: status ${first.status}: ${JSON.stringify(body).slice(0, 300)}`);
+  const latencies = await measureHttp({ url: () => url, headers: { 'x-api-key': BOOTSTRAP }, requests: REQUESTS, concurrency: 1 });
+  return { rows: body.result?.length ?? 0, latencies };
+}
+
 async function main(): Promise<void> {
   const base = loadConfig(process.env);
   const studio: StudioQuery[] = JSON.parse(readFileSync(`${repositoryRoot}/test/fixtures/examples/studio-queries.json`, 'utf8'));
-  let stack: LocalStack | undefined;
-  let urls = { elasticsearch: base.ELASTICSEARCH_URL, kafka: base.KAFKA_BROKERS };
-  if (!urls.elasticsearch || !urls.kafka) {
-    stack = await startLocalStack({ ...base, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, (line) => console.error(`stack: ${line}`));
-    urls = { elasticsearch: stack.elasticsearchUrl, kafka: stack.kafkaBrokers };
-  }
-  const prefix = `bench-sandbox-${randomBytes(4).toString('hex')}-`;
-  const elasticsearch = createElasticsearchClient({ url: urls.elasticsearch!, requestTimeoutMs: 120_000 });
   const table: string[] = [];
   const lqlTable: string[] = [];
   const all: number[] = [];
-  try {
+  await withBenchStore(base, 'sandbox', async ({ elasticsearch, kafkaBrokers, indexPrefix: prefix }) => {
     await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
     for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, source), OTHER_SOURCE_EVENTS, (n) => otherEvent(source, n));
     const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0 };
-    const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers: urls.kafka! });
+    const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     try {
       for (const query of studio) {
-        const url = `${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...query.params, sql: query.sql })}`;
-        const first = await fetch(url, { headers: { 'x-api-key': BOOTSTRAP } });
-        const rows = ((await first.json()) as { result?: unknown[]; error?: unknown }).result;
-        if (first.status !== 200) throw new Error(`${query.id}: status ${first.status}`);
-        const latencies = await measureHttp({ url: () => url, headers: { 'x-api-key': BOOTSTRAP }, requests: REQUESTS, concurrency: 1 });
+        const { rows, latencies } = await measureQuery(`${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...query.params, sql: query.sql })}`, query.id);
         all.push(...latencies);
-        table.push(`| ${query.id} | ${rows?.length ?? 0} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
+        table.push(`| ${query.id} | ${rows} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
         console.error(table[table.length - 1]);
       }
       for (const [label, lql, params] of LQL_CASES) {
-        const url = `${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...params, lql })}`;
-        const first = await fetch(url, { headers: { 'x-api-key': BOOTSTRAP } });
-        const rows = ((await first.json()) as { result?: unknown[] }).result;
-        if (first.status !== 200) throw new Error(`${label}: status ${first.status}`);
-        const latencies = await measureHttp({ url: () => url, headers: { 'x-api-key': BOOTSTRAP }, requests: REQUESTS, concurrency: 1 });
-        lqlTable.push(`| ${label} | \`${lql}\` | ${rows?.length ?? 0} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
+        const { rows, latencies } = await measureQuery(`${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...params, lql })}`, label);
+        lqlTable.push(`| ${label} | \`${lql}\` | ${rows} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
         console.error(lqlTable[lqlTable.length - 1]);
       }
     } finally {
       await app.close();
     }
-  } finally {
-    const indices = Object.keys(await elasticsearch.indices.get({ index: `${prefix}*`, allow_no_indices: true }));
-    if (indices.length > 0) await elasticsearch.indices.delete({ index: indices });
-    await elasticsearch.close();
-    await stack?.stop();
-  }
+  });
   all.sort((a, b) => a - b);
   console.log(`\n${EVENTS.toLocaleString('en')} edge events over 7 days (half of project default), ${OTHER_SOURCE_EVENTS.toLocaleString('en')} per other source; ${REQUESTS} sequential uncached requests per query, HTTP on 127.0.0.1\n`);
   console.log('| query | rows | p50 ms | p99 ms |\n|---|---|---|---|');

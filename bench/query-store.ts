@@ -1,5 +1,39 @@
+import { randomBytes } from 'node:crypto';
 import type { Client } from '@elastic/elasticsearch';
+import type { Config } from '../shared/config.ts';
+import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import { ensureEventIndex, type StoredEvent } from '../shared/event-index.ts';
+import { startLocalStack, type LocalStack } from '../stack/index.ts';
+
+/** Where a query benchmark keeps its events: an index prefix of its own on the given or a started stack. */
+export interface BenchStore {
+  elasticsearch: Client;
+  kafkaBrokers: string[];
+  indexPrefix: string;
+}
+
+/**
+ * Runs a query benchmark against KAFKA_BROKERS / ELASTICSEARCH_URL, or a local stack started for
+ * it, under an index prefix of its own; deletes its indices and stops what it started afterwards.
+ */
+export async function withBenchStore(base: Config, label: string, run: (store: BenchStore) => Promise<void>): Promise<void> {
+  let stack: LocalStack | undefined;
+  let urls = { elasticsearch: base.ELASTICSEARCH_URL, kafka: base.KAFKA_BROKERS };
+  if (!urls.elasticsearch || !urls.kafka) {
+    stack = await startLocalStack({ ...base, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, (line) => console.error(`stack: ${line}`));
+    urls = { elasticsearch: stack.elasticsearchUrl, kafka: stack.kafkaBrokers };
+  }
+  const indexPrefix = `bench-${label}-${randomBytes(4).toString('hex')}-`;
+  const elasticsearch = createElasticsearchClient({ url: urls.elasticsearch!, requestTimeoutMs: 120_000 });
+  try {
+    await run({ elasticsearch, kafkaBrokers: urls.kafka!, indexPrefix });
+  } finally {
+    const indices = Object.keys(await elasticsearch.indices.get({ index: `${indexPrefix}*`, allow_no_indices: true }));
+    if (indices.length > 0) await elasticsearch.indices.delete({ index: indices });
+    await elasticsearch.close();
+    await stack?.stop();
+  }
+}
 
 const BULK_EVENTS = 5000;
 
