@@ -209,12 +209,14 @@ function span(time: LqlTime, now: number): [number, number] {
     case 'this':
       return [startOf(time.unit), nowMicros];
     case 'last': {
+      // as the reference counts it: from the current minute, hour or day (weeks and months: day), back N units
+      const floor = startOf(time.unit === 'minutes' ? 'minute' : time.unit === 'hours' ? 'hour' : 'day');
       if (time.unit === 'months') {
-        const date = new Date(now);
+        const date = new Date(floor / 1000);
         date.setUTCMonth(date.getUTCMonth() - time.amount);
         return [date.getTime() * 1000, nowMicros];
       }
-      return [nowMicros - time.amount * UNIT_MS[time.unit] * 1000, nowMicros];
+      return [floor - time.amount * UNIT_MS[time.unit] * 1000, nowMicros];
     }
   }
 }

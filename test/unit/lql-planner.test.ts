@@ -52,7 +52,9 @@ describe('LQL filters become exact Elasticsearch filters', () => {
   it("resolves times against the request's time: dates are whole days, last@ and this@ end now", () => {
     const times = (filter: LqlFilter) => predicates([filter])[0];
     expect(times({ kind: 'timestamp', path: 'timestamp', operator: '=', times: [{ kind: 'iso', text: '2024-01-05' }], ...at })).toEqual({ range: { timestamp: { gte: '2024-01-05T00:00:00.000000000Z', lte: '2024-01-05T23:59:59.999999000Z' } } });
-    expect(times({ kind: 'timestamp', path: 'timestamp', operator: 'range', times: [{ kind: 'last', amount: 2, unit: 'hours' }], ...at })).toEqual({ range: { timestamp: { gte: '2024-01-10T10:30:00.000000000Z', lte: '2024-01-10T12:30:00.000000000Z' } } });
+    // counted from the current hour, as the reference does (floor(now, hour) - 2h)
+    expect(times({ kind: 'timestamp', path: 'timestamp', operator: 'range', times: [{ kind: 'last', amount: 2, unit: 'hours' }], ...at })).toEqual({ range: { timestamp: { gte: '2024-01-10T10:00:00.000000000Z', lte: '2024-01-10T12:30:00.000000000Z' } } });
+    expect(times({ kind: 'timestamp', path: 'timestamp', operator: 'range', times: [{ kind: 'last', amount: 1, unit: 'months' }], ...at })).toEqual({ range: { timestamp: { gte: '2023-12-10T00:00:00.000000000Z', lte: '2024-01-10T12:30:00.000000000Z' } } });
     expect(times({ kind: 'timestamp', path: 'timestamp', operator: 'range', times: [{ kind: 'relative', name: 'yesterday' }], ...at })).toEqual({ range: { timestamp: { gte: '2024-01-09T00:00:00.000000000Z', lte: '2024-01-09T23:59:59.999999000Z' } } });
     expect(times({ kind: 'timestamp', path: 'timestamp', operator: '>', times: [{ kind: 'unix', digits: '1704067200' }], ...at })).toEqual({ range: { timestamp: { gt: '2024-01-01T00:00:00.000000000Z' } } });
     expect(times({ kind: 'timestamp', path: 'timestamp', operator: 'range', times: [{ kind: 'this', unit: 'hour' }], ...at })).toEqual({ range: { timestamp: { gte: '2024-01-10T12:00:00.000000000Z', lte: '2024-01-10T12:30:00.000000000Z' } } });
