@@ -74,20 +74,35 @@ interface GroupBucket {
 /** The aggregation's groups as rows: key columns (dates in microseconds), then each metric (NULL for a sum over no values). */
 async function groupRows(scan: AggregationScan, options: ExecutorOptions): Promise<Record<string, unknown>[]> {
   const rows: Record<string, unknown>[] = [];
-  let after: Record<string, unknown> | undefined;
-  for (;;) {
-    const request = structuredClone(scan.search);
-    const groups = scan.groupsAt.reduce<estypes.AggregationsAggregationContainer | undefined>((container, name, step) => (step === 0 ? request.aggs![name] : container?.aggs?.[name]), undefined)!;
-    if (groups.composite && after) groups.composite.after = after as Record<string, estypes.FieldValue>;
-    const response = await search(request, options);
-    type Groups = { buckets?: GroupBucket[]; after_key?: Record<string, unknown> } & GroupBucket;
-    const result = (scan.groupsAt.reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], response.aggregations) as Groups | undefined) ?? { doc_count: 0 };
-    const buckets = groups.composite ? (result.buckets ?? []) : [result];
-    for (const bucket of buckets) rows.push(groupRow(scan, bucket));
+  for await (const bucket of compositeBuckets(scan.search, scan.groupsAt, options)) {
+    rows.push(groupRow(scan, bucket));
     if (rows.length > scan.maxGroups) {
       throw new QueryTooBroad(`the query makes more than ${scan.maxGroups} groups of ${scan.cte}; group by fewer values or a coarser time bucket, or narrow the time range`);
     }
-    if (!groups.composite || !result.after_key || buckets.length === 0) return rows;
+  }
+  return rows;
+}
+
+/**
+ * The buckets of the aggregation at `at` (names from the response's `aggregations`): a composite's,
+ * page after page (after_key), or the one bucket of an aggregation without keys.
+ */
+async function* compositeBuckets(aggregationSearch: estypes.SearchRequest, at: string[], options: ExecutorOptions): AsyncGenerator<GroupBucket> {
+  let after: Record<string, unknown> | undefined;
+  for (;;) {
+    const request = structuredClone(aggregationSearch);
+    const container = at.reduce<estypes.AggregationsAggregationContainer | undefined>((parent, name, step) => (step === 0 ? request.aggs![name] : parent?.aggs?.[name]), undefined)!;
+    if (container.composite && after) container.composite.after = after as Record<string, estypes.FieldValue>;
+    const response = await search(request, options);
+    type Groups = { buckets?: GroupBucket[]; after_key?: Record<string, unknown> } & GroupBucket;
+    const result = (at.reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], response.aggregations) as Groups | undefined) ?? { doc_count: 0 };
+    if (!container.composite) {
+      yield result;
+      return;
+    }
+    const buckets = result.buckets ?? [];
+    yield* buckets;
+    if (!result.after_key || buckets.length === 0) return;
     after = result.after_key;
   }
 }
@@ -195,19 +210,10 @@ function valueAt(row: Record<string, unknown>, path: string): unknown {
 async function chartRows(scan: Scan, options: ExecutorOptions): Promise<Record<string, unknown>[]> {
   if (scan.kind !== 'chart') throw new Error(`chart rows come from a chart scan, not ${scan.kind}`);
   const rows: Record<string, unknown>[] = [];
-  let after: Record<string, unknown> | undefined;
-  for (;;) {
-    const request = structuredClone(scan.search);
-    if (after) request.aggs!.buckets!.composite!.after = after as Record<string, estypes.FieldValue>;
-    const response = await search(request, options);
-    const result = (response.aggregations as Record<string, { buckets?: GroupBucket[]; after_key?: Record<string, unknown> }> | undefined)?.buckets;
-    const buckets = result?.buckets ?? [];
-    for (const bucket of buckets) {
-      const node = scan.value.path.reduce<unknown>((inner, step) => (inner as Record<string, unknown> | undefined)?.[step], bucket) as { doc_count?: number; value?: number | null; values?: Record<string, number | null> } | undefined;
-      const value = scan.value.from === 'doc_count' ? (node?.doc_count ?? bucket.doc_count) : scan.value.from === 'percentile' ? (node?.values?.[scan.value.percentile!] ?? null) : (node?.value ?? null);
-      rows.push({ timestamp: (bucket.key!.timestamp as number) * 1000, [scan.value.column]: value });
-    }
-    if (!result?.after_key || buckets.length === 0) return rows;
-    after = result.after_key;
+  for await (const bucket of compositeBuckets(scan.search, ['buckets'], options)) {
+    const node = scan.value.path.reduce<unknown>((inner, step) => (inner as Record<string, unknown> | undefined)?.[step], bucket) as { doc_count?: number; value?: number | null; values?: Record<string, number | null> } | undefined;
+    const value = scan.value.from === 'doc_count' ? (node?.doc_count ?? bucket.doc_count) : scan.value.from === 'percentile' ? (node?.values?.[scan.value.percentile!] ?? null) : (node?.value ?? null);
+    rows.push({ timestamp: (bucket.key!.timestamp as number) * 1000, [scan.value.column]: value });
   }
+  return rows;
 }

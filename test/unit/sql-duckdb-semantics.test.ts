@@ -3,12 +3,12 @@
  * text and parsed by the sandbox front end; expected rows are worked out by hand from the rows
  * below with BigQuery's semantics.
  */
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { duckDbTypeName } from '../../src/executor/engine/duckdb-type.ts';
 import { translateToDuckDb } from '../../src/sql/duckdb/index.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
+import { testDuckDb } from '../support/duckdb.ts';
 
 const S: SqlType = { kind: 'string' };
 const I: SqlType = { kind: 'int64' };
@@ -41,13 +41,7 @@ const ROWS = {
 let connection: DuckDBConnection;
 beforeAll(async () => {
   await initSqlParser();
-  const instance = await DuckDBInstance.create(':memory:');
-  connection = await instance.connect();
-  await connection.run(`SET TimeZone='UTC'`);
-  for (const table of TABLES) {
-    await connection.run(`CREATE TABLE "${table.name}" (${table.columns.map((c) => `"${c.name}" ${duckDbTypeName(c.type)}`).join(', ')})`);
-    await connection.run(`INSERT INTO "${table.name}" VALUES ${ROWS[table.name as keyof typeof ROWS].join(', ')}`);
-  }
+  connection = await testDuckDb(TABLES, (table) => ROWS[table.name as keyof typeof ROWS]);
 });
 afterAll(() => connection?.closeSync());
 

@@ -4,12 +4,13 @@
  * expected result below was worked out by hand from the rows, with BigQuery's semantics.
  */
 import { readFileSync } from 'node:fs';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { duckDbTypeName } from '../../src/executor/engine/duckdb-type.ts';
 import { translateToDuckDb } from '../../src/sql/duckdb/index.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
+import { testDuckDb } from '../support/duckdb.ts';
 
 interface StudioQuery {
   id: string;
@@ -151,15 +152,9 @@ function valueSql(value: unknown, type: SqlType): string {
 let connection: DuckDBConnection;
 beforeAll(async () => {
   await initSqlParser();
-  const instance = await DuckDBInstance.create(':memory:');
-  connection = await instance.connect();
-  await connection.run(`SET TimeZone='UTC'`);
-  for (const table of TABLES) {
-    await connection.run(`CREATE TABLE "${table.name}" (${table.columns.map((c) => `"${c.name}" ${duckDbTypeName(c.type)}`).join(', ')})`);
-    for (const row of SOURCES[table.name]!.rows as Record<string, unknown>[]) {
-      await connection.run(`INSERT INTO "${table.name}" VALUES (${table.columns.map((c) => valueSql(row[c.name], c.type)).join(', ')})`);
-    }
-  }
+  connection = await testDuckDb(TABLES, (table) =>
+    (SOURCES[table.name]!.rows as Record<string, unknown>[]).map((row) => `(${table.columns.map((c) => valueSql(row[c.name], c.type)).join(', ')})`),
+  );
 });
 afterAll(() => connection?.closeSync());
 
