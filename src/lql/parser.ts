@@ -18,6 +18,7 @@ type ThisUnit = Extract<LqlTime, { kind: 'this' }>['unit'];
 
 /** `last@N<unit>`: singular, plural and Logflare's short forms, stored plural. */
 const LAST_UNITS: Readonly<Record<string, LastUnit>> = {
+  second: 'seconds', seconds: 'seconds', s: 'seconds',
   minute: 'minutes', minutes: 'minutes', m: 'minutes',
   hour: 'hours', hours: 'hours', h: 'hours',
   day: 'days', days: 'days', d: 'days',
@@ -276,7 +277,7 @@ function lastTime(text: string, offset: number): LqlTime {
   const unit = lookup(LAST_UNITS, unitText);
   if (!unit) {
     const shown = unitText === '' ? 'after the amount' : unitText;
-    throw new LqlSyntax(`unknown unit ${shown}; use minutes, hours, days, weeks, months`, offset + i);
+    throw new LqlSyntax(`unknown unit ${shown}; use minutes, hours, days, weeks, months (or seconds)`, offset + i);
   }
   return { kind: 'last', amount, unit };
 }

@@ -78,10 +78,10 @@ export type LqlTime =
   | { kind: 'iso'; text: string }
   /** 10, 13 or 16 digits: seconds, milliseconds or microseconds since the epoch. */
   | { kind: 'unix'; digits: string }
-  /** `now`, `today`, `yesterday`, `this@minute|hour|day|week|month|year`, `last@N(minutes|hours|days|weeks|months)`. */
+  /** `now`, `today`, `yesterday`, `this@minute|hour|day|week|month|year`, `last@N(seconds|minutes|hours|days|weeks|months)`. */
   | { kind: 'relative'; name: 'now' | 'today' | 'yesterday' }
   | { kind: 'this'; unit: 'minute' | 'hour' | 'day' | 'week' | 'month' | 'year' }
-  | { kind: 'last'; amount: number; unit: 'minutes' | 'hours' | 'days' | 'weeks' | 'months' };
+  | { kind: 'last'; amount: number; unit: 'seconds' | 'minutes' | 'hours' | 'days' | 'weeks' | 'months' };
 
 export interface LqlChart {
   aggregate: 'count' | 'countd' | 'avg' | 'sum' | 'max' | 'min' | 'p50' | 'p95' | 'p99';

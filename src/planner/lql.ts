@@ -174,7 +174,7 @@ function escapeWildcard(value: string): string {
   return value.replace(/[\\*?]/g, (c) => `\\${c}`);
 }
 
-const UNIT_MS = { minutes: 60_000, hours: 3_600_000, days: 86_400_000, weeks: 7 * 86_400_000 } as const;
+const UNIT_MS = { seconds: 1000, minutes: 60_000, hours: 3_600_000, days: 86_400_000, weeks: 7 * 86_400_000 } as const;
 
 /** A time as an inclusive [from, to] span in epoch microseconds: a date is its whole day, a relative name its span. */
 function span(time: LqlTime, now: number): [number, number] {
@@ -204,12 +204,14 @@ function span(time: LqlTime, now: number): [number, number] {
     }
     case 'relative':
       if (time.name === 'now') return [nowMicros, nowMicros];
-      if (time.name === 'today') return [startOf('day'), nowMicros];
+      // the whole day, as the reference reads it (events stamped later today by a fast clock included)
+      if (time.name === 'today') return [startOf('day'), startOf('day') + 86_400_000_000 - 1];
       return [startOf('day') - 86_400_000_000, startOf('day') - 1];
     case 'this':
       return [startOf(time.unit), nowMicros];
     case 'last': {
-      // as the reference counts it: from the current minute, hour or day (weeks and months: day), back N units
+      // as the reference counts it: seconds from now, else from the current minute, hour or day (weeks and months: day), back N units
+      if (time.unit === 'seconds') return [nowMicros - time.amount * 1_000_000, nowMicros];
       const floor = startOf(time.unit === 'minutes' ? 'minute' : time.unit === 'hours' ? 'hour' : 'day');
       if (time.unit === 'months') {
         const date = new Date(floor / 1000);

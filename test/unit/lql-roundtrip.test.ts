@@ -40,7 +40,7 @@ const unix = fc.constantFrom(10, 13, 16).chain((length) => fc.stringMatching(new
 const absolute = fc.oneof(date, datetime, unix);
 const shorthandTime = fc.oneof(
   fc.constantFrom('now', 'today', 'yesterday'),
-  fc.constantFrom('minute', 'hour', 'day', 'week', 'month', 'year', 'h', 'mm', 'y').map((u) => `this@${u}`),
+  fc.constantFrom('s', 'seconds', 'minute', 'hour', 'day', 'week', 'month', 'year', 'h', 'mm', 'y').map((u) => `this@${u}`),
   fc.tuple(fc.option(fc.integer({ min: 1, max: 9999 })), fc.constantFrom('minute', 'minutes', 'm', 'hours', 'h', 'day', 'd', 'weeks', 'w', 'months', 'mm'))
     .map(([amount, unit]) => `last@${amount ?? ''}${unit}`),
 );
