@@ -3,7 +3,8 @@ import { loadConfig } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import { ensureEventIndex } from '../shared/event-index.ts';
 import { createLogger } from '../shared/logger.ts';
-import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
+import { legacyIndexName } from '../shared/partitions.ts';
+import { SOURCE_NAMES } from '../shared/sources.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { buildServer } from '../src/server.ts';
 import { measureHttp, percentile } from './latency.ts';
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
   if (!base.ELASTICSEARCH_URL || !base.KAFKA_BROKERS) throw new Error('set ELASTICSEARCH_URL and KAFKA_BROKERS');
   const prefix = `bench-auth-${randomBytes(4).toString('hex')}-`;
   const elasticsearch = createElasticsearchClient({ url: base.ELASTICSEARCH_URL });
-  const indices = SOURCE_NAMES.map((source) => indexName({ indexPrefix: prefix }, source));
+  const indices = SOURCE_NAMES.map((source) => legacyIndexName(prefix, source));
   await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index)));
   const store = new KeyStore(elasticsearch, prefix);
   const { key } = await store.create({ account: 'bench', endpoints: 'all', projects: null });

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../shared/config.ts';
 import { ensureEventIndex, type StoredEvent } from '../shared/event-index.ts';
 import { createLogger } from '../shared/logger.ts';
-import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
+import { legacyIndexName } from '../shared/partitions.ts';
+import { SOURCE_NAMES } from '../shared/sources.ts';
 import { buildServer } from '../src/server.ts';
 import { bulkLoad, withBenchStore } from './query-store.ts';
 import { measureHttp, percentile } from './latency.ts';
@@ -58,8 +59,8 @@ async function main(): Promise<void> {
   const now = Date.now();
   const table: string[] = [];
   await withBenchStore(base, 'endpoints', async ({ elasticsearch, kafkaBrokers, indexPrefix: prefix }) => {
-    await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, indexName({ indexPrefix: prefix }, source))));
-    await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), EVENTS, (n) => benchEvent(n, now));
+    await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, legacyIndexName(prefix, source))));
+    await bulkLoad(elasticsearch, legacyIndexName(prefix, 'edge_logs'), EVENTS, (n) => benchEvent(n, now));
     const dayAgo = new Date(now - 24 * 3600 * 1000).toISOString();
     for (const cached of [true, false]) {
       // one key sends every request and the service's own speed is measured: no per-key rate limit

@@ -8,7 +8,8 @@ import { Partitioners, type Message, type Producer } from 'kafkajs';
 import { loadConfig, repositoryRoot } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import { createLogger } from '../shared/logger.ts';
-import { SOURCES, indexName, topicName, type SourceName } from '../shared/sources.ts';
+import { sourceIndexPattern } from '../shared/partitions.ts';
+import { SOURCES, topicName, type SourceName } from '../shared/sources.ts';
 import { demoEvents } from '../ingest/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
   const prefix = `bench${randomBytes(3).toString('hex')}`;
   const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };
   const client = createElasticsearchClient({ url: elasticsearchUrl });
-  const indices = SOURCES.map((source) => indexName(locations, source.name)).join(',');
+  const indices = SOURCES.map((source) => sourceIndexPattern(locations.indexPrefix, source.name)).join(',');
   const searchable = async () => (await client.count({ index: indices, ignore_unavailable: true, allow_no_indices: true })).count;
 
   const started = await startWorker(brokers, elasticsearchUrl, locations);
@@ -169,7 +170,7 @@ async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codec
 
   const rows: { codec: string; seconds: number; cpu: number; rss: number }[] = [];
   for (const { codec, locations } of runs) {
-    const indices = SOURCES.map((source) => indexName(locations, source.name)).join(',');
+    const indices = SOURCES.map((source) => sourceIndexPattern(locations.indexPrefix, source.name)).join(',');
     const started = await startWorker(brokers, elasticsearchUrl, locations);
     worker = started.child;
     while ((await consumedByWorker(started.port)) === 0) await sleep(20);

@@ -38,13 +38,24 @@ export async function withBenchStore(base: Config, label: string, run: (store: B
 const BULK_EVENTS = 5000;
 
 /**
- * Loads `count` generated events straight into an index, for query benchmarks that need millions of
- * events fast: two bulk requests in flight, refresh off during the load, one segment at the end.
- * Progress goes to stderr every 100,000 events.
+ * Loads `count` generated events straight into their indices (one index, or the time partitions
+ * `indexOf` names), for query benchmarks that need millions of events fast: two bulk requests in
+ * flight, refresh off during the load, one segment per index at the end. Progress goes to stderr
+ * every 100,000 events.
  */
-export async function bulkLoad(elasticsearch: Client, index: string, count: number, make: (n: number) => StoredEvent): Promise<void> {
-  await ensureEventIndex(elasticsearch, index);
-  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '-1' } });
+export async function bulkLoad(elasticsearch: Client, indexOf: string | ((event: StoredEvent) => string), count: number, make: (n: number) => StoredEvent): Promise<string[]> {
+  const target = typeof indexOf === 'string' ? () => indexOf : indexOf;
+  const label = typeof indexOf === 'string' ? indexOf : 'partitions';
+  const created = new Map<string, Promise<void>>();
+  const prepare = (index: string) => {
+    if (!created.has(index)) {
+      created.set(index, (async () => {
+        await ensureEventIndex(elasticsearch, index);
+        await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '-1' } });
+      })());
+    }
+    return created.get(index)!;
+  };
   const started = Date.now();
   let next = 0;
   let indexed = 0;
@@ -53,21 +64,29 @@ export async function bulkLoad(elasticsearch: Client, index: string, count: numb
       const from = next;
       next = Math.min(count, next + BULK_EVENTS);
       const operations: unknown[] = [];
+      const indices = new Set<string>();
       for (let n = from; n < next; n += 1) {
         const event = make(n);
+        const index = target(event);
+        indices.add(index);
         operations.push({ index: { _index: index, _id: event.id } }, event);
       }
+      await Promise.all([...indices].map(prepare));
       const response = await elasticsearch.bulk({ operations }, { requestTimeout: 300_000 });
       if (response.errors) throw new Error(`bulk failed: ${JSON.stringify(response.items.find((item) => item.index?.error))}`);
       const before = indexed;
       indexed += operations.length / 2;
       if (Math.floor(indexed / 100_000) > Math.floor(before / 100_000) || indexed === count) {
-        console.error(`${index}: ${indexed.toLocaleString('en')} / ${count.toLocaleString('en')} events (${Math.round(indexed / ((Date.now() - started) / 1000))} events/s)`);
+        console.error(`${label}: ${indexed.toLocaleString('en')} / ${count.toLocaleString('en')} events (${Math.round(indexed / ((Date.now() - started) / 1000))} events/s)`);
       }
     }
   };
   await Promise.all([loader(), loader()]);
-  await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '1s' } });
-  await elasticsearch.indices.refresh({ index });
-  await elasticsearch.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 600_000 });
+  const indices = [...created.keys()];
+  for (const index of indices) {
+    await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '1s' } });
+    await elasticsearch.indices.refresh({ index });
+    await elasticsearch.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 600_000 });
+  }
+  return indices;
 }

@@ -4,7 +4,8 @@ import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { createLogger } from '../shared/logger.ts';
-import { SOURCE_NAMES, indexName } from '../shared/sources.ts';
+import { legacyIndexName } from '../shared/partitions.ts';
+import { SOURCE_NAMES } from '../shared/sources.ts';
 import { buildServer } from '../src/server.ts';
 import { bulkLoad, withBenchStore } from './query-store.ts';
 import { measureHttp, percentile } from './latency.ts';
@@ -91,8 +92,8 @@ async function main(): Promise<void> {
   const lqlTable: string[] = [];
   const all: number[] = [];
   await withBenchStore(base, 'sandbox', async ({ elasticsearch, kafkaBrokers, indexPrefix: prefix }) => {
-    await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
-    for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await bulkLoad(elasticsearch, indexName({ indexPrefix: prefix }, source), OTHER_SOURCE_EVENTS, (n) => otherEvent(source, n));
+    await bulkLoad(elasticsearch, legacyIndexName(prefix, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
+    for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await bulkLoad(elasticsearch, legacyIndexName(prefix, source), OTHER_SOURCE_EVENTS, (n) => otherEvent(source, n));
     const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0 };
     const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });

@@ -6,6 +6,7 @@ import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
 import { decodeMessage } from './event.ts';
 import type { EventFieldNames } from './event-fields.ts';
+import type { EventPartitioning } from './event-partition.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { undecodableBatchOf, type UndecodableBatch } from './undecodable-batch.ts';
 import { WriteAbandoned, writeEvents } from './writer.ts';
@@ -25,8 +26,18 @@ export interface BatchDependencies {
   logger: Logger;
   settings: BatchSettings;
   /** Where each consumed topic goes. */
-  routes: Map<string, { source: string; index: string; deadLetterTopic: string; fieldNames: EventFieldNames }>;
+  routes: Map<string, SourceRoute>;
+  /** Events whose partition is past retention: dead-lettered as `expired`, or written anyway. */
+  expiredEvents: 'dead_letter' | 'keep';
+  now(): number;
   onHold(held: boolean): void;
+}
+
+export interface SourceRoute {
+  source: string;
+  partitioning: EventPartitioning;
+  deadLetterTopic: string;
+  fieldNames: EventFieldNames;
 }
 
 interface Pending {
@@ -67,7 +78,9 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
       decoded.forEach((result, element) => {
         const fromArray = decoded.length > 1 || (!result.ok && result.element !== undefined);
         const source = { topic: batch.topic, partition: batch.partition, offset: message.offset, ...(fromArray ? { element } : {}) };
-        if (result.ok) {
+        if (result.ok && dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(result.event, dependencies.now())) {
+          letters.push({ reason: 'expired', detail: `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`, key: message.key, value: message.value!, source });
+        } else if (result.ok) {
           events.push({ event: result.event, bytes: message.value!.length / decoded.length + 64, letter: { key: message.key, value: message.value!, source } });
         } else {
           letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source });
@@ -82,7 +95,7 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
       rejected = await writeEvents(
         {
           bulk: dependencies.bulk,
-          index: route.index,
+          partitioning: route.partitioning,
           source: route.source,
           metrics,
           logger,
@@ -165,3 +178,4 @@ function undecodableLetter(group: UndecodableGroup, topic: string, partition: nu
     records: group.records,
   };
 }
+

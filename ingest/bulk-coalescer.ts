@@ -29,10 +29,10 @@ export class BulkCoalescer {
     private readonly limits: { maxBytes: number; maxEvents: number; lingerMs: number },
   ) {}
 
-  write(index: string, events: StoredEvent[], approximateBytes: number): Promise<estypes.BulkResponseItem[]> {
+  write(indexOf: (event: StoredEvent) => string, events: StoredEvent[], approximateBytes: number): Promise<estypes.BulkResponseItem[]> {
     return new Promise((resolve, reject) => {
       if (this.waiting.length > 0 && (this.count + events.length > this.limits.maxEvents || this.bytes + approximateBytes > this.limits.maxBytes)) this.flush();
-      this.waiting.push({ operations: bulkOperations(index, events), count: events.length, bytes: approximateBytes, resolve, reject });
+      this.waiting.push({ operations: bulkOperations(indexOf, events), count: events.length, bytes: approximateBytes, resolve, reject });
       this.count += events.length;
       this.bytes += approximateBytes;
       this.timer ??= setTimeout(() => this.flush(), this.limits.lingerMs);

@@ -35,9 +35,9 @@ export function isRetriableRequestError(error: unknown): boolean {
   return status === 0 || status === 408 || status === 429 || status >= 500;
 }
 
-export function bulkOperations(index: string, events: StoredEvent[]): unknown[] {
+export function bulkOperations(indexOf: (event: StoredEvent) => string, events: StoredEvent[]): unknown[] {
   // `index`, not `create`: a redelivered event overwrites itself with identical content
-  return events.flatMap((event) => [{ index: { _index: index, _id: event.id } }, event]);
+  return events.flatMap((event) => [{ index: { _index: indexOf(event), _id: event.id } }, event]);
 }
 
 /**

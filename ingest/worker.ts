@@ -1,18 +1,20 @@
 import type { Client } from '@elastic/elasticsearch';
 import { Partitioners } from 'kafkajs';
-import { ConfigError, type Config } from '../shared/config.ts';
+import { ConfigError, partitionPeriodOf, retentionDaysOf, type Config } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
-import { ensureEventIndices } from '../shared/event-index.ts';
+import { ensureEventIndexTemplate } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
-import { indexName } from '../shared/sources.ts';
+import { SOURCE_NAMES } from '../shared/sources.ts';
 import { processBatch } from './batch.ts';
 import './codecs.ts';
 import { eventFieldNames } from './event-fields.ts';
+import { eventPartitioning } from './event-partition.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
 import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
 import { createKafka } from './kafka.ts';
 import { createIngestMetrics } from './metrics.ts';
+import { startRetentionSchedule, type RetentionSchedule } from './retention.ts';
 import { ensureTopics, sourceRoutes } from './topics.ts';
 
 /** How long a write waits for writes from other partitions to share its bulk request. */
@@ -87,7 +89,12 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const routeByTopic = new Map(
     routes.map((route) => [
       route.topic,
-      { source: route.source, index: indexName({ indexPrefix: config.INDEX_PREFIX }, route.source), deadLetterTopic: route.deadLetterTopic, fieldNames: eventFieldNames(config.INGEST_FIELD_MAP, route.source) },
+      {
+        source: route.source,
+        partitioning: eventPartitioning(config.INDEX_PREFIX, route.source, partitionPeriodOf(config, route.source), retentionDaysOf(config, route.source)),
+        deadLetterTopic: route.deadLetterTopic,
+        fieldNames: eventFieldNames(config.INGEST_FIELD_MAP, route.source),
+      },
     ]),
   );
   await consumer.run({
@@ -101,6 +108,8 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
         metrics,
         logger,
         routes: routeByTopic,
+        expiredEvents: config.EXPIRED_EVENTS,
+        now: () => Date.now(),
         settings: {
           maxMessageBytes: config.INGEST_MAX_MESSAGE_BYTES,
           bulkMaxBytes: config.INGEST_BULK_MAX_BYTES,
@@ -118,6 +127,17 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     config.INGEST_LAG_POLL_MS > 0
       ? startConsumerLagPoll({ kafka, groupId: config.INGEST_GROUP_ID, topics: [...new Set(routes.map((route) => route.topic))], gauge: metrics.consumerLag, intervalMs: config.INGEST_LAG_POLL_MS, logger })
       : undefined;
+  const retention: RetentionSchedule | undefined =
+    config.RETENTION_INTERVAL_SECONDS > 0
+      ? startRetentionSchedule({
+          client,
+          policy: { indexPrefix: config.INDEX_PREFIX, sources: SOURCE_NAMES, retentionDays: (source) => retentionDaysOf(config, source) },
+          intervalMs: config.RETENTION_INTERVAL_SECONDS * 1000,
+          logger,
+          metrics,
+          now: () => Date.now(),
+        })
+      : undefined;
   logger.info({ topics: routes.map((route) => route.topic), group: config.INGEST_GROUP_ID, port: statusServer.port }, 'ingest worker started');
 
   let stopping: Promise<void> | undefined;
@@ -128,6 +148,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
       (stopping ??= (async () => {
         status = 'stopping';
         await lagPoll?.stop();
+        await retention?.stop();
         await consumer.disconnect();
         await producer.disconnect();
         await new Promise<void>((resolve) => statusServer.server.close(() => resolve()));
@@ -142,11 +163,11 @@ async function ensureIndices(client: Client, indexPrefix: string, logger: Logger
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      await ensureEventIndices(client, indexPrefix);
+      await ensureEventIndexTemplate(client, indexPrefix);
       return;
     } catch (error) {
       if (Date.now() > deadline) throw error;
-      logger.warn({ err: error, attempt }, 'cannot create indices yet, retrying');
+      logger.warn({ err: error, attempt }, 'cannot install the index template yet, retrying');
       await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * 2 ** attempt)));
     }
   }

@@ -2,12 +2,13 @@ import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { backoffMs, classifyItem, isRetriableRequestError, latestPerId } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
+import type { EventPartitioning } from './event-partition.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { setAsideField } from './type-conflict.ts';
 
 export interface WriteContext {
   bulk: BulkCoalescer;
-  index: string;
+  partitioning: EventPartitioning;
   source: string;
   metrics: IngestMetrics;
   logger: Logger;
@@ -43,11 +44,11 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
   let held = false;
   try {
     while (pending.length > 0) {
-      if (!context.keepGoing()) throw new WriteAbandoned(`gave up writing ${pending.length} events to ${context.index}`);
+      if (!context.keepGoing()) throw new WriteAbandoned(`gave up writing ${pending.length} ${context.source} events`);
       const again: T[] = [];
       let retryCause: string | undefined;
       try {
-        const results = await context.bulk.write(context.index, pending.map((item) => item.event), pending.reduce((sum, item) => sum + item.bytes, 0));
+        const results = await context.bulk.write(context.partitioning.indexOf, pending.map((item) => item.event), pending.reduce((sum, item) => sum + item.bytes, 0));
         results.forEach((result, position) => {
           const item = pending[position]!;
           const outcome = classifyItem(result);
@@ -60,7 +61,7 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
             const reduced = setAsideField(item.event, outcome.field);
             if (reduced) {
               context.metrics.typeConflicts.inc({ source: context.source });
-              context.logger.warn({ index: context.index, id: item.event.id, field: outcome.field }, 'type conflict: field stored unindexed');
+              context.logger.warn({ index: context.partitioning.indexOf(item.event), id: item.event.id, field: outcome.field }, 'type conflict: field stored unindexed');
               again.push({ ...item, event: reduced });
             } else {
               rejected.push({ item, reason: outcome.reason });
@@ -85,7 +86,7 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
         const delay = backoffMs(attempt, context.retryInitialMs, context.retryMaxMs);
         attempt += 1;
         if (!held) context.onHold((held = true));
-        context.logger.warn({ index: context.index, events: pending.length, cause: retryCause, retryInMs: delay, attempt }, 'elasticsearch unavailable, holding the partition');
+        context.logger.warn({ source: context.source, events: pending.length, cause: retryCause, retryInMs: delay, attempt }, 'elasticsearch unavailable, holding the partition');
         await waitAlive(context, delay);
       }
     }

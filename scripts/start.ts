@@ -5,7 +5,8 @@ import { createInterface } from 'node:readline';
 import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import { createLogger } from '../shared/logger.ts';
-import { indexName, SOURCES } from '../shared/sources.ts';
+import { sourceIndexPattern } from '../shared/partitions.ts';
+import { SOURCES } from '../shared/sources.ts';
 import { publishDemoData } from '../ingest/demo-data.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
 
@@ -72,7 +73,7 @@ async function waitForHealth(url: string, name: string, timeoutMs = 120_000): Pr
 /** Waits until the demo events are searchable, so the first query a newcomer runs returns rows. */
 async function waitForDemoData(elasticsearchUrl: string, expected: number): Promise<void> {
   const client = createElasticsearchClient({ url: elasticsearchUrl });
-  const indices = SOURCES.map((source) => indexName({ indexPrefix: config.INDEX_PREFIX }, source.name)).join(',');
+  const indices = SOURCES.map((source) => sourceIndexPattern(config.INDEX_PREFIX, source.name)).join(',');
   const deadline = Date.now() + 180_000;
   let last = -1;
   try {

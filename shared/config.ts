@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { z } from 'zod';
+import { PARTITION_PERIODS, type PartitionPeriod } from './partitions.ts';
 import { SOURCE_NAMES, type SourceName } from './sources.ts';
 
 export const repositoryRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -61,6 +62,16 @@ export const configSchema = z.object({
   // ingest worker: producer field names read as event fields, before the built-in aliases
   INGEST_FIELD_MAP: optionalText.transform((value, context) => parseFieldMap(value, context)),
 
+  // time partitions and retention (shared/partitions.ts): both processes read the periods
+  PARTITION_PERIOD: z.enum(PARTITION_PERIODS).default('daily'),
+  PARTITION_PERIODS: optionalText.transform((value, context) => parsePerSource(value, context, 'period', (text) => ((PARTITION_PERIODS as readonly string[]).includes(text) ? { value: text as PartitionPeriod } : { error: `use ${PARTITION_PERIODS.join(', ')}` }))),
+  RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
+  RETENTION_DAYS_BY_SOURCE: optionalText.transform((value, context) => parsePerSource(value, context, 'days', (text) => (/^\d{1,5}$/.test(text) && Number(text) >= 1 ? { value: Number(text) } : { error: 'use a whole number of days, at least 1' }))),
+  // ingest worker: how often partitions past retention are deleted (0 = never, from this process)
+  RETENTION_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(600),
+  // ingest worker: an event whose partition is already past retention is dead-lettered, or kept until the next retention run
+  EXPIRED_EVENTS: z.enum(['dead_letter', 'keep']).default('dead_letter'),
+
   STACK_CACHE_DIR: z.string().default(path.join(repositoryRoot, '.stack-cache')),
   STACK_KAFKA_PORT: port.default(39092),
   STACK_KAFKA_CONTROLLER_PORT: port.default(39093),
@@ -85,6 +96,35 @@ function parseSourceTopics(value: string | undefined, context: z.RefinementCtx):
     }
   }
   return topics;
+}
+
+/** `edge_logs=hourly,auth_logs=weekly`: a per-source override of a setting; `read` returns the value or what to write instead. */
+function parsePerSource<T>(value: string | undefined, context: z.RefinementCtx, what: string, read: (text: string) => { value: T } | { error: string }): Partial<Record<SourceName, T>> {
+  const settings: Partial<Record<SourceName, T>> = {};
+  for (const entry of (value ?? '').split(',').map((part) => part.trim()).filter(Boolean)) {
+    const [source, text, ...rest] = entry.split('=').map((part) => part.trim());
+    const parsed = text === undefined || rest.length > 0 ? undefined : read(text);
+    if (!source || parsed === undefined) {
+      context.addIssue({ code: 'custom', message: `"${entry}" is not source=${what}` });
+    } else if (!(SOURCE_NAMES as readonly string[]).includes(source)) {
+      context.addIssue({ code: 'custom', message: `unknown source "${source}"; sources are ${SOURCE_NAMES.join(', ')}` });
+    } else if ('error' in parsed) {
+      context.addIssue({ code: 'custom', message: `"${entry}": ${parsed.error}` });
+    } else {
+      settings[source as SourceName] = parsed.value;
+    }
+  }
+  return settings;
+}
+
+/** The partition period of each source: its override, else PARTITION_PERIOD. */
+export function partitionPeriodOf(config: Pick<Config, 'PARTITION_PERIOD' | 'PARTITION_PERIODS'>, source: SourceName): PartitionPeriod {
+  return config.PARTITION_PERIODS[source] ?? config.PARTITION_PERIOD;
+}
+
+/** How many days of each source's events are kept: its override, else RETENTION_DAYS. */
+export function retentionDaysOf(config: Pick<Config, 'RETENTION_DAYS' | 'RETENTION_DAYS_BY_SOURCE'>, source: SourceName): number {
+  return config.RETENTION_DAYS_BY_SOURCE[source] ?? config.RETENTION_DAYS;
 }
 
 /** The event fields a producer's field can be mapped to. */

@@ -1,6 +1,7 @@
 import type { Client, estypes } from '@elastic/elasticsearch';
 import type { EventShape } from './event-shape.ts';
-import { SOURCE_NAMES, indexName } from './sources.ts';
+import { legacyIndexName } from './partitions.ts';
+import { SOURCE_NAMES } from './sources.ts';
 
 /**
  * The stored form of an event, shared by the ingest worker (which writes it) and the query service
@@ -119,30 +120,31 @@ export function eventIndexTemplateName(indexPrefix: string): string {
   return `${indexPrefix}events`;
 }
 
-/** The nine source indices of a prefix. */
-export function eventIndexNames(indexPrefix: string): string[] {
-  return SOURCE_NAMES.map((source) => indexName({ indexPrefix }, source));
+/**
+ * What the template covers: every time partition of the nine sources (`<prefix><source>-*`) and
+ * their legacy single indices, never a wildcard that would also catch `<prefix>api-keys`.
+ */
+export function eventIndexPatterns(indexPrefix: string): string[] {
+  return SOURCE_NAMES.flatMap((source) => [`${indexPrefix}${source}-*`, legacyIndexName(indexPrefix, source)]);
 }
 
-/** The template's request body: exactly the nine source indices, never a wildcard that would also catch `<prefix>api-keys`. */
 export function eventIndexTemplate(indexPrefix: string): estypes.IndicesPutIndexTemplateRequest {
   return {
     name: eventIndexTemplateName(indexPrefix),
-    index_patterns: eventIndexNames(indexPrefix),
+    index_patterns: eventIndexPatterns(indexPrefix),
     priority: EVENT_INDEX_TEMPLATE_PRIORITY,
     template: { settings: { index: EVENT_INDEX_SETTINGS }, mappings: EVENT_INDEX_MAPPINGS },
-    _meta: { description: 'log platform source indices: the stored event mapping' },
+    _meta: { description: 'log platform source partitions: the stored event mapping' },
   };
 }
 
 /**
- * Installs (or refreshes) the template for the nine source indices, then creates the missing ones.
- * The template is what keeps an index deleted while the worker runs from coming back through
- * Elasticsearch's auto-create with dynamic mappings. Idempotent; safe from several processes.
+ * Installs (or refreshes) the template. Partitions are created by the first bulk write into them
+ * (Elasticsearch's auto-create), and the template is what gives each the event mapping.
+ * Idempotent; safe from several processes.
  */
-export async function ensureEventIndices(client: Client, indexPrefix: string): Promise<void> {
+export async function ensureEventIndexTemplate(client: Client, indexPrefix: string): Promise<void> {
   await client.indices.putIndexTemplate(eventIndexTemplate(indexPrefix));
-  for (const index of eventIndexNames(indexPrefix)) await ensureEventIndex(client, index);
 }
 
 /** Creates a source's index with the event mapping unless it exists; safe to call from several processes at once. */

@@ -1,6 +1,6 @@
 /**
- * The nine log sources (SPEC.md 2.4). Each has a CTE name (also the default Kafka topic), an
- * Elasticsearch index of its own, and the field that ties an event to a project.
+ * The nine log sources (SPEC.md 2.4). Each has a CTE name (also the default Kafka topic), time
+ * partitioned Elasticsearch indices of its own, and the field that ties an event to a project.
  */
 export type ProjectField = 'project' | 'metadata.project_ref' | 'metadata.project';
 
@@ -46,15 +46,12 @@ export function sourceByName(name: string): Source | undefined {
 
 /**
  * Where each source lives. The index prefix keeps our indices clear of the built-in `logs-*-*`
- * templates of full Elasticsearch distributions, and lets tests isolate themselves.
+ * templates of full Elasticsearch distributions, and lets tests isolate themselves; the indices
+ * themselves are time partitions (shared/partitions.ts).
  */
 export interface SourceLocations {
   indexPrefix: string;
   topicPrefix: string;
-}
-
-export function indexName(locations: Pick<SourceLocations, 'indexPrefix'>, source: SourceName): string {
-  return `${locations.indexPrefix}${source}`;
 }
 
 export function topicName(locations: Pick<SourceLocations, 'topicPrefix'>, source: SourceName): string {

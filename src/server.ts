@@ -1,6 +1,7 @@
 import type { Client } from '@elastic/elasticsearch';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Config } from '../shared/config.ts';
+import { partitionPeriodOf, type Config } from '../shared/config.ts';
+import { SOURCE_NAMES } from '../shared/sources.ts';
 import type { Logger } from '../shared/logger.ts';
 import { ENDPOINTS } from '../queries/index.ts';
 import { Authenticator } from './auth/authenticator.ts';
@@ -81,6 +82,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   await app.register(endpointsPlugin, {
     elasticsearch: deps.elasticsearch,
     indexPrefix: deps.config.INDEX_PREFIX,
+    partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(deps.config, source)])),
     queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
     clock,
     resultCache,

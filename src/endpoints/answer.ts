@@ -1,7 +1,6 @@
 import type { Client } from '@elastic/elasticsearch';
 import { tableNames } from '../../queries/endpoint.ts';
 import type { Endpoint } from '../../queries/index.ts';
-import { indexName } from '../../shared/sources.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { ResultCache } from '../cache/result-cache.ts';
 import type { EmbeddedEngine } from '../executor/engine/embedded-engine.ts';
@@ -12,6 +11,8 @@ import { planEndpointQuery, type Plan } from '../planner/index.ts';
 import type { SandboxLimits } from '../planner/sandbox/index.ts';
 import { redactPii } from '../redaction.ts';
 import { parseSandboxQuery } from '../sql/index.ts';
+import type { PartitionPeriod } from '../../shared/partitions.ts';
+import type { SourceName } from '../../shared/sources.ts';
 import { parseLql } from '../lql/index.ts';
 import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
@@ -20,6 +21,8 @@ import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, va
 export interface AnswerDependencies {
   elasticsearch: Client;
   indexPrefix: string;
+  /** Sources partitioned other than daily (PARTITION_PERIODS). */
+  partitionPeriods?: Partial<Record<SourceName, PartitionPeriod>>;
   queryTimeoutMs: number;
   /** Current time in epoch milliseconds; injected so look-back windows are exact in tests. */
   clock: { now(): number };
@@ -67,11 +70,11 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
       : sandbox
         ? { language: 'sql', query: parseSandboxQuery(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) }) }
         : undefined;
-  const sourceIndices = endpoint.ctes.flatMap((cte) => ('source' in cte ? [indexName({ indexPrefix: dependencies.indexPrefix }, cte.source)] : []));
+  const sources = endpoint.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const plan = async (): Promise<Plan> => {
-    const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix };
+    const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix, partitionPeriods: dependencies.partitionPeriods };
     if (!parsed) return planEndpointQuery(endpoint, parameters, context);
-    const catalogs = await dependencies.sandbox.fieldCatalogs.forIndices(sourceIndices);
+    const catalogs = await dependencies.sandbox.fieldCatalogs.forSources(dependencies.indexPrefix, sources);
     return planEndpointQuery(endpoint, parameters, context, { ...parsed, limits: dependencies.sandbox.limits, catalogs });
   };
   let firstPlan: Plan | undefined = await plan();

@@ -1,9 +1,11 @@
 import type { Client } from '@elastic/elasticsearch';
 import { fieldCatalog, type FieldCatalog } from '../planner/field-catalog.ts';
+import { sourceIndexPattern } from '../../shared/partitions.ts';
+import type { SourceName } from '../../shared/sources.ts';
 import { fieldTypes } from './elasticsearch.ts';
 
 /**
- * The mapped field types of each source index, read with _field_caps and kept for a short while:
+ * The mapped field types of each source (all its partitions together), read with _field_caps and kept for a short while:
  * a new field appears in the mapping when its first event is indexed, and until then a predicate
  * on it is simply not pushed down (the engine still applies it).
  */
@@ -17,8 +19,9 @@ export class FieldCatalogs {
     private readonly timeoutMs: number,
   ) {}
 
-  async forIndices(indices: readonly string[]): Promise<Map<string, FieldCatalog>> {
-    const entries = await Promise.all([...new Set(indices)].map(async (index) => [index, await this.forIndex(index)] as const));
+  /** Each source's field types, over all its partitions. */
+  async forSources(indexPrefix: string, sources: readonly SourceName[]): Promise<Map<string, FieldCatalog>> {
+    const entries = await Promise.all([...new Set(sources)].map(async (source) => [source, await this.forIndex(sourceIndexPattern(indexPrefix, source))] as const));
     return new Map(entries);
   }
 

@@ -31,7 +31,7 @@ export interface LqlPlanContext extends ScopeContext {
 export function planLqlQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: LqlPlanContext, query: LqlQuery): Plan {
   const cte = lqlTable(endpoint, query);
   const scopeless = eventScan(cte, params, context, { table: cte.name, predicates: [], order: 'timestamp_desc', take: { kind: 'limit', rows: 0 } });
-  const catalog = context.catalogs.get(scopeless.index) ?? { typeOf: () => undefined };
+  const catalog = context.catalogs.get(cte.source) ?? { typeOf: () => undefined };
   const columns = new Set(cte.columns.map((column) => column.name));
   const predicates = query.filters.map((filter) => filterQuery(filter, catalog, columns, context.now));
 

@@ -1,7 +1,8 @@
 import type { estypes } from '@elastic/elasticsearch';
 import type { SourceCte, UsageWindow, WindowScope, WindowedSourceCte } from '../../queries/endpoint.ts';
 import { clampToDateNanos, isoToNanosText, nanosTextFromMillis } from '../../shared/stored-timestamp.ts';
-import { indexName } from '../../shared/sources.ts';
+import { partitionsOverlapping, type PartitionPeriod, type TimeBounds } from '../../shared/partitions.ts';
+import type { SourceName } from '../../shared/sources.ts';
 import { BadParameter, Forbidden } from '../errors.ts';
 import { luceneRegexpForContains } from './regex.ts';
 
@@ -12,13 +13,19 @@ export interface ScopeContext {
   /** The caller's projects; null = every project. */
   projects: string[] | null;
   indexPrefix: string;
+  /**
+   * Sources partitioned hourly or weekly (PARTITION_PERIODS); the rest are daily. Only sharpens
+   * which partitions a read names: the day wildcards read covers partitions of every period.
+   */
+  partitionPeriods?: Partial<Record<SourceName, PartitionPeriod>>;
 }
 
 /** Parameters as the planner reads them: validated, absent when not sent. */
 export type ValidatedParameters = Record<string, unknown>;
 
-/** A CTE read from the store: its index and the filter no query on it may drop. */
+/** A CTE read from the store: the partitions its bounds overlap and the filter no query on it may drop. */
 export interface CteScope {
+  /** Comma-separated index expressions, as Elasticsearch takes them. */
   index: string;
   filter: estypes.QueryDslQueryContainer[];
 }
@@ -64,7 +71,7 @@ export function requestUrlMatch(cte: WindowedSourceCte, params: ValidatedParamet
  * queries and cache warming all scope through here, and nothing else builds these filters.
  */
 export function scopeOf(cte: SourceCte | WindowedSourceCte, params: ValidatedParameters, context: ScopeContext): CteScope {
-  const index = indexName({ indexPrefix: context.indexPrefix }, cte.source);
+  const partitions = (bounds: TimeBounds) => partitionsOverlapping(context.indexPrefix, cte.source, context.partitionPeriods?.[cte.source] ?? 'daily', bounds, context.now).join(',');
   if (cte.kind === 'source') {
     const { project, timeBounds } = cte.scope;
     const projectValue = requireString(params, project.parameter);
@@ -75,6 +82,7 @@ export function scopeOf(cte: SourceCte | WindowedSourceCte, params: ValidatedPar
     if (start) range.gt = timestampBound(timeBounds.startExclusive, start);
     if (end) range.lte = timestampBound(timeBounds.endInclusive, end);
     if (range.gt !== undefined || range.lte !== undefined) filter.push({ range: { timestamp: range } });
+    const index = partitions({ fromMs: millisOfBound(range.gt, Math.floor), toMs: millisOfBound(range.lte, Math.ceil) });
     if (context.projects !== null) {
       if (!context.projects.includes(projectValue)) {
         throw new Forbidden(`this API key may not read project ${JSON.stringify(projectValue)}; it is limited to: ${context.projects.join(', ')}`);
@@ -87,7 +95,15 @@ export function scopeOf(cte: SourceCte | WindowedSourceCte, params: ValidatedPar
   const window = windowOf(cte.scope.window, params);
   // the usage pattern matches urls, not a project field, so the key's restriction is a filter of its own
   const filter: estypes.QueryDslQueryContainer[] = [{ range: { timestamp: { gte: nanosTextFromMillis(context.now - window.lookBackMs) } } }];
+  const index = partitions({ fromMs: context.now - window.lookBackMs });
   if (context.projects !== null) filter.push({ terms: { project: context.projects } });
   filter.push({ nested: { path: cte.scope.requestPath, query: requestUrlMatch(cte, params) } });
   return { index, filter };
+}
+
+/** A nine-digit bound (`2024-01-01T00:00:00.123456789Z`) in epoch milliseconds, rounded outwards. */
+function millisOfBound(bound: estypes.QueryDslDateRangeQuery['gt'], round: (ms: number) => number): number | undefined {
+  if (typeof bound !== 'string') return undefined;
+  const fraction = Number(`0.${bound.slice(20, 29)}`) * 1000;
+  return Date.parse(`${bound.slice(0, 19)}Z`) + round(fraction);
 }

@@ -1,6 +1,6 @@
 import type { Client } from '@elastic/elasticsearch';
 import type { FastifyPluginAsync } from 'fastify';
-import { SOURCE_NAMES, indexName } from '../../shared/sources.ts';
+import { eventIndexTemplateName } from '../../shared/event-index.ts';
 import { NotReady, StoreUnavailable } from '../errors.ts';
 
 export interface ReadyOptions {
@@ -10,23 +10,24 @@ export interface ReadyOptions {
 
 const CHECK_TIMEOUT_MS = 2000;
 
-/** Readiness: Elasticsearch answers and every source index exists, else 503 naming what is missing. */
+/**
+ * Readiness: Elasticsearch answers and the event index template is installed, else 503 naming what
+ * is missing. Partitions come and go with time and retention, so none of them is required: a
+ * source without any answers empty.
+ */
 export const readyPlugin: FastifyPluginAsync<ReadyOptions> = async (app, options) => {
-  const indices = SOURCE_NAMES.map((source) => indexName({ indexPrefix: options.indexPrefix }, source));
+  const template = eventIndexTemplateName(options.indexPrefix);
 
   app.get('/ready', async () => {
-    let present: boolean[];
+    let installed: boolean;
     try {
-      present = await Promise.all(
-        indices.map((index) => options.elasticsearch.indices.exists({ index }, { requestTimeout: CHECK_TIMEOUT_MS })),
-      );
+      installed = await options.elasticsearch.indices.existsIndexTemplate({ name: template }, { requestTimeout: CHECK_TIMEOUT_MS });
     } catch (error) {
       throw new StoreUnavailable(`not ready: Elasticsearch is unreachable (${(error as Error).message})`);
     }
-    const missing = indices.filter((_, position) => !present[position]);
-    if (missing.length > 0) {
-      throw new NotReady(`not ready: missing source indices ${missing.join(', ')}; the ingest worker creates them when it starts`);
+    if (!installed) {
+      throw new NotReady(`not ready: the index template ${template} is not installed; the ingest worker installs it when it starts`);
     }
-    return { status: 'ready', indices };
+    return { status: 'ready', template };
   });
 };

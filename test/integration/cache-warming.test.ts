@@ -74,7 +74,7 @@ describe('result cache and warming through the endpoint route', () => {
   it('keeps serving the cached rows when warming runs fail, until their TTL', async () => {
     // computed at the 300 s tick; from here every run fails in Elasticsearch
     expect(await usage('cache\\.supabase')).toEqual({ status: 200, cache: 'HIT', age: '0', restRequests: 2 });
-    await server.elasticsearch.indices.putSettings({ index: `${server.config.INDEX_PREFIX}edge_logs`, settings: { 'index.blocks.read': true } });
+    await server.elasticsearch.indices.putSettings({ index: `${server.config.INDEX_PREFIX}edge_logs*`, settings: { 'index.blocks.read': true } });
     const failedBefore = await metricValue('result_cache_warming_runs_total', { outcome: 'failed' });
     await server.clock.advance(WARM_PERIOD_MS);
     expect(await metricValue('result_cache_warming_runs_total', { outcome: 'failed' })).toBeGreaterThan(failedBefore);

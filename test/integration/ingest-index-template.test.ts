@@ -1,16 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { documentCount, produce, sourceIndex, waitFor, workerForFile } from '../support/ingest.ts';
+import { partitionIndexName } from '../../shared/partitions.ts';
+import { documentCount, produce, waitFor, workerForFile } from '../support/ingest.ts';
 
 interface FieldMapping {
   type?: string;
   properties?: Record<string, FieldMapping>;
 }
 
-describe('ingest: a source index deleted while the worker runs', () => {
+describe('ingest: partitions are created from the template as events arrive', () => {
   const { config, client } = workerForFile('index-template');
 
-  it('comes back through auto-create with the event mapping, and the events arrive', async () => {
-    const index = sourceIndex(config, 'edge_logs');
+  it('a partition deleted while the worker runs comes back through auto-create with the event mapping, and the events arrive', async () => {
+    const index = partitionIndexName(config.INDEX_PREFIX, 'edge_logs', 'daily', Date.parse('2024-05-01T10:00:00Z'));
+    await produce(config, 'edge_logs', [{ event_message: 'first', timestamp: '2024-05-01T09:00:00Z', project: 'default' }]);
+    await waitFor(`the first event in ${index}`, async () => ((await documentCount(client, index)) === 1 ? true : undefined));
     await client.indices.delete({ index });
     expect(await client.indices.exists({ index })).toBe(false);
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureArtifacts } from '../../stack/artifacts.ts';
 import { sourceTopic } from '../../ingest/topics.ts';
-import { documentCount, sourceIndex, storedIds, waitFor, waitForCommittedToEnd, workerForFile } from '../support/ingest.ts';
+import { documentCount, sourceIndex, storedIds, waitFor, waitForCommittedToEnd, workerForFile, storedById } from '../support/ingest.ts';
 
 const CODECS = ['gzip', 'snappy', 'lz4', 'zstd'] as const;
 const PER_RUN = 150;
@@ -49,9 +49,9 @@ describe('ingest: real producer tools, every codec, every event exactly once', (
     expectedIds.add('kcat-header-id');
 
     await waitFor('the kcat events', async () => ((await documentCount(client, index)) >= expectedIds.size ? true : undefined));
-    const sample = await client.get<Record<string, unknown>>({ index, id: 'kcat-snappy-7' });
+    const sample = await storedById<Record<string, unknown>>(client, index, 'kcat-snappy-7');
     expect(sample._source).toMatchObject({ event_message: 'kcat snappy 7', timestamp: '2024-01-01T00:00:07.000000Z', project: 'default', metadata: { level: 'info', kafka_key: 'key-7' } });
-    expect((await client.get<Record<string, unknown>>({ index, id: 'kcat-header-id' }))._source).toMatchObject({ event_message: 'id from a header' });
+    expect((await storedById<Record<string, unknown>>(client, index, 'kcat-header-id'))._source).toMatchObject({ event_message: 'id from a header' });
   });
 
   it('consumes the Java console producer with each --compression-codec, parse.key and an id header', async () => {
@@ -78,7 +78,7 @@ describe('ingest: real producer tools, every codec, every event exactly once', (
     // exactly once: the stored ids are the produced ids, none missing, none extra
     expect(ids.length).toBe(expectedIds.size);
     expect(new Set(ids)).toEqual(expectedIds);
-    const sample = await client.get<Record<string, unknown>>({ index, id: 'java-snappy-3' });
+    const sample = await storedById<Record<string, unknown>>(client, index, 'java-snappy-3');
     expect(sample._source).toMatchObject({ event_message: 'java snappy 3', timestamp: '2024-01-01T00:00:03.000000Z', metadata: { kafka_key: 'java-key-3' } });
 
     const metrics = await (await fetch(`http://127.0.0.1:${worker().port}/metrics`)).text();

@@ -6,7 +6,7 @@ import { restoreSetAsideFields, type StoredEvent } from '../../shared/event-inde
 import { eventShape } from '../../shared/event-shape.ts';
 import { SOURCES, type SourceName } from '../../shared/sources.ts';
 import { BOOTSTRAP_KEY, startEndpointServer } from '../support/endpoint-server.ts';
-import { documentCount, produce, sourceIndex, waitFor, workerForFile } from '../support/ingest.ts';
+import { documentCount, produce, sourceIndex, waitFor, workerForFile, storedById } from '../support/ingest.ts';
 
 const samplesDir = path.join(repositoryRoot, 'test', 'fixtures', 'logflare-samples');
 const sample = (upstream: string): Record<string, unknown> => JSON.parse(readFileSync(path.join(samplesDir, `${upstream}.json`), 'utf8'));
@@ -21,7 +21,7 @@ describe('ingest: every sample source into its own index', () => {
     for (const [position, source] of SOURCES.entries()) {
       const index = sourceIndex(config, source.name);
       const stored = await waitFor(`the ${source.name} sample in ${index}`, async () => {
-        const response = await client.get<StoredEvent>({ index, id: `sample-${source.name}` }, { ignore: [404] });
+        const response = await storedById<StoredEvent>(client, index, `sample-${source.name}`);
         return response.found ? response._source : undefined;
       });
       // JSON.parse keeps the last of duplicate keys, as any producer's serialiser would
@@ -55,10 +55,10 @@ describe('ingest: every sample source into its own index', () => {
     const clashing = { id: 'typed-2', event_message: 'b', project: 'default', metadata: { detail: 'plain text', level: 'info', request: [{ url: 'https://default.supabase.co/rest/v1/x', path: '/rest/v1/x' }] } };
     await produce(config, 'postgres_logs', [first], 0);
     const index = sourceIndex(config, 'postgres_logs');
-    await waitFor('the first typed event', async () => ((await client.exists({ index, id: 'typed-1' })) ? true : undefined));
+    await waitFor('the first typed event', async () => ((await storedById(client, index, 'typed-1')).found ? true : undefined));
     await produce(config, 'postgres_logs', [clashing], 0);
     const stored = await waitFor('the clashing event', async () => {
-      const response = await client.get<StoredEvent>({ index, id: 'typed-2' }, { ignore: [404] });
+      const response = await storedById<StoredEvent>(client, index, 'typed-2');
       return response.found ? response._source : undefined;
     });
     expect(stored?.metadata).toEqual({ level: 'info', request: clashing.metadata.request });
@@ -76,9 +76,9 @@ describe('ingest: every sample source into its own index', () => {
     const request = { url: 'https://default.supabase.co/rest/v1/t', path: '/rest/v1/t', method: 'GET' };
     await produce(config, 'edge_logs', [{ id: 'edge-typed-1', event_message: 'a', project: 'default', timestamp: '2023-11-14T22:13:21.5Z', metadata: { request, extra: { a: 1 } } }], 0);
     const index = sourceIndex(config, 'edge_logs');
-    await waitFor('the first edge event', async () => ((await client.exists({ index, id: 'edge-typed-1' })) ? true : undefined));
+    await waitFor('the first edge event', async () => ((await storedById(client, index, 'edge-typed-1')).found ? true : undefined));
     await produce(config, 'edge_logs', [{ id: 'edge-typed-2', event_message: 'b', project: 'default', timestamp: '2023-11-14T22:13:22.25Z', metadata: { request, extra: 'text' } }], 0);
-    await waitFor('the clashing edge event', async () => ((await client.exists({ index, id: 'edge-typed-2' })) ? true : undefined));
+    await waitFor('the clashing edge event', async () => ((await storedById(client, index, 'edge-typed-2')).found ? true : undefined));
     await client.indices.refresh({ index });
 
     const server = await startEndpointServer({ now: Date.now(), overrides: { INDEX_PREFIX: config.INDEX_PREFIX } });

@@ -2,7 +2,7 @@ import { CompressionTypes } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sourceTopic } from '../../ingest/topics.ts';
 import { BOOTSTRAP_KEY, startEndpointServer, type EndpointTestServer } from '../support/endpoint-server.ts';
-import { produceMessages, sourceIndex, waitForCommittedToEnd, workerForFile } from '../support/ingest.ts';
+import { produceMessages, sourceIndex, waitForCommittedToEnd, workerForFile, storedById } from '../support/ingest.ts';
 
 type LogRow = Record<string, unknown> & { id: string; metadata: Record<string, unknown>[] };
 
@@ -55,7 +55,7 @@ describe('ingest: producer shapes, folded fields and shape, seen through logs.al
     expect(byId.get('nd-1')).toMatchObject({ event_message: 'first line', timestamp: 1_704_103_200_000_000, metadata: [] });
 
     // the stored document keeps how to undo the folding, and the shape for the planner
-    const stored = (await client.get<Record<string, unknown>>({ index: sourceIndex(config, 'edge_logs'), id: 'logstash-1' }))._source!;
+    const stored = (await storedById<Record<string, unknown>>(client, sourceIndex(config, 'edge_logs'), 'logstash-1'))._source!;
     expect(stored.folded_fields).toEqual(['@version', 'host', 'top_level_fields.level']);
     expect(stored.key_field).toBe('kafka_key');
     expect(stored.shape).toEqual({ version: 1, arrays: ['metadata', 'metadata.host', 'metadata.request', 'metadata.top_level_fields'], multi: ['metadata.request'] });

@@ -4,7 +4,7 @@ import { logsAll } from '../../queries/logs-all.ts';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
 import { ensureEventIndex, type StoredEvent } from '../../shared/event-index.ts';
 import { eventShape } from '../../shared/event-shape.ts';
-import { indexName } from '../../shared/sources.ts';
+import { legacyIndexName } from '../../shared/partitions.ts';
 import { FieldCatalogs } from '../../src/executor/field-catalogs.ts';
 import { executePlan } from '../../src/executor/index.ts';
 import { parseLql } from '../../src/lql/index.ts';
@@ -183,12 +183,12 @@ afterAll(async () => {
 /** Loads the events into an index of their own and answers `lql` through the planner and executor, as logs.all would at `now`. */
 async function answer(events: StoredEvent[], lql: string, now: number, rowsOf: 'ids' | 'chart'): Promise<Record<string, unknown>[]> {
   const indexPrefix = `${prefix}${(runs += 1)}-`;
-  const index = indexName({ indexPrefix }, 'edge_logs');
+  const index = legacyIndexName(indexPrefix, 'edge_logs');
   await ensureEventIndex(client, index);
   const response = await client.bulk({ refresh: true, operations: events.flatMap((event) => [{ index: { _index: index, _id: event.id } }, event]) });
   expect(response.errors, `${lql}: ${JSON.stringify(response.items.find((item) => item.index?.error))}`).toBe(false);
   const parsed = parseLql(`f:edge_logs ${lql}`);
-  const catalogs = await new FieldCatalogs(client, 0, { now: () => Date.now() }, 30_000).forIndices([index]);
+  const catalogs = await new FieldCatalogs(client, 0, { now: () => Date.now() }, 30_000).forSources(indexPrefix, ['edge_logs']);
   const query = rowsOf === 'ids' ? { ...parsed, select: [{ kind: 'field' as const, path: 'id', offset: 1 }], chart: undefined } : parsed;
   const plan = planEndpointQuery(logsAll, { project: 'p' }, { now, projects: null, indexPrefix }, { language: 'lql', query, limits: { maxScanEvents: 1000 }, catalogs });
   const rows = (await executePlan(plan, { elasticsearch: client, timeoutMs: 30_000, engine: () => Promise.reject(new Error('no engine needed')), engineTimeoutMs: 1 })) as Record<string, unknown>[];

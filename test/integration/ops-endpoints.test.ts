@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
-import { ensureEventIndex } from '../../shared/event-index.ts';
+import { ensureEventIndexTemplate, eventIndexTemplateName } from '../../shared/event-index.ts';
 import { createLogger } from '../../shared/logger.ts';
-import { SOURCE_NAMES, indexName } from '../../shared/sources.ts';
 import { ENDPOINTS } from '../../queries/index.ts';
 import { buildServer } from '../../src/server.ts';
 import { testConfig, uniqueName } from '../support/stack.ts';
@@ -13,7 +12,6 @@ const BOOTSTRAP = 'bootstrap-key-for-ops-tests-0123456789';
 describe('operational endpoints', () => {
   const config = testConfig({ INDEX_PREFIX: `${uniqueName('ops')}-`, BOOTSTRAP_API_KEY: BOOTSTRAP });
   const elasticsearch = createElasticsearchClient({ url: inject('elasticsearchUrl') });
-  const indices = SOURCE_NAMES.map((source) => indexName({ indexPrefix: config.INDEX_PREFIX }, source));
   let app: FastifyInstance;
 
   beforeAll(async () => {
@@ -22,23 +20,22 @@ describe('operational endpoints', () => {
 
   afterAll(async () => {
     await app.close();
-    await elasticsearch.indices.delete({ index: indices, ignore_unavailable: true });
+    await elasticsearch.indices.deleteIndexTemplate({ name: eventIndexTemplateName(config.INDEX_PREFIX) }, { ignore: [404] });
     await elasticsearch.close();
   });
 
   describe('/ready', () => {
-    it('is 503 naming every missing source index, then 200 once all nine exist', async () => {
-      await ensureEventIndex(elasticsearch, indices[0]!);
+    it('is 503 naming the missing index template, then 200 once the worker has installed it (no partition needs to exist)', async () => {
+      const template = eventIndexTemplateName(config.INDEX_PREFIX);
       const missing = await app.inject({ method: 'GET', url: '/ready' });
       expect(missing.statusCode).toBe(503);
       expect(missing.json().error.code).toBe('not_ready');
-      for (const index of indices.slice(1)) expect(missing.json().error.message).toContain(index);
-      expect(missing.json().error.message).not.toContain(`${indices[0]},`);
+      expect(missing.json().error.message).toContain(template);
 
-      await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index)));
+      await ensureEventIndexTemplate(elasticsearch, config.INDEX_PREFIX);
       const ready = await app.inject({ method: 'GET', url: '/ready' });
       expect(ready.statusCode).toBe(200);
-      expect(ready.json()).toEqual({ status: 'ready', indices });
+      expect(ready.json()).toEqual({ status: 'ready', template });
     });
 
     it('is 503 when Elasticsearch is unreachable', async () => {
@@ -84,7 +81,6 @@ describe('operational endpoints', () => {
     });
 
     it('records Elasticsearch time and successful requests per endpoint', async () => {
-      await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index)));
       const response = await app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all?project=p1', headers: { 'x-api-key': BOOTSTRAP } });
       expect(response.statusCode).toBe(200);
       const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;

@@ -2,9 +2,11 @@ import type { Client } from '@elastic/elasticsearch';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../shared/config.ts';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
-import { ensureEventIndex, type StoredEvent } from '../../shared/event-index.ts';
+import { ensureEventIndexTemplate, eventIndexTemplateName, type StoredEvent } from '../../shared/event-index.ts';
+import { eventPartitioning } from '../../ingest/event-partition.ts';
+import { partitionPeriodOf, retentionDaysOf } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
-import { indexName, type SourceName } from '../../shared/sources.ts';
+import type { SourceName } from '../../shared/sources.ts';
 import { KeyStore } from '../../src/auth/key-store.ts';
 import { buildServer } from '../../src/server.ts';
 import { ManualClock } from './manual-clock.ts';
@@ -38,11 +40,12 @@ export async function startEndpointServer(options: { now: number; overrides?: Re
     elasticsearch: storeClient,
     clock,
     async index(source, events) {
-      const index = indexName({ indexPrefix: config.INDEX_PREFIX }, source);
-      await ensureEventIndex(storeClient, index);
+      // into the time partitions the ingest worker would write, created from the template as it does
+      await ensureEventIndexTemplate(storeClient, config.INDEX_PREFIX);
+      const { indexOf } = eventPartitioning(config.INDEX_PREFIX, source, partitionPeriodOf(config, source), retentionDaysOf(config, source));
       for (let offset = 0; offset < events.length; offset += 5000) {
         const chunk = events.slice(offset, offset + 5000);
-        const response = await storeClient.bulk({ refresh: true, operations: chunk.flatMap((event) => [{ index: { _index: index, _id: event.id } }, event]) });
+        const response = await storeClient.bulk({ refresh: true, operations: chunk.flatMap((event) => [{ index: { _index: indexOf(event), _id: event.id } }, event]) });
         if (response.errors) throw new Error(`bulk failed: ${JSON.stringify(response.items.find((item) => item.index?.error))}`);
       }
     },
@@ -57,6 +60,7 @@ export async function startEndpointServer(options: { now: number; overrides?: Re
       // wildcard deletes are refused by default (action.destructive_requires_name): name each index
       const indices = Object.keys(await storeClient.indices.get({ index: `${config.INDEX_PREFIX}*`, allow_no_indices: true }));
       if (indices.length > 0) await storeClient.indices.delete({ index: indices });
+      await storeClient.indices.deleteIndexTemplate({ name: eventIndexTemplateName(config.INDEX_PREFIX) }, { ignore: [404] });
       await storeClient.close();
     },
   };

@@ -3,8 +3,9 @@ import { CompressionTypes, Kafka, Partitioners, logLevel, type IHeaders, type Me
 import type { Config } from '../../shared/config.ts';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
 import { createLogger } from '../../shared/logger.ts';
-import { indexName, type SourceName } from '../../shared/sources.ts';
-import { eventIndexTemplateName } from '../../shared/event-index.ts';
+import { sourceIndexPattern } from '../../shared/partitions.ts';
+import type { SourceName } from '../../shared/sources.ts';
+import { eventIndexTemplateName, type StoredEvent } from '../../shared/event-index.ts';
 import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
 import { afterAll, beforeAll } from 'vitest';
 import { sourceTopic } from '../../ingest/topics.ts';
@@ -68,8 +69,9 @@ export function storeClient(config: Config): Client {
   return createElasticsearchClient({ url: config.ELASTICSEARCH_URL! });
 }
 
+/** Every index the source's events may be in (its partitions and legacy index), as one expression for searches and counts. */
 export function sourceIndex(config: Config, source: SourceName): string {
-  return indexName({ indexPrefix: config.INDEX_PREFIX }, source);
+  return sourceIndexPattern(config.INDEX_PREFIX, source);
 }
 
 export async function waitFor<T>(description: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
@@ -85,6 +87,18 @@ export async function waitFor<T>(description: string, probe: () => Promise<T | u
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   throw new Error(`timed out waiting for ${description}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
+}
+
+/**
+ * A stored document by id, searched across a source's partitions (a get needs one concrete index);
+ * after a refresh, so it is as current as a get. Two documents with one id would be a duplicate.
+ */
+export async function storedById<T = StoredEvent>(client: Client, index: string, id: string): Promise<{ found: boolean; _source?: T; _index?: string }> {
+  await client.indices.refresh({ index, ignore_unavailable: true });
+  const response = await client.search<T>({ index, size: 2, query: { ids: { values: [id] } }, ignore_unavailable: true });
+  const hits = response.hits.hits;
+  if (hits.length > 1) throw new Error(`event ${id} is stored twice: in ${hits.map((hit) => hit._index).join(' and ')}`);
+  return hits[0] ? { found: true, _source: hits[0]._source, _index: hits[0]._index } : { found: false };
 }
 
 /** Documents in an index, after a refresh so the count is exact. */

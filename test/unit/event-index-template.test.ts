@@ -3,11 +3,14 @@ import { EVENT_INDEX_MAPPINGS, EVENT_INDEX_SETTINGS, eventIndexTemplate } from '
 import { SOURCE_NAMES } from '../../shared/sources.ts';
 
 describe('event index template', () => {
-  it('names exactly the nine source indices of the prefix, with the event settings and mapping', () => {
+  it('covers the partitions and the legacy index of each of the nine sources, with the event settings and mapping', () => {
     const template = eventIndexTemplate('acme-');
-    expect(template.index_patterns).toEqual(SOURCE_NAMES.map((source) => `acme-${source}`));
-    expect(template.index_patterns).not.toContain('acme-api-keys');
-    expect((template.index_patterns as string[]).some((pattern) => pattern.includes('*'))).toBe(false);
+    expect(template.index_patterns).toEqual(SOURCE_NAMES.flatMap((source) => [`acme-${source}-*`, `acme-${source}`]));
+    const matches = (index: string) => (template.index_patterns as string[]).some((pattern) => (pattern.endsWith('*') ? index.startsWith(pattern.slice(0, -1)) : index === pattern));
+    expect(matches('acme-edge_logs-2024.03.20')).toBe(true);
+    expect(matches('acme-edge_logs')).toBe(true);
+    expect(matches('acme-api-keys')).toBe(false);
+    expect(matches('acme-edge_logs_other')).toBe(false);
     expect(template.template).toEqual({ settings: { index: EVENT_INDEX_SETTINGS }, mappings: EVENT_INDEX_MAPPINGS });
     expect(template.priority).toBeGreaterThan(500);
   });

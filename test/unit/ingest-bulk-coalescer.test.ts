@@ -23,7 +23,7 @@ describe('bulk coalescing', () => {
   it('sends writes that arrive together as one request and gives each caller its own results', async () => {
     const { client, requests } = recordingClient();
     const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 100, lingerMs: 5 });
-    const [first, second] = await Promise.all([coalescer.write('a', events('1', '2'), 100), coalescer.write('b', events('3'), 50)]);
+    const [first, second] = await Promise.all([coalescer.write(() => 'a', events('1', '2'), 100), coalescer.write(() => 'b', events('3'), 50)]);
     expect(requests).toHaveLength(1);
     expect(first.map((item) => [item._index, item._id])).toEqual([
       ['a', '1'],
@@ -35,14 +35,14 @@ describe('bulk coalescing', () => {
   it('starts a new request rather than exceed the count or byte bound', async () => {
     const { client, requests } = recordingClient();
     const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 120, maxEvents: 3, lingerMs: 5 });
-    await Promise.all([coalescer.write('a', events('1', '2'), 40), coalescer.write('a', events('3', '4'), 40), coalescer.write('a', events('5'), 100)]);
+    await Promise.all([coalescer.write(() => 'a', events('1', '2'), 40), coalescer.write(() => 'a', events('3', '4'), 40), coalescer.write(() => 'a', events('5'), 100)]);
     expect(requests.map((operations) => operations.length / 2)).toEqual([2, 2, 1]);
   });
 
   it('fails every caller of a failed request, so each retries its own events', async () => {
     const client = { bulk: async () => Promise.reject(new Error('connect ECONNREFUSED')) } as unknown as Client;
     const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1000, maxEvents: 10, lingerMs: 5 });
-    const results = await Promise.allSettled([coalescer.write('a', events('1'), 10), coalescer.write('b', events('2'), 10)]);
+    const results = await Promise.allSettled([coalescer.write(() => 'a', events('1'), 10), coalescer.write(() => 'b', events('2'), 10)]);
     expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected']);
   });
 });

@@ -9,7 +9,7 @@ import type { ChartScan, EventScan } from '../../src/planner/plan.ts';
 
 const now = Date.UTC(2024, 0, 10, 12, 30);
 const catalog = fieldCatalog({ 'metadata.request': 'nested', 'metadata.request.path': 'keyword', 'metadata.level': 'keyword', 'metadata.latency': 'long', 'metadata.tags': 'keyword', 'metadata.ok': 'boolean' });
-const catalogs = new Map([['lp-edge_logs', catalog], ['lp-postgres_logs', catalog]]);
+const catalogs = new Map([['edge_logs', catalog], ['postgres_logs', catalog]]);
 
 function plan(query: Partial<LqlQuery>, endpoint: typeof logsAll | typeof usageApiCounts = logsAll, params: Record<string, unknown> = { project: 'p1' }): Plan {
   return planEndpointQuery(endpoint, params, { now, projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: { filters: [], select: [], from: { name: 'edge_logs', offset: 1 }, ...query }, limits: { maxScanEvents: 1000 }, catalogs });

@@ -26,7 +26,7 @@ describe('compileEndpoint: logs.all', () => {
     expect(logs.ctes.map((cte) => cte.name)).toEqual(SOURCES.map((source) => source.name));
     for (const source of SOURCES) {
       const cte = scopeOf(logs.ctes.find((candidate): candidate is SourceCte => candidate.name === source.name)!, params, context);
-      expect(cte.index).toBe(`lp-${source.name}`);
+      expect(cte.index).toBe(`lp-${source.name}-2024.01.01*,lp-${source.name}`);
       expect(cte.filter).toEqual([
         { term: { [source.projectField]: 'abc' } },
         { range: { timestamp: { gt: '2024-01-01T00:00:00.000000000Z', lte: '2024-01-01T00:00:00.000000000Z' } } },
@@ -37,7 +37,7 @@ describe('compileEndpoint: logs.all', () => {
   it('selects edge_logs only: four columns, newest first with id as tie-break, 100 rows', () => {
     const compiled = compileEndpoint(logs, params, context);
     expect(compiled.search).toMatchObject({
-      index: 'lp-edge_logs',
+      index: 'lp-edge_logs-2024.01.01*,lp-edge_logs',
       size: 100,
       sort: [{ timestamp: { order: 'desc' } }, { id: { order: 'desc' } }],
       _source: ['id', 'timestamp', 'event_message', 'metadata', 'metadata_unindexed'],

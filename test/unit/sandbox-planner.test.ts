@@ -33,7 +33,7 @@ const catalog = fieldCatalog({
   'metadata.function_id': 'keyword',
   'metadata.status': 'keyword',
 });
-const catalogs = new Map(logsAll.ctes.map((cte) => [`lp-${'source' in cte ? cte.source : cte.name}`, catalog]));
+const catalogs = new Map(logsAll.ctes.map((cte) => ['source' in cte ? cte.source : cte.name, catalog]));
 
 function plan(sql: string, params: Record<string, string> = { project: 'default' }, projects: string[] | null = null, endpoint: typeof logsAll | typeof usageApiCounts = logsAll): Plan {
   const query = parseSandboxQuery(sql, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) });
@@ -80,7 +80,7 @@ describe('sandboxed SQL plans: scope is never optional', () => {
 
   it('reads the reference implementation\'s name postgrest_logs as rest_api_logs', () => {
     const result = plan('select id from postgrest_logs');
-    expect(eventScans(result)[0]!.index).toBe('lp-rest_api_logs');
+    expect(eventScans(result)[0]!.index).toBe('lp-rest_api_logs-*,lp-rest_api_logs');
     expect(eventScans(result)[0]!.cte).toBe('rest_api_logs');
   });
 

@@ -3,7 +3,6 @@ import { UnknownTable } from '../../errors.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SetExpression } from '../../sql/syntax.ts';
 import type { FieldCatalog } from '../field-catalog.ts';
-import { indexName } from '../../../shared/sources.ts';
 import type { Plan, Scan } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
@@ -18,7 +17,7 @@ export interface SandboxLimits {
 
 export interface SandboxContext extends ScopeContext {
   limits: SandboxLimits;
-  /** The store's field types per index, for deciding what can be pushed down. */
+  /** The store's field types per source (over all its partitions), for deciding what can be pushed down. */
   catalogs: ReadonlyMap<string, FieldCatalog>;
 }
 
@@ -50,7 +49,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
     if (cte.kind === 'window_start') return windowStartScan(cte, params, context, table);
     const scope = SelectScope.of(reference.select, scannedBy);
-    const catalog = context.catalogs.get(indexName({ indexPrefix: context.indexPrefix }, cte.source)) ?? EMPTY_CATALOG;
+    const catalog = context.catalogs.get(cte.source) ?? EMPTY_CATALOG;
     const pushed = scope.readsOnlyTheScan && scope.scanned?.table === table ? conjuncts(reference.select.where).map((condition) => pushDown(condition, { scope, catalog, now: context.now })) : [];
     const predicates = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
     const allExact = pushed.length === conjuncts(reference.select.where).length && pushed.every((predicate) => predicate?.exact);
@@ -65,7 +64,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   const residual = { query, parameters: stringParameters(params), now: context.now };
   const only = scans.length === 1 && scans[0]!.kind === 'events' ? scans[0] : undefined;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
-    const catalog = context.catalogs.get(only.index) ?? EMPTY_CATALOG;
+    const catalog = context.catalogs.get(references[0]!.cte.kind === 'source' || references[0]!.cte.kind === 'windowed_source' ? references[0]!.cte.source : '') ?? EMPTY_CATALOG;
     const aggregated = planAggregation({
       query,
       select: references[0]!.select,
