@@ -5,7 +5,8 @@ import { sourceTopic } from '../../ingest/topics.ts';
 import { startIngestWorker } from '../../ingest/worker.ts';
 import { logsAll } from '../../queries/logs-all.ts';
 import { usageApiCounts } from '../../queries/usage-api-counts.ts';
-import { partitionPeriodOf } from '../../shared/config.ts';
+import { spawnSync } from 'node:child_process';
+import { partitionPeriodOf, repositoryRoot } from '../../shared/config.ts';
 import { ensureEventIndex, ensureEventIndexTemplate, type StoredEvent } from '../../shared/event-index.ts';
 import { eventShape } from '../../shared/event-shape.ts';
 import { expressionReads, legacyIndexName, partitionIndexName } from '../../shared/partitions.ts';
@@ -247,6 +248,19 @@ describe('retention on a manual clock', () => {
     // a day later, the next day of each source is due
     const next = await applyRetention(client, policy, now + DAY, silentLogger);
     expect(next.deleted.sort()).toEqual([name('edge_logs', -30), name('auth_logs', -7)].sort());
+  });
+
+  it('npm run indices lists the partitions that remain with their documents, and what expires next', async () => {
+    const result = spawnSync('npx', ['tsx', 'scripts/indices.ts'], { cwd: repositoryRoot, encoding: 'utf8', env: { ...process.env, ELASTICSEARCH_URL: config.ELASTICSEARCH_URL, INDEX_PREFIX: config.INDEX_PREFIX, RETENTION_DAYS: '30', RETENTION_DAYS_BY_SOURCE: 'auth_logs=7' }, timeout: 60_000 });
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toContain('edge_logs (keeps 30 days)');
+    expect(result.stdout).toContain('auth_logs (keeps 7 days)');
+    // left by the test above (days -29, -7, -1, 0 and 1 of its clock): one event each
+    const lines = result.stdout.split('\n').filter((line) => line.startsWith(`  ${config.INDEX_PREFIX}edge_logs-`));
+    expect(lines).toHaveLength(5);
+    for (const line of lines) expect(line).toMatch(/ daily .* 1 /);
+    // by the real clock those days of 2024 are long past every retention
+    expect(result.stdout).toContain(`retention deletes at its next run: ${config.INDEX_PREFIX}edge_logs-2024.05.17`);
   });
 
   it('the worker runs retention on its own schedule and counts what it deleted', async () => {

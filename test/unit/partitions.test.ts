@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { eventPartitioning } from '../../ingest/event-partition.ts';
+import { partitionReport, reportText } from '../../ingest/partition-report.ts';
 import { expiredPartitions, expiresAt, type RetentionPolicy } from '../../ingest/retention.ts';
 import { loadConfig, partitionPeriodOf, retentionDaysOf } from '../../shared/config.ts';
 import { expressionReads, legacyIndexName, parsePartitionName, partitionIndexName, partitionsOverlapping, periodEnd, periodStart, sourceIndexPattern, MAX_LISTED_PARTITIONS, PARTITION_PERIODS, type PartitionPeriod } from '../../shared/partitions.ts';
@@ -162,5 +163,33 @@ describe('partition and retention settings', () => {
     expect(() => loadConfig({ RETENTION_DAYS_BY_SOURCE: 'nosuch=3' })).toThrow(/unknown source "nosuch"/);
     expect(() => loadConfig({ RETENTION_DAYS: '0' })).toThrow(/RETENTION_DAYS/);
     expect(() => loadConfig({ EXPIRED_EVENTS: 'drop' })).toThrow(/EXPIRED_EVENTS/);
+  });
+});
+
+describe('npm run indices report', () => {
+  const policy: RetentionPolicy = { indexPrefix: 'lp-', sources: SOURCE_NAMES, retentionDays: (source) => (source === 'auth_logs' ? 7 : 30) };
+  const day = (offset: number, source = 'edge_logs') => partitionIndexName('lp-', source as 'edge_logs', 'daily', NOW + offset * DAY);
+
+  it('lists each source\'s partitions oldest first, with what retention deletes at its next run or next of all', () => {
+    const listed = [day(0), day(-40), day(-2), 'lp-edge_logs', 'lp-api-keys', day(-3, 'auth_logs')].map((index, n) => ({ index, docs: 10 * n, bytes: 1024 * n }));
+    const reports = partitionReport(listed, policy, NOW);
+    const edge = reports.find((report) => report.source === 'edge_logs')!;
+    expect(edge.partitions.map((row) => row.index)).toEqual(['lp-edge_logs', day(-40), day(-2), day(0)]);
+    expect(edge.partitions[0]!.period).toBe('legacy');
+    expect(edge.due).toEqual([day(-40)]);
+    expect(edge.next).toEqual({ index: day(-2), atMs: periodEnd('daily', periodStart('daily', NOW - 2 * DAY)) + 30 * DAY });
+    const auth = reports.find((report) => report.source === 'auth_logs')!;
+    expect(auth.due).toEqual([]);
+    expect(auth.next?.index).toBe(day(-3, 'auth_logs'));
+    const text = reportText(reports, NOW);
+    expect(text).toContain('edge_logs (keeps 30 days)');
+    expect(text).toContain(`retention deletes at its next run: ${day(-40)}`);
+    expect(text).toContain(`next to expire: ${day(-3, 'auth_logs')}`);
+    expect(text).not.toContain('api-keys');
+    expect(text).not.toContain('postgres_logs');
+  });
+
+  it('says so when there is nothing yet', () => {
+    expect(reportText(partitionReport([], policy, NOW), NOW)).toBe('no source indices yet\n');
   });
 });
