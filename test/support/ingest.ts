@@ -1,7 +1,8 @@
 import type { Client } from '@elastic/elasticsearch';
 import { CompressionTypes, Kafka, Partitioners, logLevel, type IHeaders, type Message } from 'kafkajs';
 import type { Config } from '../../shared/config.ts';
-import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
+import { createElasticsearchClient, elasticsearchConnection } from '../../shared/elasticsearch.ts';
+import { kafkajsConnectionOptions, kafkaConnection } from '../../shared/kafka-connection.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { indexName, type SourceName } from '../../shared/sources.ts';
 import { eventIndexTemplateName } from '../../shared/event-index.ts';
@@ -29,7 +30,7 @@ export function ingestTestConfig(label: string, overrides: Record<string, string
 export const silentLogger = createLogger('ingest-test', 'silent');
 
 export function testKafka(config: Config): Kafka {
-  return new Kafka({ clientId: 'ingest-test', brokers: config.KAFKA_BROKERS!, logLevel: logLevel.NOTHING });
+  return new Kafka({ clientId: 'ingest-test', ...kafkajsConnectionOptions(kafkaConnection(config)), logLevel: logLevel.NOTHING });
 }
 
 /** Publishes kafkajs messages (keys, headers, partitions as given) to a topic, compressed as asked. */
@@ -65,7 +66,7 @@ export async function produce(config: Config, source: SourceName, values: (strin
 }
 
 export function storeClient(config: Config): Client {
-  return createElasticsearchClient({ url: config.ELASTICSEARCH_URL! });
+  return createElasticsearchClient(elasticsearchConnection(config));
 }
 
 export function sourceIndex(config: Config, source: SourceName): string {
