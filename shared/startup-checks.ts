@@ -152,7 +152,8 @@ async function retryUntilAnswered(attempt: () => Promise<void>, classify: (error
 export function checkElasticsearch(client: Client, connection: ElasticsearchConnection, options: CheckOptions & { required: boolean }): Promise<string | undefined> {
   return retryUntilAnswered(
     async () => {
-      await client.info({}, { requestTimeout: 10_000 });
+      // cluster health needs only the `monitor` privilege (the minimal distribution has no GET /)
+      await client.cluster.health({ timeout: '1s' }, { requestTimeout: 10_000 });
     },
     (error) => elasticsearchFailure(error, connection),
     options,
