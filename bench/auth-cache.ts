@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../shared/config.ts';
-import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { ensureEventIndex } from '../shared/event-index.ts';
 import { createLogger } from '../shared/logger.ts';
 import { legacyIndexName } from '../shared/partitions.ts';
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const base = loadConfig(process.env);
   if (!base.ELASTICSEARCH_URL || !base.KAFKA_BROKERS) throw new Error('set ELASTICSEARCH_URL and KAFKA_BROKERS');
   const prefix = `bench-auth-${randomBytes(4).toString('hex')}-`;
-  const elasticsearch = createElasticsearchClient({ url: base.ELASTICSEARCH_URL });
+  const elasticsearch = createElasticsearchClient(elasticsearchConnection(base));
   const indices = SOURCE_NAMES.map((source) => legacyIndexName(prefix, source));
   await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index)));
   const store = new KeyStore(elasticsearch, prefix);

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Partitioners, type Message, type Producer } from 'kafkajs';
 import { loadConfig, repositoryRoot } from '../shared/config.ts';
-import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
+import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
 import { sourceIndexPattern } from '../shared/partitions.ts';
 import { SOURCES, topicName, type SourceName } from '../shared/sources.ts';
@@ -58,13 +59,13 @@ async function main(): Promise<void> {
   if (CODECS) return codecBenchmark(brokers, elasticsearchUrl, CODECS);
   const prefix = `bench${randomBytes(3).toString('hex')}`;
   const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };
-  const client = createElasticsearchClient({ url: elasticsearchUrl });
+  const client = createElasticsearchClient(elasticsearchConnection(config, elasticsearchUrl));
   const indices = SOURCES.map((source) => sourceIndexPattern(locations.indexPrefix, source.name)).join(',');
   const searchable = async () => (await client.count({ index: indices, ignore_unavailable: true, allow_no_indices: true })).count;
 
   const started = await startWorker(brokers, elasticsearchUrl, locations);
   worker = started.child;
-  const producer = createKafka(brokers, 'logplatform-bench', logger).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = createKafka(kafkaConnection(config, brokers), 'logplatform-bench', logger).producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
 
   // Phase 1: throughput
@@ -137,7 +138,7 @@ async function main(): Promise<void> {
 
 /** Decoding cost per codec: the same events, produced compressed by kcat, drained by a fresh worker each. */
 async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codecs: string[]): Promise<void> {
-  const client = createElasticsearchClient({ url: elasticsearchUrl });
+  const client = createElasticsearchClient(elasticsearchConnection(config, elasticsearchUrl));
   const folder = mkdtempSync(path.join(os.tmpdir(), 'bench-codecs-'));
   const now = new Date();
   const lines = new Map<SourceName, string[]>();
@@ -150,7 +151,7 @@ async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codec
     lines.set(source, values);
   }
   for (const [source, values] of lines) writeFileSync(path.join(folder, `${source}.ndjson`), `${values.join('\n')}\n`);
-  const admin = createKafka(brokers, 'logplatform-bench', logger).admin();
+  const admin = createKafka(kafkaConnection(config, brokers), 'logplatform-bench', logger).admin();
   await admin.connect();
   const runs: { codec: string; locations: { indexPrefix: string; topicPrefix: string } }[] = [];
   try {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@elastic/elasticsearch';
 import type { Config } from '../shared/config.ts';
-import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { ensureEventIndex, type StoredEvent } from '../shared/event-index.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
 
@@ -24,7 +24,7 @@ export async function withBenchStore(base: Config, label: string, run: (store: B
     urls = { elasticsearch: stack.elasticsearchUrl, kafka: stack.kafkaBrokers };
   }
   const indexPrefix = `bench-${label}-${randomBytes(4).toString('hex')}-`;
-  const elasticsearch = createElasticsearchClient({ url: urls.elasticsearch!, requestTimeoutMs: 120_000 });
+  const elasticsearch = createElasticsearchClient({ ...elasticsearchConnection(base, urls.elasticsearch), requestTimeoutMs: 120_000 });
   try {
     await run({ elasticsearch, kafkaBrokers: urls.kafka!, indexPrefix });
   } finally {

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../shared/config.ts';
+import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
 import { publishDemoData } from './demo-data.ts';
 
@@ -22,7 +23,7 @@ if (!config.KAFKA_BROKERS) {
 }
 const to = new Date();
 const { published } = await publishDemoData({
-  brokers: config.KAFKA_BROKERS,
+  kafka: kafkaConnection(config),
   topicPrefix: config.TOPIC_PREFIX,
   events,
   from: new Date(to.getTime() - hours * 3_600_000),

@@ -1,11 +1,12 @@
 import { Partitioners, type Message } from 'kafkajs';
+import type { KafkaConnection } from '../shared/kafka-connection.ts';
 import type { Logger } from '../shared/logger.ts';
 import { topicName, type SourceName } from '../shared/sources.ts';
 import { demoEvents } from './demo-events.ts';
 import { createKafka } from './kafka.ts';
 
 export interface DemoDataOptions {
-  brokers: string[];
+  kafka: KafkaConnection;
   topicPrefix: string;
   events: number;
   from: Date;
@@ -18,7 +19,7 @@ const MESSAGES_PER_SEND = 1000;
 
 /** Publishes realistic events for all nine sources, spread over [from, to], to the source topics. */
 export async function publishDemoData(options: DemoDataOptions): Promise<{ published: number }> {
-  const producer = createKafka(options.brokers, 'logplatform-demo-data', options.logger).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = createKafka(options.kafka, 'logplatform-demo-data', options.logger).producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   let published = 0;
   const pending = new Map<SourceName, Message[]>();

@@ -1,4 +1,5 @@
 import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+import { kafkajsConnectionOptions, type KafkaConnection } from '../shared/kafka-connection.ts';
 import type { Logger } from '../shared/logger.ts';
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
@@ -9,10 +10,10 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
 };
 
 /** A kafkajs client whose own logs go through our structured logger. */
-export function createKafka(brokers: string[], clientId: string, logger: Logger): Kafka {
+export function createKafka(connection: KafkaConnection, clientId: string, logger: Logger): Kafka {
   return new Kafka({
     clientId,
-    brokers,
+    ...kafkajsConnectionOptions(connection),
     logLevel: logLevel.WARN,
     logCreator: () => (entry: LogEntry) => {
       const { message, ...fields } = entry.log;

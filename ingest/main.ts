@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
+import { ServerAccessError } from '../shared/startup-checks.ts';
 import { startIngestWorker } from './worker.ts';
 
 /** The ingest worker process: `npm run ingest`. */
@@ -19,6 +20,11 @@ async function main(): Promise<void> {
     if (error instanceof ConfigError) {
       console.error(error.message);
       process.exit(2);
+    }
+    if (error instanceof ServerAccessError) {
+      logger.fatal({ reason: error.message }, 'ingest worker could not start');
+      console.error(error.message);
+      process.exit(1);
     }
     logger.fatal({ err: error }, 'ingest worker could not start');
     process.exit(1);

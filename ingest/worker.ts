@@ -1,10 +1,12 @@
 import type { Client } from '@elastic/elasticsearch';
 import { Partitioners } from 'kafkajs';
 import { ConfigError, partitionPeriodOf, retentionDaysOf, type Config } from '../shared/config.ts';
-import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { createElasticsearchClient, elasticsearchConnection, type ElasticsearchConnection } from '../shared/elasticsearch.ts';
 import { ensureEventIndexTemplate } from '../shared/event-index.ts';
+import { kafkaConnection } from '../shared/kafka-connection.ts';
 import type { Logger } from '../shared/logger.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
+import { checkElasticsearch, checkKafka, elasticsearchFailure, ServerAccessError } from '../shared/startup-checks.ts';
 import { processBatch } from './batch.ts';
 import './codecs.ts';
 import { eventFieldNames } from './event-fields.ts';
@@ -19,6 +21,8 @@ import { ensureTopics, sourceRoutes } from './topics.ts';
 
 /** How long a write waits for writes from other partitions to share its bulk request. */
 const BULK_LINGER_MS = 5;
+/** How long start-up waits for a Kafka or Elasticsearch that is not answering yet (starting next to us). */
+const SERVER_WAIT_MS = 120_000;
 
 export interface IngestWorker {
   /** The port /health and /metrics are served on (useful with INGEST_PORT=0). */
@@ -40,8 +44,14 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     throw new ConfigError([...(brokers ? [] : ['KAFKA_BROKERS: required by the ingest worker']), ...(elasticsearchUrl ? [] : ['ELASTICSEARCH_URL: required by the ingest worker'])]);
   }
   const routes = sourceRoutes(config);
-  const kafka = createKafka(brokers, 'logplatform-ingest', logger);
-  const client = createElasticsearchClient({ url: elasticsearchUrl });
+  const kafkaServer = kafkaConnection(config);
+  const store = elasticsearchConnection(config);
+  const kafka = createKafka(kafkaServer, 'logplatform-ingest', logger);
+  const client = createElasticsearchClient(store);
+  // wrong credentials or an untrusted certificate end start-up here with a message naming the server
+  const onRetry = (reason: string) => logger.warn({ reason }, 'waiting for a server');
+  await checkKafka(kafkaServer, { waitMs: SERVER_WAIT_MS, required: true, onRetry });
+  await checkElasticsearch(client, store, { waitMs: SERVER_WAIT_MS, required: true, onRetry });
 
   const admin = kafka.admin();
   await admin.connect();
@@ -51,7 +61,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   } finally {
     await admin.disconnect();
   }
-  await ensureIndices(client, config.INDEX_PREFIX, logger);
+  await ensureIndices(client, store, config.INDEX_PREFIX, logger);
 
   const metrics = createIngestMetrics();
   const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS });
@@ -159,13 +169,15 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
 }
 
 /** Elasticsearch may still be starting next to us: retry for a while before giving up. */
-async function ensureIndices(client: Client, indexPrefix: string, logger: Logger, timeoutMs = 120_000): Promise<void> {
+async function ensureIndices(client: Client, store: ElasticsearchConnection, indexPrefix: string, logger: Logger, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt += 1) {
     try {
       await ensureEventIndexTemplate(client, indexPrefix);
       return;
     } catch (error) {
+      const failure = elasticsearchFailure(error, store);
+      if (failure.fatal) throw new ServerAccessError(failure.message);
       if (Date.now() > deadline) throw error;
       logger.warn({ err: error, attempt }, 'cannot install the index template yet, retrying');
       await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * 2 ** attempt)));

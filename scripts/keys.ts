@@ -1,5 +1,6 @@
 import { loadConfig } from '../shared/config.ts';
-import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
+import { checkElasticsearch } from '../shared/startup-checks.ts';
 import { ENDPOINTS } from '../queries/index.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { KeysUsageError, keyTable, parseKeysCommand } from '../src/auth/keys-command.ts';
@@ -9,9 +10,12 @@ async function main(): Promise<number> {
   const command = parseKeysCommand(process.argv.slice(2), ENDPOINTS);
   const config = loadConfig(process.env);
   if (!config.ELASTICSEARCH_URL) throw new KeysUsageError('set ELASTICSEARCH_URL to the Elasticsearch the query service uses');
-  const elasticsearch = createElasticsearchClient({ url: config.ELASTICSEARCH_URL });
+  const connection = elasticsearchConnection(config);
+  const elasticsearch = createElasticsearchClient(connection);
   const store = new KeyStore(elasticsearch, config.INDEX_PREFIX);
   try {
+    // a refused credential or certificate is reported as such, not as a failed key operation
+    await checkElasticsearch(elasticsearch, connection, { waitMs: 0, required: true });
     switch (command.action) {
       case 'create': {
         const { key, record } = await store.create(command);

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { CompressionTypes, Partitioners } from 'kafkajs';
 import { loadConfig } from '../shared/config.ts';
+import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, sourceByName } from '../shared/sources.ts';
 import '../ingest/codecs.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { eventsFromText, parseProduceArguments } from '../ingest/produce-input.ts';
+import { checkKafka } from '../shared/startup-checks.ts';
 import { sourceTopic } from '../ingest/topics.ts';
 
 /** `npm run produce -- --source edge_logs [--compression lz4] [file.ndjson]`: publishes events from a file or stdin to a source's topic. */
@@ -30,7 +32,15 @@ const text = options.file ? readFileSync(options.file, 'utf8') : readFileSync(0,
 const events = eventsFromText(text);
 const topic = sourceTopic(config, source.name);
 const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4 }[options.compression];
-const producer = createKafka(config.KAFKA_BROKERS, 'logplatform-produce', createLogger('produce', config.LOG_LEVEL)).producer({
+const connection = kafkaConnection(config);
+try {
+  // a refused credential or certificate is reported as such, before kafkajs retries it
+  await checkKafka(connection, { waitMs: 0, required: true });
+} catch (error) {
+  console.error((error as Error).message);
+  process.exit(1);
+}
+const producer = createKafka(connection, 'logplatform-produce', createLogger('produce', config.LOG_LEVEL)).producer({
   createPartitioner: Partitioners.DefaultPartitioner,
 });
 await producer.connect();

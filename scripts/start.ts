@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
-import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
+import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
 import { sourceIndexPattern } from '../shared/partitions.ts';
 import { SOURCES } from '../shared/sources.ts';
@@ -72,7 +73,7 @@ async function waitForHealth(url: string, name: string, timeoutMs = 120_000): Pr
 
 /** Waits until the demo events are searchable, so the first query a newcomer runs returns rows. */
 async function waitForDemoData(elasticsearchUrl: string, expected: number): Promise<void> {
-  const client = createElasticsearchClient({ url: elasticsearchUrl });
+  const client = createElasticsearchClient(elasticsearchConnection(config, elasticsearchUrl));
   const indices = SOURCES.map((source) => sourceIndexPattern(config.INDEX_PREFIX, source.name)).join(',');
   const deadline = Date.now() + 180_000;
   let last = -1;
@@ -90,6 +91,18 @@ async function waitForDemoData(elasticsearchUrl: string, expected: number): Prom
   } finally {
     await client.close();
   }
+}
+
+/** The security variables that differ from their defaults (they describe servers the operator runs). */
+function securityVariablesSet(runConfig: Config): string[] {
+  const settings: Array<[string, boolean]> = [
+    ['ELASTICSEARCH_API_KEY', runConfig.ELASTICSEARCH_API_KEY !== undefined],
+    ['ELASTICSEARCH_USERNAME', runConfig.ELASTICSEARCH_USERNAME !== undefined],
+    ['ELASTICSEARCH_CA_FILE', runConfig.ELASTICSEARCH_CA_FILE !== undefined],
+    ['ELASTICSEARCH_TLS_VERIFY', !runConfig.ELASTICSEARCH_TLS_VERIFY],
+    ['KAFKA_SECURITY_PROTOCOL', runConfig.KAFKA_SECURITY_PROTOCOL !== 'PLAINTEXT'],
+  ];
+  return settings.filter(([, set]) => set).map(([name]) => name);
 }
 
 async function shutdown(code: number): Promise<void> {
@@ -123,6 +136,10 @@ async function main(runConfig: Config): Promise<void> {
   if (external && !(runConfig.KAFKA_BROKERS && runConfig.ELASTICSEARCH_URL)) {
     throw new Error('set both KAFKA_BROKERS and ELASTICSEARCH_URL to use external servers, or neither to run the local stack');
   }
+  const security = securityVariablesSet(runConfig);
+  if (!external && security.length > 0) {
+    throw new Error(`${security.join(', ')} set, but no KAFKA_BROKERS / ELASTICSEARCH_URL: the local stack is plaintext and unauthenticated; name your secured servers or unset these`);
+  }
   let brokers = runConfig.KAFKA_BROKERS;
   let elasticsearchUrl = runConfig.ELASTICSEARCH_URL;
   if (!external) {
@@ -146,7 +163,7 @@ async function main(runConfig: Config): Promise<void> {
   if (!external) {
     const now = new Date();
     const { published } = await publishDemoData({
-      brokers: brokers!,
+      kafka: kafkaConnection(runConfig, brokers),
       topicPrefix: runConfig.TOPIC_PREFIX,
       events: DEMO_EVENTS,
       from: new Date(now.getTime() - 24 * 3600_000),

@@ -1,3 +1,4 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { z } from 'zod';
@@ -11,9 +12,23 @@ const optionalText = z
   .string()
   .optional()
   .transform((value) => (value === undefined || value.trim() === '' ? undefined : value.trim()));
+/** `true`/`false` (also 1/0, yes/no): z.coerce.boolean would read "false" as true. */
+const flag = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no'], 'use true or false'))
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+/** A file that must exist and be readable when set: a missing CA file is a configuration error, not a TLS error later. */
+const readableFile = optionalText.refine((value) => value === undefined || isReadableFile(value), 'no readable file at this path');
 const brokerList = optionalText.transform((value) =>
   value === undefined ? undefined : value.split(',').map((broker) => broker.trim()).filter(Boolean),
 );
+
+export const KAFKA_SECURITY_PROTOCOLS = ['PLAINTEXT', 'SSL', 'SASL_SSL'] as const;
+export type KafkaSecurityProtocol = (typeof KAFKA_SECURITY_PROTOCOLS)[number];
+export const KAFKA_SASL_MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const;
+export type KafkaSaslMechanism = (typeof KAFKA_SASL_MECHANISMS)[number];
 
 /**
  * Every environment variable the platform reads, validated once at start-up.
@@ -24,6 +39,23 @@ export const configSchema = z.object({
   PORT: port.default(4000),
   KAFKA_BROKERS: brokerList,
   ELASTICSEARCH_URL: optionalText.pipe(z.url().optional()),
+  // Elasticsearch with security on: an API key (the base64 `encoded` form) or a user and password
+  ELASTICSEARCH_API_KEY: optionalText,
+  ELASTICSEARCH_USERNAME: optionalText,
+  ELASTICSEARCH_PASSWORD: optionalText,
+  // PEM file of the CA that signed the server's HTTP certificate (default: the system's trusted CAs)
+  ELASTICSEARCH_CA_FILE: readableFile,
+  // false accepts any server certificate: for tests only, never production
+  ELASTICSEARCH_TLS_VERIFY: flag.default(true),
+  // Kafka security: PLAINTEXT, SSL (TLS, optionally a client certificate) or SASL_SSL (TLS plus user and password)
+  KAFKA_SECURITY_PROTOCOL: optionalText.transform((value) => value?.toUpperCase()).pipe(z.enum(KAFKA_SECURITY_PROTOCOLS, `use one of ${KAFKA_SECURITY_PROTOCOLS.join(', ')}`).default('PLAINTEXT')),
+  KAFKA_SASL_MECHANISM: optionalText.transform((value) => value?.toUpperCase()).pipe(z.enum(KAFKA_SASL_MECHANISMS, `use one of ${KAFKA_SASL_MECHANISMS.join(', ')}`).optional()),
+  KAFKA_SASL_USERNAME: optionalText,
+  KAFKA_SASL_PASSWORD: optionalText,
+  KAFKA_CA_FILE: readableFile,
+  KAFKA_CLIENT_CERT_FILE: readableFile,
+  KAFKA_CLIENT_KEY_FILE: readableFile,
+  KAFKA_TLS_VERIFY: flag.default(true),
   BOOTSTRAP_API_KEY: optionalText.pipe(z.string().min(16, 'BOOTSTRAP_API_KEY must be at least 16 characters').optional()),
   INDEX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, 'lower-case letters, digits, _ . - only').default('logplatform-'),
   TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/).default(''),
@@ -80,7 +112,77 @@ export const configSchema = z.object({
   STACK_ELASTICSEARCH_HEAP: z.string().regex(/^\d+[mg]$/, 'use a JVM size such as 1g or 768m').default('1g'),
   STACK_KAFKA_HEAP: z.string().regex(/^\d+[mg]$/, 'use a JVM size such as 512m').default('512m'),
   STACK_ELASTICSEARCH_USER: z.string().regex(/^[a-z_][a-z0-9_-]*$/).default('logplatform-es'),
+}).superRefine((config, context) => {
+  for (const issue of serverSecurityIssues(config)) context.addIssue({ code: 'custom', path: [issue.variable], message: issue.message });
 });
+
+function isReadableFile(file: string): boolean {
+  try {
+    accessSync(file, constants.R_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+interface SecurityIssue {
+  variable: string;
+  message: string;
+}
+
+type SecuritySettings = {
+  ELASTICSEARCH_URL?: string | undefined;
+  ELASTICSEARCH_API_KEY?: string | undefined;
+  ELASTICSEARCH_USERNAME?: string | undefined;
+  ELASTICSEARCH_PASSWORD?: string | undefined;
+  ELASTICSEARCH_CA_FILE?: string | undefined;
+  ELASTICSEARCH_TLS_VERIFY: boolean;
+  KAFKA_SECURITY_PROTOCOL: KafkaSecurityProtocol;
+  KAFKA_SASL_MECHANISM?: KafkaSaslMechanism | undefined;
+  KAFKA_SASL_USERNAME?: string | undefined;
+  KAFKA_SASL_PASSWORD?: string | undefined;
+  KAFKA_CA_FILE?: string | undefined;
+  KAFKA_CLIENT_CERT_FILE?: string | undefined;
+  KAFKA_CLIENT_KEY_FILE?: string | undefined;
+  KAFKA_TLS_VERIFY: boolean;
+};
+
+/** Combinations of the security variables that cannot be what the operator meant, each named. */
+function serverSecurityIssues(config: SecuritySettings): SecurityIssue[] {
+  const issues: SecurityIssue[] = [];
+  const add = (variable: string, message: string) => issues.push({ variable, message });
+
+  if (config.ELASTICSEARCH_PASSWORD && !config.ELASTICSEARCH_USERNAME) add('ELASTICSEARCH_PASSWORD', 'set, but ELASTICSEARCH_USERNAME is not: a password needs its user');
+  if (config.ELASTICSEARCH_USERNAME && !config.ELASTICSEARCH_PASSWORD) add('ELASTICSEARCH_USERNAME', 'set, but ELASTICSEARCH_PASSWORD is not');
+  if (config.ELASTICSEARCH_API_KEY && (config.ELASTICSEARCH_USERNAME || config.ELASTICSEARCH_PASSWORD)) {
+    add('ELASTICSEARCH_API_KEY', 'set together with ELASTICSEARCH_USERNAME / ELASTICSEARCH_PASSWORD: use an API key or a user, not both');
+  }
+  const elasticsearchHttp = config.ELASTICSEARCH_URL?.startsWith('http:') ?? false;
+  if (elasticsearchHttp && config.ELASTICSEARCH_CA_FILE) add('ELASTICSEARCH_CA_FILE', `set, but ELASTICSEARCH_URL is ${config.ELASTICSEARCH_URL} (plain HTTP): use an https:// URL`);
+  if (elasticsearchHttp && !config.ELASTICSEARCH_TLS_VERIFY) add('ELASTICSEARCH_TLS_VERIFY', `false, but ELASTICSEARCH_URL is ${config.ELASTICSEARCH_URL} (plain HTTP): there is no TLS to verify`);
+
+  const protocol = config.KAFKA_SECURITY_PROTOCOL;
+  const sasl = protocol === 'SASL_SSL';
+  const tls = protocol === 'SSL' || protocol === 'SASL_SSL';
+  if (sasl) {
+    if (!config.KAFKA_SASL_MECHANISM) add('KAFKA_SASL_MECHANISM', `required with KAFKA_SECURITY_PROTOCOL=SASL_SSL: one of ${KAFKA_SASL_MECHANISMS.join(', ')}`);
+    if (!config.KAFKA_SASL_USERNAME) add('KAFKA_SASL_USERNAME', 'required with KAFKA_SECURITY_PROTOCOL=SASL_SSL');
+    if (!config.KAFKA_SASL_PASSWORD) add('KAFKA_SASL_PASSWORD', 'required with KAFKA_SECURITY_PROTOCOL=SASL_SSL');
+  } else {
+    for (const variable of ['KAFKA_SASL_MECHANISM', 'KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'] as const) {
+      if (config[variable]) add(variable, `set, but KAFKA_SECURITY_PROTOCOL is ${protocol}: SASL needs KAFKA_SECURITY_PROTOCOL=SASL_SSL`);
+    }
+  }
+  if (!tls) {
+    for (const variable of ['KAFKA_CA_FILE', 'KAFKA_CLIENT_CERT_FILE', 'KAFKA_CLIENT_KEY_FILE'] as const) {
+      if (config[variable]) add(variable, `set, but KAFKA_SECURITY_PROTOCOL is ${protocol}: TLS files need SSL or SASL_SSL`);
+    }
+    if (!config.KAFKA_TLS_VERIFY) add('KAFKA_TLS_VERIFY', `false, but KAFKA_SECURITY_PROTOCOL is ${protocol}: there is no TLS to verify`);
+  }
+  if (config.KAFKA_CLIENT_CERT_FILE && !config.KAFKA_CLIENT_KEY_FILE) add('KAFKA_CLIENT_KEY_FILE', 'required with KAFKA_CLIENT_CERT_FILE (the certificate\'s private key)');
+  if (config.KAFKA_CLIENT_KEY_FILE && !config.KAFKA_CLIENT_CERT_FILE) add('KAFKA_CLIENT_CERT_FILE', 'required with KAFKA_CLIENT_KEY_FILE');
+  return issues;
+}
 
 /** `edge_logs=cf-edge,postgres_logs=pg`: per-source topic names that replace TOPIC_PREFIX + source name. */
 function parseSourceTopics(value: string | undefined, context: z.RefinementCtx): Partial<Record<SourceName, string>> {

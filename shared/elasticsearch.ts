@@ -1,16 +1,61 @@
-import { Client } from '@elastic/elasticsearch';
+import { readFileSync } from 'node:fs';
+import { Client, type ClientOptions } from '@elastic/elasticsearch';
+import { ConfigError, type Config } from './config.ts';
 
-export interface ElasticsearchClientOptions {
+export type ElasticsearchCredentials = { apiKey: string } | { username: string; password: string };
+
+/** Where Elasticsearch is and how to prove who we are to it: read from the configuration once. */
+export interface ElasticsearchConnection {
   url: string;
+  credentials?: ElasticsearchCredentials;
+  /** PEM of the CA that signed the server's HTTP certificate; default: the system's trusted CAs. */
+  caFile?: string;
+  /** Default true; false accepts any certificate (tests only). */
+  verifyTls?: boolean;
+}
+
+export interface ElasticsearchClientOptions extends ElasticsearchConnection {
   /** Per-request timeout; the query service sets its query timeout here. */
   requestTimeoutMs?: number;
   maxRetries?: number;
+}
+
+type ElasticsearchSettings = Pick<
+  Config,
+  'ELASTICSEARCH_URL' | 'ELASTICSEARCH_API_KEY' | 'ELASTICSEARCH_USERNAME' | 'ELASTICSEARCH_PASSWORD' | 'ELASTICSEARCH_CA_FILE' | 'ELASTICSEARCH_TLS_VERIFY'
+>;
+
+/** The connection the configuration names; `url` replaces ELASTICSEARCH_URL (npm start's local stack). */
+export function elasticsearchConnection(config: ElasticsearchSettings, url = config.ELASTICSEARCH_URL): ElasticsearchConnection {
+  if (!url) throw new ConfigError(['ELASTICSEARCH_URL: required (the Elasticsearch to read and write)']);
+  const credentials: ElasticsearchCredentials | undefined = config.ELASTICSEARCH_API_KEY
+    ? { apiKey: config.ELASTICSEARCH_API_KEY }
+    : config.ELASTICSEARCH_USERNAME && config.ELASTICSEARCH_PASSWORD
+      ? { username: config.ELASTICSEARCH_USERNAME, password: config.ELASTICSEARCH_PASSWORD }
+      : undefined;
+  return { url, credentials, caFile: config.ELASTICSEARCH_CA_FILE, verifyTls: config.ELASTICSEARCH_TLS_VERIFY };
+}
+
+/** The variables an operator should look at when the server refuses these credentials. */
+export function credentialVariables(connection: ElasticsearchConnection): string {
+  if (!connection.credentials) return 'ELASTICSEARCH_API_KEY or ELASTICSEARCH_USERNAME / ELASTICSEARCH_PASSWORD (none is set)';
+  return 'apiKey' in connection.credentials ? 'ELASTICSEARCH_API_KEY' : 'ELASTICSEARCH_USERNAME / ELASTICSEARCH_PASSWORD';
+}
+
+function tlsOptions(connection: ElasticsearchConnection): ClientOptions['tls'] {
+  if (!connection.caFile && connection.verifyTls !== false) return undefined;
+  return {
+    ...(connection.caFile ? { ca: readFileSync(connection.caFile) } : {}),
+    rejectUnauthorized: connection.verifyTls !== false,
+  };
 }
 
 /** The one place an Elasticsearch client is built, so both processes talk to the store the same way. */
 export function createElasticsearchClient(options: ElasticsearchClientOptions): Client {
   return new Client({
     node: options.url,
+    auth: options.credentials,
+    tls: tlsOptions(options),
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     maxRetries: options.maxRetries ?? 0,
     compression: false,

@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { connect as connectTls, type ConnectionOptions } from 'node:tls';
 
 export interface ApiVersionRange {
   apiKey: number;
@@ -49,18 +50,19 @@ export function decodeApiVersionsResponse(frame: Buffer): ApiVersionRange[] {
   return apis;
 }
 
-/** Asks one broker which API versions it serves. */
-export function fetchApiVersions(broker: string, timeoutMs = 3000): Promise<ApiVersionRange[]> {
+/** Asks one broker which API versions it serves (over TLS when given TLS options: brokers answer this before SASL). */
+export function fetchApiVersions(broker: string, timeoutMs = 3000, tls?: ConnectionOptions): Promise<ApiVersionRange[]> {
   const [host, port] = broker.split(':');
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: host ?? '127.0.0.1', port: Number(port) });
+    const address = { host: host ?? '127.0.0.1', port: Number(port) };
+    const socket = tls ? connectTls({ ...tls, ...address }) : connect(address);
     let received = Buffer.alloc(0);
     socket.setTimeout(timeoutMs, () => {
       socket.destroy();
       reject(new Error(`kafka broker ${broker} did not answer within ${timeoutMs} ms`));
     });
     socket.on('error', reject);
-    socket.on('connect', () => socket.write(encodeApiVersionsRequest(1, 'logplatform-health')));
+    socket.on(tls ? 'secureConnect' : 'connect', () => socket.write(encodeApiVersionsRequest(1, 'logplatform-health')));
     socket.on('data', (chunk) => {
       received = Buffer.concat([received, chunk]);
       if (received.length < 4) return;

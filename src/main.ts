@@ -1,6 +1,8 @@
-import { loadConfig } from '../shared/config.ts';
-import { createElasticsearchClient } from '../shared/elasticsearch.ts';
+import { ConfigError, loadConfig } from '../shared/config.ts';
+import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
+import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
+import { checkElasticsearch, checkKafka } from '../shared/startup-checks.ts';
 import { buildServer } from './server.ts';
 
 /** The query service process. */
@@ -10,8 +12,17 @@ async function main(): Promise<void> {
   if (!config.ELASTICSEARCH_URL || !config.KAFKA_BROKERS) {
     throw new Error('the query service needs ELASTICSEARCH_URL and KAFKA_BROKERS (npm start sets both when it runs the local stack)');
   }
-  const elasticsearch = createElasticsearchClient({ url: config.ELASTICSEARCH_URL });
-  const app = await buildServer({ config, logger, elasticsearch, kafkaBrokers: config.KAFKA_BROKERS });
+  const store = elasticsearchConnection(config);
+  const kafka = kafkaConnection(config);
+  const elasticsearch = createElasticsearchClient(store);
+  // wrong credentials or an untrusted certificate stop the service here; a server that is merely down
+  // does not (it answers 503 until the server is back, and /health says which is down)
+  const [storeDown, kafkaDown] = await Promise.all([
+    checkElasticsearch(elasticsearch, store, { waitMs: 0, required: false }),
+    checkKafka(kafka, { waitMs: 0, required: false }),
+  ]);
+  for (const reason of [storeDown, kafkaDown]) if (reason) logger.warn({ reason }, 'starting without a server; requests needing it fail until it answers');
+  const app = await buildServer({ config, logger, elasticsearch, kafkaBrokers: kafka.brokers, kafkaTls: kafka.tls });
   const address = await app.listen({ host: config.HOST, port: config.PORT });
   logger.info({ address }, 'query service listening');
   // npm start reads this line to learn the bound port (PORT=0 picks a free one)
@@ -29,5 +40,5 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   console.error(error instanceof Error ? error.message : error);
-  process.exit(1);
+  process.exit(error instanceof ConfigError ? 2 : 1);
 });

@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import type { Client } from '@elastic/elasticsearch';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { partitionPeriodOf, type Config } from '../shared/config.ts';
@@ -27,6 +28,8 @@ export interface ServerDependencies {
   logger: Logger;
   elasticsearch: Client;
   kafkaBrokers: string[];
+  /** TLS options for the brokers when they speak TLS (SSL, SASL_SSL); /health asks them over it. */
+  kafkaTls?: ConnectionOptions;
   /** Time for the result cache, the key cache and rate limits; default: wall clock and node-schedule. */
   clock?: Clock;
   /** Default: one bounded by CACHE_MAX_BYTES. Closed with the server. */
@@ -67,7 +70,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: ENDPOINTS });
-  await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers });
+  await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls });
   await initSqlParser();
   // DuckDB runs in child processes started on the first sandboxed query, not with every server
   let engine: Promise<EmbeddedEngine> | undefined;

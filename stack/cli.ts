@@ -1,13 +1,27 @@
+import { parseArgs } from 'node:util';
 import { loadConfig } from '../shared/config.ts';
 import { startLocalStack, StackError } from './index.ts';
 
-/** `npm run stack`: Kafka and Elasticsearch on loopback until Ctrl-C. */
+/**
+ * `npm run stack [-- --secure]`: Kafka and Elasticsearch on loopback until Ctrl-C. With --secure,
+ * prints the variables that point the platform at them (passwords of this run included).
+ */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  const { values } = parseArgs({ options: { secure: { type: 'boolean', default: false } } });
   const started = Date.now();
-  const stack = await startLocalStack(config, (line) => console.error(`stack: ${line}`));
+  const stack = await startLocalStack(config, (line) => console.error(`stack: ${line}`), { secure: values.secure });
   console.log(`kafka: ${stack.kafkaBrokers.join(',')}`);
   console.log(`elasticsearch: ${stack.elasticsearchUrl}`);
+  if (stack.security) {
+    const { caFile, elasticsearch, kafka } = stack.security;
+    console.log('# secured: for the worker, the query service and the scripts');
+    console.log(`export KAFKA_BROKERS=${stack.kafkaBrokers.join(',')} KAFKA_SECURITY_PROTOCOL=SASL_SSL KAFKA_SASL_MECHANISM=SCRAM-SHA-512`);
+    console.log(`export KAFKA_SASL_USERNAME=${kafka.scramSha512.username} KAFKA_SASL_PASSWORD=${kafka.scramSha512.password} KAFKA_CA_FILE=${caFile}`);
+    console.log(`export ELASTICSEARCH_URL=${stack.elasticsearchUrl} ELASTICSEARCH_USERNAME=${elasticsearch.username} ELASTICSEARCH_PASSWORD=${elasticsearch.password} ELASTICSEARCH_CA_FILE=${caFile}`);
+    console.log(`# also: PLAIN ${kafka.plain.username} / ${kafka.plain.password}; SCRAM-SHA-256 ${kafka.scramSha256.username} / ${kafka.scramSha256.password}`);
+    console.log(`# SSL with a client certificate: KAFKA_BROKERS=${kafka.sslBrokers.join(',')} KAFKA_SECURITY_PROTOCOL=SSL KAFKA_CLIENT_CERT_FILE=${kafka.clientCertFile} KAFKA_CLIENT_KEY_FILE=${kafka.clientKeyFile}`);
+  }
   console.error(`stack: ready in ${((Date.now() - started) / 1000).toFixed(1)} s; Ctrl-C stops both`);
   let stopping = false;
   const stop = async (signal: string) => {

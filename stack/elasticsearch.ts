@@ -1,7 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import type { StackCertificates } from './certificates.ts';
 import { ServerProcess, StackError } from './server-process.ts';
 import { ELASTICSEARCH_VERSION } from './versions.ts';
 
@@ -14,6 +17,13 @@ export interface ElasticsearchOptions {
   heap: string;
   /** Elasticsearch refuses to run as root; when we are root it runs as this user. */
   unprivilegedUser: string;
+  /** Security on: HTTPS with these certificates and `elastic` with this password. Default: off. */
+  security?: ElasticsearchSecurity;
+}
+
+export interface ElasticsearchSecurity {
+  elasticPassword: string;
+  certificates: StackCertificates;
 }
 
 export interface RunningElasticsearch {
@@ -60,6 +70,30 @@ function readableInstall(elasticsearchHome: string): string {
   return copy;
 }
 
+/** HTTPS with the stack's server certificate, users and API keys on; transport stays local to the one node. */
+function securitySettings(security: ElasticsearchSecurity | undefined): string[] {
+  if (!security) return ['xpack.security.enabled: false'];
+  return [
+    'xpack.security.enabled: true',
+    'xpack.security.http.ssl.enabled: true',
+    // inside the config folder: Elasticsearch reads TLS files from nowhere else
+    'xpack.security.http.ssl.keystore.path: certs/http.p12',
+    'xpack.security.authc.api_key.enabled: true',
+  ];
+}
+
+/** The `elastic` password and the key store's password go into Elasticsearch's own secure settings. */
+function writeSecureSettings(options: ElasticsearchOptions, home: string, configDir: string, security: ElasticsearchSecurity): void {
+  mkdirSync(path.join(configDir, 'certs'), { recursive: true });
+  cpSync(security.certificates.serverKeystore, path.join(configDir, 'certs', 'http.p12'));
+  const added = spawnSync(path.join(home, 'bin', 'elasticsearch-keystore'), ['add', '--force', '--stdin', 'bootstrap.password', 'xpack.security.http.ssl.keystore.secure_password'], {
+    env: { PATH: process.env.PATH, ES_JAVA_HOME: options.javaHome, ES_PATH_CONF: configDir },
+    input: `${security.elasticPassword}\n${security.certificates.storePassword}\n`,
+    encoding: 'utf8',
+  });
+  if (added.status !== 0) throw new StackError(`elasticsearch-keystore could not store the secure settings: ${added.stderr || added.stdout || added.error}`);
+}
+
 function settings(options: ElasticsearchOptions, dataDir: string, logDir: string): string {
   return [
     'cluster.name: logplatform-local',
@@ -70,7 +104,7 @@ function settings(options: ElasticsearchOptions, dataDir: string, logDir: string
     'discovery.type: single-node',
     `path.data: ${dataDir}`,
     `path.logs: ${logDir}`,
-    'xpack.security.enabled: false',
+    ...securitySettings(options.security),
     // the machines are shared and disks fill up; a full disk must not turn indices read-only under tests
     'cluster.routing.allocation.disk.threshold_enabled: false',
     // tests delete their indices by pattern
@@ -92,6 +126,7 @@ export async function startElasticsearch(options: ElasticsearchOptions): Promise
   cpSync(path.join(home, 'config'), configDir, { recursive: true });
   for (const dir of [dataDir, logDir, tmpDir]) mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(configDir, 'elasticsearch.yml'), settings(options, dataDir, logDir));
+  if (options.security) writeSecureSettings(options, home, configDir, options.security);
   if (identity) {
     chmodSync(options.runDir, 0o755);
     spawnSync('chown', ['-R', `${identity.uid}:${identity.gid}`, base]);
@@ -114,13 +149,36 @@ export async function startElasticsearch(options: ElasticsearchOptions): Promise
     uid: identity?.uid,
     gid: identity?.gid,
   });
-  const url = `http://127.0.0.1:${options.httpPort}`;
-  await waitForElasticsearch(url, server);
+  const url = `${options.security ? 'https' : 'http'}://127.0.0.1:${options.httpPort}`;
+  await waitForElasticsearch(url, server, options.security);
   return { url, process: server };
 }
 
+/** GET of a JSON document, trusting the stack's CA and logging in as `elastic` when security is on. */
+function getJson(url: string, security: ElasticsearchSecurity | undefined, timeoutMs: number): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const options = security
+      ? { ca: readFileSync(security.certificates.caFile), auth: `elastic:${security.elasticPassword}`, timeout: timeoutMs }
+      : { timeout: timeoutMs };
+    const request = (security ? httpsRequest : httpRequest)(url, options, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        try {
+          resolve({ status: response.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+    request.on('timeout', () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    request.on('error', reject);
+    request.end();
+  });
+}
+
 /** Ready means the cluster health is green or yellow. */
-async function waitForElasticsearch(url: string, server: ServerProcess, timeoutMs = 120_000): Promise<void> {
+async function waitForElasticsearch(url: string, server: ServerProcess, security: ElasticsearchSecurity | undefined, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError = 'no answer yet';
   while (Date.now() < deadline) {
@@ -128,9 +186,9 @@ async function waitForElasticsearch(url: string, server: ServerProcess, timeoutM
       throw new StackError(`elasticsearch exited during start-up:\n${server.logTail()}`);
     }
     try {
-      const response = await fetch(`${url}/_cluster/health?wait_for_status=yellow&timeout=2s`, { signal: AbortSignal.timeout(5000) });
-      const body = (await response.json()) as { status?: string };
-      if (response.ok && (body.status === 'green' || body.status === 'yellow')) return;
+      const response = await getJson(`${url}/_cluster/health?wait_for_status=yellow&timeout=2s`, security, 5000);
+      const body = response.body as { status?: string };
+      if (response.status === 200 && (body.status === 'green' || body.status === 'yellow')) return;
       lastError = `cluster status ${body.status}`;
     } catch (error) {
       lastError = String(error);

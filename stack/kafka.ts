@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { readFileSync } from 'node:fs';
+import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import type { StackCertificates } from './certificates.ts';
 import { ServerProcess, StackError } from './server-process.ts';
 
 export interface KafkaOptions {
@@ -12,6 +14,25 @@ export interface KafkaOptions {
   port: number;
   controllerPort: number;
   heap: string;
+  /** TLS and SASL on; `port` becomes the SASL_SSL listener. Default: one PLAINTEXT listener. */
+  security?: KafkaSecurity;
+}
+
+export interface KafkaUser {
+  username: string;
+  password: string;
+}
+
+export interface KafkaSecurity {
+  certificates: StackCertificates;
+  /** A second listener: SSL that requires a client certificate signed by the stack's CA. */
+  sslPort: number;
+  /** The broker's own PLAIN user (inter-broker traffic and the readiness check). */
+  admin: KafkaUser;
+  /** Users of SASL PLAIN, declared in the listener's JAAS configuration. */
+  plainUsers: KafkaUser[];
+  /** SCRAM credentials, written into the metadata log when the storage is formatted. */
+  scramUsers: Array<KafkaUser & { mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512' }>;
 }
 
 export interface RunningKafka {
@@ -19,16 +40,60 @@ export interface RunningKafka {
   process: ServerProcess;
 }
 
+/** A JAAS value in a properties file: quoted, with backslashes and quotes escaped. */
+function jaasQuoted(value: string): string {
+  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+function listenerProperties(options: KafkaOptions): string[] {
+  const security = options.security;
+  const controller = `CONTROLLER://127.0.0.1:${options.controllerPort}`;
+  if (!security) {
+    return [
+      `listeners=PLAINTEXT://127.0.0.1:${options.port},${controller}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${options.port}`,
+      'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+      'inter.broker.listener.name=PLAINTEXT',
+    ];
+  }
+  const { certificates, admin } = security;
+  const plainUsers = [admin, ...security.plainUsers].map((user) => `user_${user.username}=${jaasQuoted(user.password)}`).join(' ');
+  return [
+    // no plaintext listener for clients: only the controller, which listens on loopback for this one node
+    `listeners=SASL_SSL://127.0.0.1:${options.port},SSL://127.0.0.1:${security.sslPort},${controller}`,
+    `advertised.listeners=SASL_SSL://127.0.0.1:${options.port},SSL://127.0.0.1:${security.sslPort}`,
+    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL',
+    'inter.broker.listener.name=SASL_SSL',
+    'sasl.mechanism.inter.broker.protocol=PLAIN',
+    'sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512',
+    `listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=${jaasQuoted(admin.username)} password=${jaasQuoted(admin.password)} ${plainUsers};`,
+    'listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    'listener.name.ssl.ssl.client.auth=required',
+    `ssl.keystore.location=${certificates.serverKeystore}`,
+    'ssl.keystore.type=PKCS12',
+    `ssl.keystore.password=${certificates.storePassword}`,
+    `ssl.key.password=${certificates.storePassword}`,
+    `ssl.truststore.location=${certificates.truststore}`,
+    'ssl.truststore.type=PKCS12',
+    `ssl.truststore.password=${certificates.storePassword}`,
+  ];
+}
+
+/** How the launcher's own client reaches the broker: as the broker's admin user when security is on. */
+function readinessClient(options: KafkaOptions): Pick<KafkaConfig, 'ssl' | 'sasl'> {
+  if (!options.security) return {};
+  const { admin, certificates } = options.security;
+  return { ssl: { ca: [readFileSync(certificates.caFile, 'utf8')] }, sasl: { mechanism: 'plain', username: admin.username, password: admin.password } };
+}
+
 function serverProperties(options: KafkaOptions, logDir: string): string {
   return [
     'process.roles=broker,controller',
     'node.id=1',
     `controller.quorum.voters=1@127.0.0.1:${options.controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${options.port},CONTROLLER://127.0.0.1:${options.controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${options.port}`,
+    ...listenerProperties(options),
     'controller.listener.names=CONTROLLER',
-    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
-    'inter.broker.listener.name=PLAINTEXT',
     `log.dirs=${logDir}`,
     'num.partitions=1',
     'offsets.topic.replication.factor=1',
@@ -69,7 +134,8 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
   const logging = `-Dlog4j.configuration=file:${log4jFile}`;
   // base64url ids may start with '-': passed as --cluster-id=<id> so it is never read as an option
   const clusterId = randomBytes(16).toString('base64url');
-  const format = spawnSync(java, ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propertiesFile], {
+  const scram = (options.security?.scramUsers ?? []).flatMap((user) => ['--add-scram', `${user.mechanism}=[name=${user.username},password=${user.password}]`]);
+  const format = spawnSync(java, ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propertiesFile, ...scram], {
     encoding: 'utf8',
   });
   if (format.status !== 0) {
@@ -91,13 +157,13 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
     logFile: path.join(home, 'kafka.log'),
   });
   const brokers = [`127.0.0.1:${options.port}`];
-  await waitForKafka(brokers, server);
+  await waitForKafka(brokers, server, readinessClient(options));
   return { brokers, process: server };
 }
 
 /** Ready means a message produced to a fresh topic can be consumed back. */
-async function waitForKafka(brokers: string[], server: ServerProcess, timeoutMs = 90_000): Promise<void> {
-  const kafka = new Kafka({ clientId: 'stack-readiness', brokers, logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+async function waitForKafka(brokers: string[], server: ServerProcess, access: Pick<KafkaConfig, 'ssl' | 'sasl'>, timeoutMs = 90_000): Promise<void> {
+  const kafka = new Kafka({ clientId: 'stack-readiness', brokers, ...access, logLevel: logLevel.NOTHING, retry: { retries: 0 } });
   const deadline = Date.now() + timeoutMs;
   const topic = 'stack-readiness';
   let lastError: unknown;

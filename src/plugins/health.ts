@@ -1,10 +1,13 @@
 import type { Client } from '@elastic/elasticsearch';
+import type { ConnectionOptions } from 'node:tls';
 import type { FastifyPluginAsync } from 'fastify';
 import { fetchApiVersions, kafkaReleaseFromApis } from '../../shared/kafka-version.ts';
 
 export interface HealthOptions {
   elasticsearch: Client;
   kafkaBrokers: string[];
+  /** Present when the brokers speak TLS (SSL, SASL_SSL). */
+  kafkaTls?: ConnectionOptions;
 }
 
 interface Dependency {
@@ -23,10 +26,10 @@ async function elasticsearchHealth(client: Client): Promise<Dependency & { url?:
   }
 }
 
-async function kafkaHealth(brokers: string[]): Promise<Dependency & { brokers: string[] }> {
+async function kafkaHealth(brokers: string[], tls: ConnectionOptions | undefined): Promise<Dependency & { brokers: string[] }> {
   for (const broker of brokers) {
     try {
-      const apis = await fetchApiVersions(broker, 2000);
+      const apis = await fetchApiVersions(broker, 2000, tls);
       return { status: 'up', brokers, version: kafkaReleaseFromApis(apis) };
     } catch (error) {
       if (broker === brokers[brokers.length - 1]) return { status: 'down', brokers, error: (error as Error).message };
@@ -38,7 +41,7 @@ async function kafkaHealth(brokers: string[]): Promise<Dependency & { brokers: s
 /** Liveness plus the servers this process talks to and their versions. */
 export const healthPlugin: FastifyPluginAsync<HealthOptions> = async (app, options) => {
   app.get('/health', async () => {
-    const [elasticsearch, kafka] = await Promise.all([elasticsearchHealth(options.elasticsearch), kafkaHealth(options.kafkaBrokers)]);
+    const [elasticsearch, kafka] = await Promise.all([elasticsearchHealth(options.elasticsearch), kafkaHealth(options.kafkaBrokers, options.kafkaTls)]);
     return { status: 'ok', pid: process.pid, uptime_seconds: Math.round(process.uptime()), elasticsearch, kafka };
   });
 };

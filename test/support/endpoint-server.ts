@@ -1,7 +1,8 @@
 import type { Client } from '@elastic/elasticsearch';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../shared/config.ts';
-import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
+import { createElasticsearchClient, elasticsearchConnection } from '../../shared/elasticsearch.ts';
+import { kafkaConnection } from '../../shared/kafka-connection.ts';
 import { ensureEventIndexTemplate, eventIndexTemplateName, type StoredEvent } from '../../shared/event-index.ts';
 import { eventPartitioning } from '../../ingest/event-partition.ts';
 import { partitionPeriodOf, retentionDaysOf } from '../../shared/config.ts';
@@ -29,10 +30,10 @@ export interface EndpointTestServer {
 /** A query service on its own index prefix, with a clock the test moves. */
 export async function startEndpointServer(options: { now: number; overrides?: Record<string, string>; elasticsearchUrl?: string }): Promise<EndpointTestServer> {
   const config = testConfig({ INDEX_PREFIX: `${uniqueName('endpoints')}-`, BOOTSTRAP_API_KEY: BOOTSTRAP_KEY, ...options.overrides });
-  const storeClient = createElasticsearchClient({ url: config.ELASTICSEARCH_URL! });
+  const storeClient = createElasticsearchClient(elasticsearchConnection(config));
   const elasticsearch = options.elasticsearchUrl ? createElasticsearchClient({ url: options.elasticsearchUrl }) : storeClient;
   const clock = new ManualClock(options.now);
-  const app = await buildServer({ config, logger: createLogger('query-service', 'silent'), elasticsearch, kafkaBrokers: config.KAFKA_BROKERS!, clock });
+  const app = await buildServer({ config, logger: createLogger('query-service', 'silent'), elasticsearch, kafkaBrokers: config.KAFKA_BROKERS!, kafkaTls: kafkaConnection(config).tls, clock });
   await app.ready();
   return {
     app,

@@ -1,7 +1,8 @@
 import type { Client } from '@elastic/elasticsearch';
 import { CompressionTypes, Kafka, Partitioners, logLevel, type IHeaders, type Message } from 'kafkajs';
 import type { Config } from '../../shared/config.ts';
-import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
+import { createElasticsearchClient, elasticsearchConnection } from '../../shared/elasticsearch.ts';
+import { kafkajsConnectionOptions, kafkaConnection } from '../../shared/kafka-connection.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { sourceIndexPattern } from '../../shared/partitions.ts';
 import type { SourceName } from '../../shared/sources.ts';
@@ -30,7 +31,7 @@ export function ingestTestConfig(label: string, overrides: Record<string, string
 export const silentLogger = createLogger('ingest-test', 'silent');
 
 export function testKafka(config: Config): Kafka {
-  return new Kafka({ clientId: 'ingest-test', brokers: config.KAFKA_BROKERS!, logLevel: logLevel.NOTHING });
+  return new Kafka({ clientId: 'ingest-test', ...kafkajsConnectionOptions(kafkaConnection(config)), logLevel: logLevel.NOTHING });
 }
 
 /** Publishes kafkajs messages (keys, headers, partitions as given) to a topic, compressed as asked. */
@@ -66,7 +67,7 @@ export async function produce(config: Config, source: SourceName, values: (strin
 }
 
 export function storeClient(config: Config): Client {
-  return createElasticsearchClient({ url: config.ELASTICSEARCH_URL! });
+  return createElasticsearchClient(elasticsearchConnection(config));
 }
 
 /** Every index the source's events may be in (its partitions and legacy index), as one expression for searches and counts. */
