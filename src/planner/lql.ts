@@ -8,6 +8,7 @@ import type { ChartScan, Plan, SelectedColumn } from './plan.ts';
 import { luceneRegexpForContains } from './regex.ts';
 import type { ScopeContext, ValidatedParameters } from './scope.ts';
 import { eventScan } from './tables.ts';
+import type { TimeBounds } from '../../shared/partitions.ts';
 
 type Query = estypes.QueryDslQueryContainer;
 
@@ -30,16 +31,17 @@ export interface LqlPlanContext extends ScopeContext {
  */
 export function planLqlQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: LqlPlanContext, query: LqlQuery): Plan {
   const cte = lqlTable(endpoint, query);
-  const scopeless = eventScan(cte, params, context, { table: cte.name, predicates: [], order: 'timestamp_desc', take: { kind: 'limit', rows: 0 } });
+  const scopeless = eventScan(cte, params, context, { table: cte.name, predicates: [], order: 'timestamp_desc', take: { kind: 'limit', rows: 0 }, within: lqlTimeBounds(query.filters, context.now) });
   const catalog = context.catalogs.get(cte.source) ?? { typeOf: () => undefined };
   const columns = new Set(cte.columns.map((column) => column.name));
   const predicates = query.filters.map((filter) => filterQuery(filter, catalog, columns, context.now));
+  const within = lqlTimeBounds(query.filters, context.now);
 
   if (query.chart) {
     const scan = chartScan(cte.name, scopeless.index, [...scopeless.scope, ...predicates], query.chart, catalog, columns);
     return { scans: [scan], answer: { kind: 'chart', table: scan.table }, rowCap: endpoint.maxRows };
   }
-  const scan = eventScan(cte, params, context, { table: cte.name, predicates, order: 'timestamp_desc', take: { kind: 'limit', rows: endpoint.maxRows } });
+  const scan = eventScan(cte, params, context, { table: cte.name, predicates, order: 'timestamp_desc', take: { kind: 'limit', rows: endpoint.maxRows }, within });
   return { scans: [scan], answer: { kind: 'selected', table: scan.table, columns: selectedColumns(query, cte, columns) }, rowCap: endpoint.maxRows };
 }
 
@@ -228,24 +230,48 @@ function nanosText(micros: number): string {
   return clampToDateNanos(`${nanosTextFromMillis(millis).slice(0, 23)}${String(micros - millis * 1000).padStart(3, '0')}000Z`);
 }
 
-function timestampQuery(filter: LqlTimestampFilter, now: number): Query {
+/** The instants a timestamp filter admits, in epoch microseconds; an absent side is unbounded, `exclusive` marks strict ones. */
+interface MicrosBounds {
+  from?: { micros: number; exclusive: boolean };
+  to?: { micros: number; exclusive: boolean };
+}
+
+function timestampBounds(filter: LqlTimestampFilter, now: number): MicrosBounds {
   const first = span(filter.times[0], now);
-  if (filter.operator === 'range') {
-    const last = span(filter.times[1] ?? filter.times[0], now);
-    return { range: { timestamp: { gte: nanosText(first[0]), lte: nanosText(last[1]) } } };
-  }
+  const inclusive = (micros: number) => ({ micros, exclusive: false });
+  if (filter.operator === 'range') return { from: inclusive(first[0]), to: inclusive(span(filter.times[1] ?? filter.times[0], now)[1]) };
   switch (filter.operator) {
     case '=':
-      return { range: { timestamp: { gte: nanosText(first[0]), lte: nanosText(first[1]) } } };
+      return { from: inclusive(first[0]), to: inclusive(first[1]) };
     case '>':
-      return { range: { timestamp: { gt: nanosText(first[1]) } } };
+      return { from: { micros: first[1], exclusive: true } };
     case '>=':
-      return { range: { timestamp: { gte: nanosText(first[0]) } } };
+      return { from: inclusive(first[0]) };
     case '<':
-      return { range: { timestamp: { lt: nanosText(first[0]) } } };
+      return { to: { micros: first[0], exclusive: true } };
     case '<=':
-      return { range: { timestamp: { lte: nanosText(first[1]) } } };
+      return { to: inclusive(first[1]) };
   }
+}
+
+function timestampQuery(filter: LqlTimestampFilter, now: number): Query {
+  const { from, to } = timestampBounds(filter, now);
+  const range: estypes.QueryDslDateRangeQuery = {};
+  if (from) range[from.exclusive ? 'gt' : 'gte'] = nanosText(from.micros);
+  if (to) range[to.exclusive ? 'lt' : 'lte'] = nanosText(to.micros);
+  return { range: { timestamp: range } };
+}
+
+/** Where every event an LQL query returns must lie in time (its timestamp filters together), so the scope reads only those partitions. */
+function lqlTimeBounds(filters: readonly LqlFilter[], now: number): TimeBounds {
+  const bounds: TimeBounds = {};
+  for (const filter of filters) {
+    if (filter.kind !== 'timestamp' || filter.negated) continue;
+    const { from, to } = timestampBounds(filter, now);
+    if (from) bounds.fromMs = Math.max(bounds.fromMs ?? -Infinity, Math.floor(from.micros / 1000));
+    if (to) bounds.toMs = Math.min(bounds.toMs ?? Infinity, Math.ceil(to.micros / 1000));
+  }
+  return bounds;
 }
 
 const PERCENTILES = { p50: '50.0', p95: '95.0', p99: '99.0' } as const;

@@ -65,13 +65,20 @@ export function requestUrlMatch(cte: WindowedSourceCte, params: ValidatedParamet
 
 /**
  * The one scope step: a CTE's mandatory filter from its declaration, the validated parameters, the
- * caller's projects and the current time. For a source: project match first, then the time bounds,
+ * caller's projects and the current time, and the partitions its time bounds (narrowed by `within`,
+ * where the query's own predicates confine it) overlap. For a source: project match first, then the time bounds,
  * then the key's project restriction (SPEC.md 4.2 rule 2). For a windowed source: the window, the
  * key's restriction, then the url pattern (the costliest clause last). Saved selections, sandboxed
  * queries and cache warming all scope through here, and nothing else builds these filters.
  */
-export function scopeOf(cte: SourceCte | WindowedSourceCte, params: ValidatedParameters, context: ScopeContext): CteScope {
-  const partitions = (bounds: TimeBounds) => partitionsOverlapping(context.indexPrefix, cte.source, context.partitionPeriods?.[cte.source] ?? 'daily', bounds, context.now).join(',');
+export function scopeOf(cte: SourceCte | WindowedSourceCte, params: ValidatedParameters, context: ScopeContext, within: TimeBounds = {}): CteScope {
+  // the CTE's own bounds, narrowed by where the query's predicates confine its events
+  const partitions = (bounds: TimeBounds) => {
+    const fromMs = Math.max(bounds.fromMs ?? -Infinity, within.fromMs ?? -Infinity);
+    const toMs = Math.min(bounds.toMs ?? Infinity, within.toMs ?? Infinity);
+    const narrowed = { ...(Number.isFinite(fromMs) ? { fromMs } : {}), ...(Number.isFinite(toMs) ? { toMs } : {}) };
+    return partitionsOverlapping(context.indexPrefix, cte.source, context.partitionPeriods?.[cte.source] ?? 'daily', narrowed, context.now).join(',');
+  };
   if (cte.kind === 'source') {
     const { project, timeBounds } = cte.scope;
     const projectValue = requireString(params, project.parameter);

@@ -1,5 +1,6 @@
 import type { estypes } from '@elastic/elasticsearch';
 import type { Cte, EndpointDefinition, RequestCountsCte, WindowStartCte, WindowedSourceCte } from '../../queries/endpoint.ts';
+import type { TimeBounds } from '../../shared/partitions.ts';
 import { BadParameter } from '../errors.ts';
 import type { ConstantScan, EventScan, RequestCountScan } from './plan.ts';
 import { requestUrlMatch, scopeOf, windowOf, type ScopeContext, type ValidatedParameters } from './scope.ts';
@@ -19,12 +20,14 @@ export interface EventScanShape {
   take: EventScan['take'];
   /** Fields of `_source` to read; default: every column. */
   fields?: string[];
+  /** Where the predicates confine every event in time: narrows the partitions read, never the filter. */
+  within?: TimeBounds;
 }
 
 /** A scan of a CTE's events: its scope, then the pushed-down predicates, in one filter. */
 export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeContext, shape: EventScanShape): EventScan {
   if (cte.kind !== 'source' && cte.kind !== 'windowed_source') throw new Error(`CTE ${cte.name} holds no events`);
-  const scope = scopeOf(cte, params, context);
+  const scope = scopeOf(cte, params, context, shape.within);
   const size = shape.take.kind === 'limit' ? shape.take.rows : Math.min(shape.take.maxEvents + 1, 10_000);
   const search: estypes.SearchRequest = {
     index: scope.index,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { logsAll } from '../../queries/logs-all.ts';
 import { usageApiCounts } from '../../queries/usage-api-counts.ts';
 import { InvalidQuery, LqlSyntax, UnknownTable } from '../../src/errors.ts';
+import { parseLql } from '../../src/lql/index.ts';
 import type { LqlFilter, LqlQuery } from '../../src/lql/syntax.ts';
 import { fieldCatalog } from '../../src/planner/field-catalog.ts';
 import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
@@ -92,5 +93,29 @@ describe('tables, columns and charts', () => {
     const p95 = plan({ chart: { aggregate: 'p95', path: 'metadata.latency', period: 'minute', offset: 1 } }).scans[0] as ChartScan;
     expect(p95.value).toEqual({ column: 'p95', path: ['value'], from: 'percentile', percentile: '95.0' });
     expect(() => plan({ chart: { aggregate: 'avg', path: 'metadata.level', period: 'minute', offset: 1 } })).toThrow(/only numeric fields/);
+  });
+});
+
+describe('LQL time filters narrow the partitions read', () => {
+  const indexOf = (lql: string) => {
+    const query = parseLql(`f:edge_logs ${lql}`);
+    return (plan({ filters: query.filters, chart: query.chart }).scans[0] as EventScan | ChartScan).index.split(',');
+  };
+
+  it('t:last@1hour reads the current day and week only; a chart too', () => {
+    expect(indexOf('t:last@1hour')).toEqual(['lp-edge_logs-2024.01.10*', 'lp-edge_logs-2024.01.08w', 'lp-edge_logs']);
+    expect(indexOf('t:last@1hour c:count(*)')).toEqual(['lp-edge_logs-2024.01.10*', 'lp-edge_logs-2024.01.08w', 'lp-edge_logs']);
+  });
+
+  it('several time filters intersect; a negated one, or none, reads the whole source', () => {
+    expect(indexOf('t:>=2024-01-05 t:<2024-01-06T12:00:00Z')).toEqual(['lp-edge_logs-2024.01.05*', 'lp-edge_logs-2024.01.06*', 'lp-edge_logs-2024.01.01w', 'lp-edge_logs']);
+    expect(indexOf('-t:2024-01-05')).toEqual(['lp-edge_logs-*', 'lp-edge_logs']);
+    expect(indexOf('error')).toEqual(['lp-edge_logs-*', 'lp-edge_logs']);
+  });
+
+  it('within the endpoint\'s own bounds: the narrower of the two wins', () => {
+    const query = parseLql('f:edge_logs t:>=2023-12-01');
+    const scan = planEndpointQuery(logsAll, { project: 'p1', iso_timestamp_start: '2024-01-09T00:00:00Z', iso_timestamp_end: '2024-01-09T06:00:00Z' }, { now, projects: null, indexPrefix: 'lp-' }, { language: 'lql', query, limits: { maxScanEvents: 1000 }, catalogs }).scans[0] as EventScan;
+    expect(scan.index.split(',')).toEqual(['lp-edge_logs-2024.01.09*', 'lp-edge_logs-2024.01.08w', 'lp-edge_logs']);
   });
 });
