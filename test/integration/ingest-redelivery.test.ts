@@ -1,8 +1,8 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../../shared/event-index.ts';
 import { sourceTopic } from '../../ingest/topics.ts';
 import { startIngestWorker } from '../../ingest/worker.ts';
-import { deleteIndices, documentCount, ingestTestConfig, produce, silentLogger, sourceIndex, storeClient, testKafka, waitFor, waitForCommittedToEnd } from '../support/ingest.ts';
+import { deleteIndices, documentCount, ingestTestConfig, produce, replayFromStart, silentLogger, sourceIndex, storeClient, storeForFile, testKafka, waitForCommittedToEnd } from '../support/ingest.ts';
 
 const EVENTS = 3000;
 
@@ -32,12 +32,7 @@ async function snapshot(config: ReturnType<typeof ingestTestConfig>): Promise<Ma
 }
 
 describe('ingest: redelivery leaves no duplicate', () => {
-  const config = ingestTestConfig('redelivery');
-  const client = storeClient(config);
-  afterAll(async () => {
-    await deleteIndices(client, config.INDEX_PREFIX);
-    await client.close();
-  });
+  const { config, client } = storeForFile('redelivery');
 
   it('a consumer restarted before its commit, a replay from offset 0 and a second consumer group all overwrite the same documents', async () => {
     const topic = sourceTopic(config, 'auth_logs');
@@ -52,16 +47,7 @@ describe('ingest: redelivery leaves no duplicate', () => {
     expect([...first.values()].filter((event) => event.id.startsWith('given-'))).toHaveLength(EVENTS / 3);
 
     // as if the worker had died before committing anything: the group starts again from offset 0
-    const admin = testKafka(config).admin();
-    await admin.connect();
-    await admin.resetOffsets({ groupId: config.INGEST_GROUP_ID, topic, earliest: true });
-    await admin.disconnect();
-    worker = await startIngestWorker(config, silentLogger);
-    await waitFor('the replay to be committed', async () => {
-      await waitForCommittedToEnd(config, [topic], 5000);
-      return true;
-    });
-    await worker.stop();
+    await replayFromStart(config, topic);
     expect(await documentCount(client, index)).toBe(EVENTS);
     expect(await snapshot(config)).toEqual(first);
 

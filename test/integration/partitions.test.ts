@@ -1,5 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyRetention, type RetentionPolicy } from '../../ingest/retention.ts';
 import { sourceTopic } from '../../ingest/topics.ts';
 import { startIngestWorker } from '../../ingest/worker.ts';
@@ -19,11 +19,12 @@ import {
   produce,
   readDeadLetters,
   removeTestData,
+  replayFromStart,
   silentLogger,
   sourceIndex,
   storeClient,
+  storeForFile,
   storedById,
-  testKafka,
   waitFor,
   waitForCommittedToEnd,
   workerForFile,
@@ -92,17 +93,12 @@ describe('partitions: the worker writes each event into the partition of its own
 });
 
 describe('partitions: redelivery across a day boundary', () => {
-  const config = ingestTestConfig('partition-redelivery');
-  const client = storeClient(config);
-  afterAll(async () => {
-    await removeTestData(client, config.INDEX_PREFIX);
-    await client.close();
-  });
+  const { config, client } = storeForFile('partition-redelivery');
 
   it('a batch spanning midnight, delivered again from offset 0, overwrites each event in its own partition and duplicates none', async () => {
     const events = Array.from({ length: 400 }, (_, n) => ({ id: `r-${n}`, timestamp: new Date(Date.UTC(2024, 4, 1) - 200_000 + n * 1000).toISOString(), event_message: `event ${n}`, project: 'p' }));
     const topic = sourceTopic(config, 'postgres_logs');
-    let worker = await startIngestWorker(config, silentLogger);
+    const worker = await startIngestWorker(config, silentLogger);
     await produce(config, 'postgres_logs', events);
     await waitForCommittedToEnd(config, [topic]);
     await worker.stop();
@@ -110,16 +106,7 @@ describe('partitions: redelivery across a day boundary', () => {
     expect(first.size).toBe(400);
     expect(new Set(first.values())).toEqual(new Set([`${config.INDEX_PREFIX}postgres_logs-2024.04.30`, `${config.INDEX_PREFIX}postgres_logs-2024.05.01`]));
 
-    const admin = testKafka(config).admin();
-    await admin.connect();
-    await admin.resetOffsets({ groupId: config.INGEST_GROUP_ID, topic, earliest: true });
-    await admin.disconnect();
-    worker = await startIngestWorker(config, silentLogger);
-    await waitFor('the replay to be committed', async () => {
-      await waitForCommittedToEnd(config, [topic], 5000);
-      return true;
-    });
-    await worker.stop();
+    await replayFromStart(config, topic);
     const second = await partitionsById(client, sourceIndex(config, 'postgres_logs'));
     expect(second).toEqual(first);
     const versions = await client.search({ index: sourceIndex(config, 'postgres_logs'), size: 400, version: true, _source: false });
@@ -213,12 +200,7 @@ describe('partitions: queries read only the partitions their time bounds overlap
 });
 
 describe('retention on a manual clock', () => {
-  const config = ingestTestConfig('retention');
-  const client = storeClient(config);
-  afterAll(async () => {
-    await removeTestData(client, config.INDEX_PREFIX);
-    await client.close();
-  });
+  const { config, client } = storeForFile('retention');
 
   it('two workers at once delete exactly the partitions past retention, each once, never the current or a future one', async () => {
     const now = Date.UTC(2024, 5, 15, 9, 0);

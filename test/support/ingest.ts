@@ -177,6 +177,34 @@ export interface WorkerUnderTest {
   worker(): IngestWorker;
 }
 
+/** As if the worker had died before committing anything: the group reads the topic again from offset 0, to its end. */
+export async function replayFromStart(config: Config, topic: string): Promise<void> {
+  const admin = testKafka(config).admin();
+  await admin.connect();
+  await admin.resetOffsets({ groupId: config.INGEST_GROUP_ID, topic, earliest: true });
+  await admin.disconnect();
+  const worker = await startIngestWorker(config, silentLogger);
+  try {
+    await waitFor('the replay to be committed', async () => {
+      await waitForCommittedToEnd(config, [topic], 5000);
+      return true;
+    });
+  } finally {
+    await worker.stop();
+  }
+}
+
+/** A test file's own prefixes and store client, with what it left in Elasticsearch removed afterwards. */
+export function storeForFile(label: string, overrides: Record<string, string> = {}): { config: Config; client: Client } {
+  const config = ingestTestConfig(label, overrides);
+  const client = storeClient(config);
+  afterAll(async () => {
+    await removeTestData(client, config.INDEX_PREFIX);
+    await client.close();
+  });
+  return { config, client };
+}
+
 /** One in-process worker for a whole test file, on its own prefixes; stopped and cleaned up afterwards. */
 export function workerForFile(label: string, overrides: Record<string, string> = {}): WorkerUnderTest {
   const config = ingestTestConfig(label, overrides);
