@@ -6,6 +6,7 @@ import { ensureEventIndices } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { indexName } from '../shared/sources.ts';
 import { processBatch } from './batch.ts';
+import { backoffMs } from './bulk.ts';
 import './codecs.ts';
 import { eventFieldNames } from './event-fields.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
@@ -147,7 +148,7 @@ async function ensureIndices(client: Client, indexPrefix: string, logger: Logger
     } catch (error) {
       if (Date.now() > deadline) throw error;
       logger.warn({ err: error, attempt }, 'cannot create indices yet, retrying');
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * 2 ** attempt)));
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, 250, 5000)));
     }
   }
 }

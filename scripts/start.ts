@@ -146,7 +146,7 @@ async function main(runConfig: Config): Promise<void> {
     const now = new Date();
     const { published } = await publishDemoData({
       brokers: brokers!,
-      topicPrefix: runConfig.TOPIC_PREFIX,
+      topics: runConfig,
       events: DEMO_EVENTS,
       from: new Date(now.getTime() - 24 * 3600_000),
       to: now,
