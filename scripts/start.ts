@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
+import { loadConfig, type Config } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import { createLogger } from '../shared/logger.ts';
+import { loaderArgs, modulePath, repositoryRoot } from '../shared/module-runtime.ts';
 import { indexName, SOURCES } from '../shared/sources.ts';
 import { publishDemoData } from '../ingest/demo-data.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
@@ -31,7 +31,7 @@ function say(line: string): void {
  * so ports chosen by the OS (0) are learned rather than assumed.
  */
 function spawnService(entry: string, label: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repositoryRoot, entry)], {
+  const child = spawn(process.execPath, [...loaderArgs, modulePath(entry)], {
     cwd: repositoryRoot,
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -139,7 +139,7 @@ async function main(runConfig: Config): Promise<void> {
     ELASTICSEARCH_URL: elasticsearchUrl,
     ...(bootstrapKey ? { BOOTSTRAP_API_KEY: bootstrapKey } : {}),
   };
-  const [ingestHealth, base] = await Promise.all([spawnService('ingest/main.ts', 'ingest', env), spawnService('src/main.ts', 'query', env)]);
+  const [ingestHealth, base] = await Promise.all([spawnService('ingest/main', 'ingest', env), spawnService('src/main', 'query', env)]);
   await Promise.all([waitForHealth(ingestHealth, 'ingest worker'), waitForHealth(`${base}/health`, 'query service')]);
 
   if (!external) {

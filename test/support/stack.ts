@@ -7,6 +7,11 @@ export function uniqueName(label: string): string {
   return `t${randomBytes(4).toString('hex')}-${label}`.toLowerCase();
 }
 
+/** Whether a name was made by uniqueName: clean-up deletes only such names, never a server's own. */
+export function isTestName(name: string): boolean {
+  return /^t[0-9a-f]{8}-/.test(name);
+}
+
 /** Configuration pointing at the suite's Kafka and Elasticsearch, with per-test overrides. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({
