@@ -19,6 +19,7 @@ import { metricsPlugin } from './plugins/metrics.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { readyPlugin } from './plugins/ready.ts';
+import { requestLogPlugin } from './plugins/request-log.ts';
 import { initSqlParser } from './sql/index.ts';
 
 export interface ServerDependencies {
@@ -45,6 +46,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     bodyLimit: MAX_BODY_BYTES,
     http: { maxHeaderSize: MAX_REQUEST_HEAD_BYTES },
     requestIdHeader: 'x-request-id',
+    // one line per request instead, from requestLogPlugin
+    disableRequestLogging: true,
     clientErrorHandler: clientErrorHandler(MAX_REQUEST_HEAD_BYTES),
   });
   installErrorHandler(app);
@@ -62,6 +65,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   const limits = { perMinute: deps.config.RATE_LIMIT_PER_MINUTE, burst: deps.config.RATE_LIMIT_BURST };
   // metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
   await app.register(metricsPlugin);
+  await app.register(requestLogPlugin);
   await app.register(authPlugin, { authenticator });
   await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
