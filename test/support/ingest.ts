@@ -194,6 +194,7 @@ export function workerForFile(label: string, overrides: Record<string, string> =
   afterAll(async () => {
     await worker?.stop();
     await removeTestData(client, config.INDEX_PREFIX);
+    await removeKafkaTestData(config);
     await client.close();
   });
   return {
