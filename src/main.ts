@@ -13,7 +13,6 @@ async function main(): Promise<void> {
   const elasticsearch = createElasticsearchClient({ url: config.ELASTICSEARCH_URL });
   const app = await buildServer({ config, logger, elasticsearch, kafkaBrokers: config.KAFKA_BROKERS });
   const address = await app.listen({ host: config.HOST, port: config.PORT });
-  logger.info({ address }, 'query service listening');
   // npm start reads this line to learn the bound port (PORT=0 picks a free one)
   console.log(`query: ${address}`);
 

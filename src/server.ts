@@ -12,6 +12,7 @@ import { ResultCache } from './cache/result-cache.ts';
 import { EmbeddedEngine } from './executor/engine/embedded-engine.ts';
 import { FieldCatalogs } from './executor/field-catalogs.ts';
 import { clientErrorHandler, installErrorHandler } from './http/error-handler.ts';
+import { RequestLog } from './http/request-log.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
 import { healthPlugin } from './plugins/health.ts';
@@ -19,7 +20,6 @@ import { metricsPlugin } from './plugins/metrics.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { readyPlugin } from './plugins/ready.ts';
-import { requestLogPlugin } from './plugins/request-log.ts';
 import { initSqlParser } from './sql/index.ts';
 
 export interface ServerDependencies {
@@ -46,8 +46,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     bodyLimit: MAX_BODY_BYTES,
     http: { maxHeaderSize: MAX_REQUEST_HEAD_BYTES },
     requestIdHeader: 'x-request-id',
-    // one line per request instead, from requestLogPlugin
-    disableRequestLogging: true,
+    logController: new RequestLog(),
     clientErrorHandler: clientErrorHandler(MAX_REQUEST_HEAD_BYTES),
   });
   installErrorHandler(app);
@@ -65,7 +64,6 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   const limits = { perMinute: deps.config.RATE_LIMIT_PER_MINUTE, burst: deps.config.RATE_LIMIT_BURST };
   // metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
   await app.register(metricsPlugin);
-  await app.register(requestLogPlugin);
   await app.register(authPlugin, { authenticator });
   await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
