@@ -24,7 +24,7 @@ if (!config.KAFKA_BROKERS) {
 const to = new Date();
 const { published } = await publishDemoData({
   kafka: kafkaConnection(config),
-  topicPrefix: config.TOPIC_PREFIX,
+  topics: config,
   events,
   from: new Date(to.getTime() - hours * 3_600_000),
   to,

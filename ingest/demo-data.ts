@@ -1,13 +1,16 @@
 import { Partitioners, type Message } from 'kafkajs';
 import type { KafkaConnection } from '../shared/kafka-connection.ts';
+import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
-import { topicName, type SourceName } from '../shared/sources.ts';
+import type { SourceName } from '../shared/sources.ts';
 import { demoEvents } from './demo-events.ts';
 import { createKafka } from './kafka.ts';
+import { sourceTopic } from './topics.ts';
 
 export interface DemoDataOptions {
   kafka: KafkaConnection;
-  topicPrefix: string;
+  /** The worker's topic settings, so demo events land where the worker reads. */
+  topics: Pick<Config, 'TOPIC_PREFIX' | 'SOURCE_TOPICS'>;
   events: number;
   from: Date;
   to: Date;
@@ -27,7 +30,7 @@ export async function publishDemoData(options: DemoDataOptions): Promise<{ publi
     const messages = pending.get(source) ?? [];
     if (messages.length === 0) return;
     pending.set(source, []);
-    await producer.send({ topic: topicName({ topicPrefix: options.topicPrefix }, source), acks: -1, messages });
+    await producer.send({ topic: sourceTopic(options.topics, source), acks: -1, messages });
     published += messages.length;
   };
   try {

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Kafka, logLevel, type LogEntry } from 'kafkajs';
 import { kafkajsConnectionOptions, type KafkaConnection } from '../shared/kafka-connection.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -9,6 +10,32 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
+/**
+ * Broker answers that describe a cluster settling (a group coordinator loading its offsets after a
+ * start, a leader election, a new topic not yet in metadata, a rebalance) rather than a fault:
+ * kafkajs logs each at error level, then retries or rejoins by itself, and surfaces an error to us
+ * only if that fails for good.
+ */
+const SETTLING_ERROR_TYPES = new Set([
+  'GROUP_LOAD_IN_PROGRESS',
+  'GROUP_COORDINATOR_NOT_AVAILABLE',
+  'NOT_COORDINATOR_FOR_GROUP',
+  'LEADER_NOT_AVAILABLE',
+  'NOT_LEADER_FOR_PARTITION',
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'REBALANCE_IN_PROGRESS',
+]);
+
+// kafkajs's own table of protocol errors: its log entries carry only the message
+const protocolErrors = (createRequire(import.meta.url)('kafkajs/src/protocol/error.js') as { errorCodes: { type: string; message: string }[] }).errorCodes;
+const SETTLING_MESSAGES = new Set(protocolErrors.filter((error) => SETTLING_ERROR_TYPES.has(error.type)).map((error) => error.message));
+
+/** The level a kafkajs log entry is written at: its own, except cluster-settling answers, which are debug. */
+export function kafkaLogLevel(level: number, log: { readonly [field: string]: unknown }): 'error' | 'warn' | 'info' | 'debug' {
+  if (typeof log.error === 'string' && SETTLING_MESSAGES.has(log.error)) return 'debug';
+  return LEVELS[level] ?? 'info';
+}
+
 /** A kafkajs client whose own logs go through our structured logger. */
 export function createKafka(connection: KafkaConnection, clientId: string, logger: Logger): Kafka {
   return new Kafka({
@@ -17,7 +44,7 @@ export function createKafka(connection: KafkaConnection, clientId: string, logge
     logLevel: logLevel.WARN,
     logCreator: () => (entry: LogEntry) => {
       const { message, ...fields } = entry.log;
-      logger[LEVELS[entry.level] ?? 'info']({ kafka: entry.namespace, ...fields }, message);
+      logger[kafkaLogLevel(entry.level, entry.log)]({ kafka: entry.namespace, ...fields }, message);
     },
   });
 }

@@ -8,6 +8,7 @@ import type { Logger } from '../shared/logger.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
 import { checkElasticsearch, checkKafka, elasticsearchFailure, ServerAccessError } from '../shared/startup-checks.ts';
 import { processBatch } from './batch.ts';
+import { backoffMs } from './bulk.ts';
 import './codecs.ts';
 import { eventFieldNames } from './event-fields.ts';
 import { eventPartitioning } from './event-partition.ts';
@@ -180,7 +181,7 @@ async function ensureIndices(client: Client, store: ElasticsearchConnection, ind
       if (failure.fatal) throw new ServerAccessError(failure.message);
       if (Date.now() > deadline) throw error;
       logger.warn({ err: error, attempt }, 'cannot install the index template yet, retrying');
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * 2 ** attempt)));
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, 250, 5000)));
     }
   }
 }

@@ -4,12 +4,15 @@ import { checkElasticsearch } from '../shared/startup-checks.ts';
 import { ENDPOINTS } from '../queries/index.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { KeysUsageError, keyTable, parseKeysCommand } from '../src/auth/keys-command.ts';
+import { environmentWithStartState } from './start-state.ts';
 
 /** `npm run keys -- create|list|revoke`: manages API keys in <INDEX_PREFIX>api-keys. */
 async function main(): Promise<number> {
   const command = parseKeysCommand(process.argv.slice(2), ENDPOINTS);
-  const config = loadConfig(process.env);
-  if (!config.ELASTICSEARCH_URL) throw new KeysUsageError('set ELASTICSEARCH_URL to the Elasticsearch the query service uses');
+  const { env, source } = environmentWithStartState(process.env);
+  const config = loadConfig(env);
+  if (!config.ELASTICSEARCH_URL) throw new KeysUsageError('no Elasticsearch to use: run npm start in another terminal, or set ELASTICSEARCH_URL to the one the query service uses');
+  if (source) console.error(`using ${source}`);
   const connection = elasticsearchConnection(config);
   const elasticsearch = createElasticsearchClient(connection);
   const store = new KeyStore(elasticsearch, config.INDEX_PREFIX);

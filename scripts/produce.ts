@@ -9,9 +9,11 @@ import { createKafka } from '../ingest/kafka.ts';
 import { eventsFromText, parseProduceArguments } from '../ingest/produce-input.ts';
 import { checkKafka } from '../shared/startup-checks.ts';
 import { sourceTopic } from '../ingest/topics.ts';
+import { environmentWithStartState } from './start-state.ts';
 
 /** `npm run produce -- --source edge_logs [--compression lz4] [file.ndjson]`: publishes events from a file or stdin to a source's topic. */
-const config = loadConfig(process.env);
+const { env, source: serversSource } = environmentWithStartState(process.env);
+const config = loadConfig(env);
 let options;
 try {
   options = parseProduceArguments(process.argv.slice(2));
@@ -25,9 +27,10 @@ if (!source) {
   process.exit(2);
 }
 if (!config.KAFKA_BROKERS) {
-  console.error('KAFKA_BROKERS is not set: name the Kafka brokers to publish to, e.g. KAFKA_BROKERS=127.0.0.1:39092');
+  console.error('no Kafka to publish to: run npm start in another terminal, or set KAFKA_BROKERS (e.g. KAFKA_BROKERS=127.0.0.1:39092)');
   process.exit(2);
 }
+if (serversSource) console.error(`using ${serversSource}`);
 const text = options.file ? readFileSync(options.file, 'utf8') : readFileSync(0, 'utf8');
 const events = eventsFromText(text);
 const topic = sourceTopic(config, source.name);

@@ -1,31 +1,38 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
+import { mkdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
+import { loadConfig, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
+import { humanLogLine } from '../shared/log-format.ts';
 import { createLogger } from '../shared/logger.ts';
+import { loaderArgs, modulePath, repositoryRoot } from '../shared/module-runtime.ts';
 import { sourceIndexPattern } from '../shared/partitions.ts';
 import { SOURCES } from '../shared/sources.ts';
 import { publishDemoData } from '../ingest/demo-data.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
+import { removeStartState, startStateFile, writeStartState } from './start-state.ts';
 
 /**
  * `npm start`: the local stack when no external servers are named, then the ingest worker and the
  * query service as separate processes; prints `ready: http://HOST:PORT` once events can be ingested
- * and queried. Ctrl-C stops everything it started.
+ * and queried. Ctrl-C stops everything it started. In a terminal, its own logs and its children's
+ * are lines for people; otherwise they stay JSON.
  */
 const DEMO_EVENTS = 20_000;
 
 const config = loadConfig(process.env);
-const logger = createLogger('start', config.LOG_LEVEL);
+const human = process.stdout.isTTY === true;
+const logger = createLogger('start', config.LOG_LEVEL, { human });
+const stateFile = startStateFile(config.STACK_CACHE_DIR);
 const children: ChildProcess[] = [];
 let stack: LocalStack | undefined;
 let stopping = false;
 
-function say(line: string): void {
-  console.error(`start: ${line}`);
+/** A child's log line as this terminal wants it. */
+function relay(line: string): void {
+  process.stderr.write(`${human ? humanLogLine(line, process.stderr.isTTY === true) : line}\n`);
 }
 
 /**
@@ -33,12 +40,13 @@ function say(line: string): void {
  * so ports chosen by the OS (0) are learned rather than assumed.
  */
 function spawnService(entry: string, label: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repositoryRoot, entry)], {
+  const child = spawn(process.execPath, [...loaderArgs, modulePath(entry)], {
     cwd: repositoryRoot,
     env,
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
+  createInterface({ input: child.stderr! }).on('line', relay);
   const announced = new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
       const prefix = `${label}: `;
@@ -50,7 +58,7 @@ function spawnService(entry: string, label: string, env: NodeJS.ProcessEnv): Pro
   child.on('exit', (code, signal) => {
     if (stopping) return;
     // Ctrl-C reaches the children too; a clean exit of theirs starts a clean shutdown of ours
-    if (code !== 0) say(`${entry} exited unexpectedly (code ${code}, signal ${signal}); stopping everything`);
+    if (code !== 0) logger.error({ entry, code, signal }, 'a service exited unexpectedly; stopping everything');
     void shutdown(code === 0 ? 0 : 1);
   });
   return announced;
@@ -75,16 +83,18 @@ async function waitForHealth(url: string, name: string, timeoutMs = 120_000): Pr
 async function waitForDemoData(elasticsearchUrl: string, expected: number): Promise<void> {
   const client = createElasticsearchClient(elasticsearchConnection(config, elasticsearchUrl));
   const indices = SOURCES.map((source) => sourceIndexPattern(config.INDEX_PREFIX, source.name)).join(',');
-  const deadline = Date.now() + 180_000;
+  const started = Date.now();
+  const deadline = started + 180_000;
   let last = -1;
   try {
     while (Date.now() < deadline) {
       const { count } = await client.count({ index: indices, ignore_unavailable: true, allow_no_indices: true });
-      if (count !== last) {
-        say(`demo data: ${count}/${expected} events searchable`);
-        last = count;
+      if (count !== last) logger.debug({ searchable: count, expected }, 'demo data arriving');
+      last = count;
+      if (count >= expected) {
+        logger.info({ events: count, seconds: Math.round((Date.now() - started) / 100) / 10 }, 'demo data searchable');
+        return;
       }
-      if (count >= expected) return;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
     throw new Error(`only ${last} of ${expected} demo events became searchable within 180 s`);
@@ -108,7 +118,8 @@ function securityVariablesSet(runConfig: Config): string[] {
 async function shutdown(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
-  say('stopping');
+  removeStartState(stateFile);
+  logger.info('stopping');
   await Promise.all(
     children.map(
       (child) =>
@@ -124,6 +135,7 @@ async function shutdown(code: number): Promise<void> {
     ),
   );
   await stack?.stop();
+  logger.info('stopped');
   process.exit(code);
 }
 
@@ -143,11 +155,10 @@ async function main(runConfig: Config): Promise<void> {
   let brokers = runConfig.KAFKA_BROKERS;
   let elasticsearchUrl = runConfig.ELASTICSEARCH_URL;
   if (!external) {
-    stack = await startLocalStack(runConfig, say);
+    stack = await startLocalStack(runConfig, (line) => logger.info(line));
     brokers = stack.kafkaBrokers;
     elasticsearchUrl = stack.elasticsearchUrl;
-    say(`kafka: ${brokers.join(',')}`);
-    say(`elasticsearch: ${elasticsearchUrl}`);
+    logger.info({ kafka: brokers.join(','), elasticsearch: elasticsearchUrl }, 'local stack ready');
   }
   // a local first run gets a key to try the API with; against external servers the operator brings one
   const bootstrapKey = runConfig.BOOTSTRAP_API_KEY ?? (external ? undefined : `dev_${randomBytes(24).toString('base64url')}`);
@@ -157,14 +168,17 @@ async function main(runConfig: Config): Promise<void> {
     ELASTICSEARCH_URL: elasticsearchUrl,
     ...(bootstrapKey ? { BOOTSTRAP_API_KEY: bootstrapKey } : {}),
   };
-  const [ingestHealth, base] = await Promise.all([spawnService('ingest/main.ts', 'ingest', env), spawnService('src/main.ts', 'query', env)]);
+  // npm run keys / produce / demo-data in another terminal find these servers without being told
+  mkdirSync(runConfig.STACK_CACHE_DIR, { recursive: true });
+  writeStartState(stateFile, env);
+  const [ingestHealth, base] = await Promise.all([spawnService('ingest/main', 'ingest', env), spawnService('src/main', 'query', env)]);
   await Promise.all([waitForHealth(ingestHealth, 'ingest worker'), waitForHealth(`${base}/health`, 'query service')]);
 
   if (!external) {
     const now = new Date();
     const { published } = await publishDemoData({
       kafka: kafkaConnection(runConfig, brokers),
-      topicPrefix: runConfig.TOPIC_PREFIX,
+      topics: runConfig,
       events: DEMO_EVENTS,
       from: new Date(now.getTime() - 24 * 3600_000),
       to: now,
@@ -179,9 +193,12 @@ async function main(runConfig: Config): Promise<void> {
     console.log(`api key for this run (BOOTSTRAP_API_KEY): ${bootstrapKey}`);
     console.log(`try: curl -H 'X-API-KEY: ${bootstrapKey}' '${base}/api/endpoints/query/usage.api-counts?interval=hourly&project=default'`);
   }
+  console.log('npm run keys and npm run produce in another terminal use these servers; Ctrl-C stops everything');
 }
 
 main(config).catch((error: unknown) => {
-  say(error instanceof Error ? error.message : String(error));
+  // a wait cut short by Ctrl-C is not a failure
+  if (stopping) return;
+  logger.error({ err: error }, error instanceof Error ? error.message : String(error));
   void shutdown(1);
 });

@@ -1,11 +1,11 @@
 import { accessSync, constants, statSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { z } from 'zod';
+import { repositoryRoot } from './module-runtime.ts';
 import { PARTITION_PERIODS, type PartitionPeriod } from './partitions.ts';
 import { SOURCE_NAMES, type SourceName } from './sources.ts';
 
-export const repositoryRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export { repositoryRoot };
 
 const port = z.coerce.number().int().min(0).max(65535);
 const optionalText = z

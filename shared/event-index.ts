@@ -1,4 +1,5 @@
 import type { Client, estypes } from '@elastic/elasticsearch';
+import { createIndexUnlessExists } from './create-index.ts';
 import type { EventShape } from './event-shape.ts';
 import { legacyIndexName } from './partitions.ts';
 import { SOURCE_NAMES } from './sources.ts';
@@ -149,11 +150,5 @@ export async function ensureEventIndexTemplate(client: Client, indexPrefix: stri
 
 /** Creates a source's index with the event mapping unless it exists; safe to call from several processes at once. */
 export async function ensureEventIndex(client: Client, index: string): Promise<void> {
-  if (await client.indices.exists({ index })) return;
-  try {
-    await client.indices.create({ index, settings: { index: EVENT_INDEX_SETTINGS }, mappings: EVENT_INDEX_MAPPINGS });
-  } catch (error) {
-    const type = (error as { body?: { error?: { type?: string } } }).body?.error?.type;
-    if (type !== 'resource_already_exists_exception') throw error;
-  }
+  await createIndexUnlessExists(client, { index, settings: { index: EVENT_INDEX_SETTINGS }, mappings: EVENT_INDEX_MAPPINGS });
 }

@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { humanLogLine } from './log-format.ts';
 
 export type { Logger };
 
@@ -23,7 +24,20 @@ export const SERVER_SECRET_LOG_PATHS = [
   '*.*.headers.authorization',
 ];
 
-/** Structured JSON logs on stderr, so stdout stays free for the lines people read (ready:, addresses). */
-export function createLogger(name: string, level: string, destination: DestinationStream = pino.destination(2)): Logger {
+export interface LoggerOptions {
+  /** Lines for a person at a terminal instead of JSON (npm start in a terminal). */
+  human?: boolean;
+  /** Where the lines go instead of stderr (tests). */
+  destination?: DestinationStream;
+}
+
+/** Logs on stderr, so stdout stays free for the lines people and scripts read (ready:, addresses). */
+export function createLogger(name: string, level: string, options: LoggerOptions = {}): Logger {
+  const destination = options.destination ?? (options.human ? humanDestination() : pino.destination(2));
   return pino({ name, level, base: { pid: process.pid }, redact: { paths: SERVER_SECRET_LOG_PATHS, censor: '[redacted]' } }, destination);
+}
+
+function humanDestination(): DestinationStream {
+  const colour = process.stderr.isTTY === true;
+  return { write: (line: string) => void process.stderr.write(`${humanLogLine(line.trimEnd(), colour)}\n`) };
 }

@@ -24,7 +24,6 @@ async function main(): Promise<void> {
   for (const reason of [storeDown, kafkaDown]) if (reason) logger.warn({ reason }, 'starting without a server; requests needing it fail until it answers');
   const app = await buildServer({ config, logger, elasticsearch, kafkaBrokers: kafka.brokers, kafkaTls: kafka.tls });
   const address = await app.listen({ host: config.HOST, port: config.PORT });
-  logger.info({ address }, 'query service listening');
   // npm start reads this line to learn the bound port (PORT=0 picks a free one)
   console.log(`query: ${address}`);
 

@@ -14,6 +14,7 @@ import { ResultCache } from './cache/result-cache.ts';
 import { EmbeddedEngine } from './executor/engine/embedded-engine.ts';
 import { FieldCatalogs } from './executor/field-catalogs.ts';
 import { clientErrorHandler, installErrorHandler } from './http/error-handler.ts';
+import { RequestLog } from './http/request-log.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
 import { healthPlugin } from './plugins/health.ts';
@@ -49,6 +50,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     bodyLimit: MAX_BODY_BYTES,
     http: { maxHeaderSize: MAX_REQUEST_HEAD_BYTES },
     requestIdHeader: 'x-request-id',
+    logController: new RequestLog(),
     clientErrorHandler: clientErrorHandler(MAX_REQUEST_HEAD_BYTES),
   });
   installErrorHandler(app);

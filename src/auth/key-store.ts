@@ -1,4 +1,5 @@
 import { errors, type Client, type estypes } from '@elastic/elasticsearch';
+import { createIndexUnlessExists } from '../../shared/create-index.ts';
 import { generateApiKey } from './api-key.ts';
 import type { Principal } from './principal.ts';
 
@@ -80,17 +81,11 @@ export class KeyStore {
   }
 
   async ensureIndex(): Promise<void> {
-    if (await this.elasticsearch.indices.exists({ index: this.index })) return;
-    try {
-      await this.elasticsearch.indices.create({
-        index: this.index,
-        settings: { number_of_shards: 1, number_of_replicas: 0 },
-        mappings: KEY_INDEX_MAPPINGS,
-      });
-    } catch (error) {
-      // another process created it first
-      if (!(error instanceof errors.ResponseError && error.body?.error?.type === 'resource_already_exists_exception')) throw error;
-    }
+    await createIndexUnlessExists(this.elasticsearch, {
+      index: this.index,
+      settings: { number_of_shards: 1, number_of_replicas: 0 },
+      mappings: KEY_INDEX_MAPPINGS,
+    });
   }
 
   /** Creates a key; the returned `key` is the only time it exists outside its owner's hands. */

@@ -140,7 +140,7 @@ describe('API keys against real Elasticsearch', () => {
     await principal({ 'x-api-key': BOOTSTRAP });
     await principal({ 'x-api-key': `${key}-wrong` });
     const log = logLines.join('');
-    expect(log).toContain('incoming request');
+    expect(log).toContain('request answered');
     expect(log).not.toContain(key.split('_')[2]);
     expect(log).not.toContain(BOOTSTRAP);
   });

@@ -9,8 +9,8 @@ import type { SourceName } from '../../shared/sources.ts';
 import { eventIndexTemplateName, type StoredEvent } from '../../shared/event-index.ts';
 import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
 import { afterAll, beforeAll } from 'vitest';
-import { sourceTopic } from '../../ingest/topics.ts';
-import { testConfig, uniqueName } from './stack.ts';
+import { sourceRoutes, sourceTopic } from '../../ingest/topics.ts';
+import { isTestName, testConfig, uniqueName } from './stack.ts';
 
 /** Configuration for one ingest test: its own prefixes and consumer group, a short session timeout. */
 export function ingestTestConfig(label: string, overrides: Record<string, string> = {}): Config {
@@ -170,6 +170,27 @@ export async function removeTestData(client: Client, prefix: string): Promise<vo
   await client.indices.deleteIndexTemplate({ name: eventIndexTemplateName(prefix) }, { ignore: [404] });
 }
 
+/**
+ * Removes what an ingest test left in Kafka: the topics of its configuration (its TOPIC_PREFIX's and
+ * any SOURCE_TOPICS overrides) and its consumer group, once the group's members have left. Names
+ * outside the test's own are never touched, so the suite can run against shared servers.
+ */
+export async function removeKafkaTestData(config: Config, extraGroups: string[] = []): Promise<void> {
+  const admin = testKafka(config).admin();
+  await admin.connect();
+  try {
+    const existing = await admin.listTopics();
+    const ours = new Set(sourceRoutes(config).flatMap((route) => [route.topic, route.deadLetterTopic]));
+    const topics = existing.filter((topic) => isTestName(topic) && (ours.has(topic) || (config.TOPIC_PREFIX !== '' && topic.startsWith(config.TOPIC_PREFIX))));
+    if (topics.length > 0) await admin.deleteTopics({ topics });
+    const groups = new Set((await admin.listGroups()).groups.map((group) => group.groupId));
+    const ourGroups = [config.INGEST_GROUP_ID, ...extraGroups].filter((group) => isTestName(group) && groups.has(group));
+    if (ourGroups.length > 0) await admin.deleteGroups(ourGroups);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 export interface WorkerUnderTest {
   config: Config;
   client: Client;
@@ -216,6 +237,7 @@ export function workerForFile(label: string, overrides: Record<string, string> =
   afterAll(async () => {
     await worker?.stop();
     await removeTestData(client, config.INDEX_PREFIX);
+    await removeKafkaTestData(config);
     await client.close();
   });
   return {

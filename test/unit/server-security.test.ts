@@ -168,7 +168,7 @@ describe('log redaction of server credentials', () => {
         done();
       },
     });
-    const logger = createLogger('test', 'info', sink);
+    const logger = createLogger('test', 'info', { destination: sink });
     const config = loadConfig({ ...saslSsl, ELASTICSEARCH_URL: 'https://es:9200', ELASTICSEARCH_USERNAME: 'elastic', ELASTICSEARCH_PASSWORD: 'pw-elastic' });
     logger.info({ config }, 'configuration');
     logger.info({ connection: elasticsearchConnection(config) }, 'elasticsearch');

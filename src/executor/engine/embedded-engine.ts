@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Logger } from '../../../shared/logger.ts';
+import { loaderArgs, modulePath, repositoryRoot } from '../../../shared/module-runtime.ts';
 import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../errors.ts';
 import type { TableSchema } from '../../sql/types.ts';
 import type { EngineMessage, ResultColumn, ServiceMessage } from './engine-protocol.ts';
@@ -33,9 +34,7 @@ export interface EngineOptions extends EngineLimits {
   interruptGraceMs?: number;
 }
 
-const ENTRY = new URL('./engine-process.ts', import.meta.url);
-/** The entry is TypeScript: the process loads tsx, resolved from the repository root as scripts/start.ts does. */
-const REPOSITORY_ROOT = new URL('../../../', import.meta.url);
+const ENTRY = modulePath('src/executor/engine/engine-process');
 const START_TIMEOUT_MS = 30_000;
 const ROWS_PER_MESSAGE = 2_000;
 
@@ -138,7 +137,7 @@ class EngineProcess {
 
   static start(options: Required<EngineOptions>): Promise<EngineProcess> {
     const limits: EngineLimits = { memoryLimit: options.memoryLimit, threads: options.threads };
-    const child = fork(ENTRY, [JSON.stringify(limits)], { cwd: REPOSITORY_ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    const child = fork(ENTRY, [JSON.stringify(limits)], { cwd: repositoryRoot, execArgv: [...loaderArgs], stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
     // DuckDB writes what it dies of (e.g. "terminate called after throwing ...") to stderr.
     createInterface({ input: child.stderr! }).on('line', (line) => options.logger.warn({ enginePid: child.pid, stderr: line }, 'engine process stderr'));
     return new Promise((resolve, reject) => {

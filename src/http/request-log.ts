@@ -1,0 +1,19 @@
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+
+/** Paths probes and scrapers call every few seconds: logged at debug, so the log shows the API's traffic. */
+const OPERATIONAL_PATHS = new Set(['/health', '/ready', '/metrics']);
+
+/**
+ * fastify's per-request logging as one line per answered request instead of an "incoming" and a
+ * "completed" line: method, path without the query string (it may carry long SQL), status, time.
+ */
+export class RequestLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const path = request.url.split('?', 1)[0]!;
+    const line = { method: request.method, path, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+    if (error) reply.log.error({ ...line, err: error }, 'request failed');
+    else reply.log[OPERATIONAL_PATHS.has(path) ? 'debug' : 'info'](line, 'request answered');
+  }
+}
