@@ -58,11 +58,20 @@ export function validateParameters(endpoint: EndpointDefinition, parameters: Rec
   throw new BadParameter(`${endpoint.name}: ${messages.join('; ')}`);
 }
 
-/** `SVC-ENDPOINT-REDACT-PII: true` (any letter case) turns redaction on; otherwise the endpoint's setting holds. */
+/**
+ * `SVC-ENDPOINT-REDACT-PII`: `true` or `false` (any letter case, surrounding spaces ignored); absent,
+ * the endpoint's setting holds. Anything else, a repeated header included (Node joins repeats with
+ * ", "), is refused: a caller asking for redaction must never get clear rows because of a typo.
+ */
 export function redactionRequested(header: string | string[] | undefined, endpoint: EndpointDefinition): boolean {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined) return endpoint.redactPii;
-  return value.trim().toLowerCase() === 'true';
+  if (header === undefined) return endpoint.redactPii;
+  const allowed = 'SVC-ENDPOINT-REDACT-PII must be exactly true or false (letter case and surrounding spaces ignored), sent once';
+  if (Array.isArray(header)) throw new BadParameter(`${allowed}; it was sent ${header.length} times`, 'bad_request');
+  const value = header.trim().toLowerCase();
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  const shown = header.length > 40 ? `${JSON.stringify(header.slice(0, 40))}...` : JSON.stringify(header);
+  throw new BadParameter(`${allowed}; got ${shown}`, 'bad_request');
 }
 
 /**

@@ -42,10 +42,20 @@ describe('request rules', () => {
     expect(validateParameters(usage, { interval: 'daily', project: 'a', extra: 'x' })).toEqual({ interval: 'daily', project: 'a' });
   });
 
-  it('reads the redaction header case-insensitively', () => {
+  it('reads the redaction header case-insensitively, ignoring surrounding spaces', () => {
     expect(redactionRequested('TRUE', usage)).toBe(true);
+    expect(redactionRequested(' True\t', usage)).toBe(true);
     expect(redactionRequested('false', usage)).toBe(false);
+    expect(redactionRequested(' FALSE ', usage)).toBe(false);
     expect(redactionRequested(undefined, usage)).toBe(false);
+  });
+
+  it.each(['1', 'yes', 'on', '"true"', 'true;', 'true, true', 'true, false', '', 'tru', 'false x'])('refuses the redaction header %j naming the allowed values', (value) => {
+    expect(() => redactionRequested(value, usage)).toThrow(/must be exactly true or false/);
+  });
+
+  it('refuses a repeated redaction header', () => {
+    expect(() => redactionRequested(['true', 'true'], usage)).toThrow(/sent 2 times/);
   });
 
   it('builds cache keys from declared parameters in any order, the redaction flag and the project restriction', () => {
