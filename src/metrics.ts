@@ -79,6 +79,14 @@ export const httpRateLimitedTotal = new Counter({
   registers: [metricsRegistry],
 });
 
+export const authFailuresTotal = new Counter({
+  name: 'http_auth_failures_total',
+  help: 'Requests under /api/ refused at authentication: unauthorized (401) or rate_limited (429, the client address failed too often)',
+  labelNames: ['outcome'] as const,
+  registers: [metricsRegistry],
+});
+for (const outcome of ['unauthorized', 'rate_limited']) authFailuresTotal.inc({ outcome }, 0);
+
 export const sandboxScansTotal = new Counter({
   name: 'sandbox_scans_total',
   help: 'Scans run for sandboxed queries, by how the store answered: aggregation (pushed-down GROUP BY), aggregation_fallback (irregular events: pulled instead), limited (LIMIT pushed down), pulled (every matching event), request_counts, constant',

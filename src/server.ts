@@ -67,7 +67,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   });
   installErrorHandler(app);
   // our own JSON parser: errors that say what is wrong (a `__proto__` key is named, not called "not JSON")
-  app.removeContentTypeParser('application/json');
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
     try {
       done(null, parseJsonBody(text as string));
@@ -85,12 +85,20 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       bootstrapKey: deps.config.BOOTSTRAP_API_KEY,
       clock,
       cacheSeconds: deps.config.API_KEY_CACHE_SECONDS,
+      missCacheSeconds: deps.config.API_KEY_MISS_CACHE_SECONDS,
     });
   const limits = { perMinute: deps.config.RATE_LIMIT_PER_MINUTE, burst: deps.config.RATE_LIMIT_BURST };
   // request id, metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
   await app.register(requestIdPlugin);
   await app.register(metricsPlugin);
-  await app.register(authPlugin, { authenticator });
+  const failureLimits = { perMinute: config.AUTH_FAILURES_PER_MINUTE, burst: config.AUTH_FAILURE_BURST };
+  await app.register(authPlugin, {
+    authenticator,
+    failures: new TokenBuckets(failureLimits, clock),
+    failuresPerMinute: failureLimits.perMinute,
+    failureBurst: failureLimits.burst,
+    failureMinMs: config.AUTH_FAILURE_MIN_MS,
+  });
   await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: ENDPOINTS });

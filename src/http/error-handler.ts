@@ -53,7 +53,11 @@ export function installErrorHandler(app: FastifyInstance): void {
       void reply.code(400).send(body('bad_parameter', fastifyError.message));
       return;
     }
-    if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || fastifyError.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      void reply.code(415).send(body('bad_request', 'unsupported content type: send the parameters as a JSON object (content-type: application/json) or in the query string'));
+      return;
+    }
+    if (fastifyError.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
       void reply.code(fastifyError.statusCode ?? 400).send(body('bad_request', fastifyError.message));
       return;
     }
