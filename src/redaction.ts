@@ -50,70 +50,87 @@ function encodedSeparator(text: string, index: number): number | undefined {
 }
 
 /**
- * A run of address characters decoded: `codes` holds hex digits, dots and colons; `offsets[i]` is
- * where decoded character i starts in the original text (`offsets[codes.length]` = the run's end).
+ * A run of address characters, decoded: `codes` holds only hex digits, dots and colons. Without
+ * percent-escapes it is a slice of the text (`offsets` null: character i stands at `start + i`);
+ * with them, `offsets[i]` is where decoded character i starts (`offsets[codes.length]` = the end).
  */
 interface Run {
-  codes: number[];
-  offsets: number[];
+  codes: string;
+  start: number;
+  offsets: number[] | null;
 }
 
-/** Where the run of address characters from `start` ends, and whether it holds a `.` or `:` (else it holds no address). */
-function runExtent(text: string, start: number): { end: number; separated: boolean } {
-  let index = start;
-  let separated = false;
-  while (index < text.length) {
-    const code = text.charCodeAt(index);
-    if (isHexCode(code)) index += 1;
-    else if (code === CODE_DOT || code === CODE_COLON) {
-      separated = true;
-      index += 1;
-    } else if (encodedSeparator(text, index) !== undefined) {
-      separated = true;
-      index += 3;
-    } else break;
-  }
-  return { end: index, separated };
+function offsetOf(run: Run, index: number): number {
+  return run.offsets ? run.offsets[index]! : run.start + index;
 }
 
-function readRun(text: string, start: number): Run {
-  const codes: number[] = [];
-  const offsets: number[] = [];
+interface RunExtent {
+  end: number;
+  colons: number;
+  dots: number;
+  escaped: boolean;
+}
+
+/** Where the run of address characters from `start` ends, and what separators it holds. */
+function runExtent(text: string, start: number): RunExtent {
   let index = start;
+  let colons = 0;
+  let dots = 0;
+  let escaped = false;
   while (index < text.length) {
     const code = text.charCodeAt(index);
-    if (isHexCode(code) || code === CODE_DOT || code === CODE_COLON) {
-      codes.push(code);
-      offsets.push(index);
+    if (isHexCode(code)) {
       index += 1;
       continue;
     }
-    const separator = encodedSeparator(text, index);
+    const separator = code === CODE_DOT || code === CODE_COLON ? code : encodedSeparator(text, index);
     if (separator === undefined) break;
-    codes.push(separator);
-    offsets.push(index);
-    index += 3;
+    if (separator === CODE_COLON) colons += 1;
+    else dots += 1;
+    if (code === CODE_PERCENT) {
+      escaped = true;
+      index += 3;
+    } else index += 1;
   }
-  offsets.push(index);
-  return { codes, offsets };
+  return { end: index, colons, dots, escaped };
 }
 
-function hexLength(codes: number[], start: number): number {
+function readRun(text: string, start: number, extent: RunExtent): Run {
+  if (!extent.escaped) return { codes: text.slice(start, extent.end), start, offsets: null };
+  const characters: string[] = [];
+  const offsets: number[] = [];
+  let index = start;
+  while (index < extent.end) {
+    const code = text.charCodeAt(index);
+    offsets.push(index);
+    if (code === CODE_PERCENT) {
+      characters.push(String.fromCharCode(encodedSeparator(text, index)!));
+      index += 3;
+    } else {
+      characters.push(text[index]!);
+      index += 1;
+    }
+  }
+  offsets.push(index);
+  return { codes: characters.join(''), start, offsets };
+}
+
+function hexLength(codes: string, start: number): number {
   let end = start;
-  while (end < codes.length && isHexCode(codes[end]!)) end += 1;
+  while (end < codes.length && isHexCode(codes.charCodeAt(end))) end += 1;
   return end - start;
 }
 
 /** End of a dotted quad of 1-3 digit numbers starting at `start` (an IPv6 tail), or -1. */
-function ipv4TailEnd(codes: number[], start: number): number {
+function ipv4TailEnd(codes: string, start: number): number {
   let position = start;
   for (let part = 0; part < 4; part += 1) {
     if (part > 0) {
-      if (codes[position] !== CODE_DOT) return -1;
+      if (codes.charCodeAt(position) !== CODE_DOT) return -1;
       position += 1;
     }
     let digits = 0;
-    while (digits < 4 && position < codes.length && isDigitCode(codes[position]!)) {
+    while (digits < 4 && position < codes.length && isDigitCode(codes.charCodeAt(position))) {
       digits += 1;
       position += 1;
     }
@@ -129,62 +146,64 @@ interface Ipv6Match {
 }
 
 /** The longest valid IPv6 address starting at `start`, or undefined. Reads at most about 45 characters. */
-export function ipv6At(codes: number[], start: number): Ipv6Match | undefined {
+export function ipv6At(codes: string, start: number): Ipv6Match | undefined {
   let position = start;
   let groups = 0;
   let compressed = false;
-  let best: Ipv6Match | undefined;
-  const valid = () => (compressed ? groups <= 7 : groups === 8);
-  if (codes[position] === CODE_COLON && codes[position + 1] === CODE_COLON) {
+  let bestEnd = -1;
+  let bestGroups = 0;
+  let bestCompressed = false;
+  if (codes.charCodeAt(position) === CODE_COLON && codes.charCodeAt(position + 1) === CODE_COLON) {
     compressed = true;
     position += 2;
-    best = { end: position, groups, compressed };
+    bestEnd = position;
+    bestCompressed = true;
   }
   while (groups < 8) {
     const length = hexLength(codes, position);
     if (length === 0) break;
-    if (codes[position + length] === CODE_DOT && (compressed ? groups <= 5 : groups === 6)) {
+    if (codes.charCodeAt(position + length) === CODE_DOT && (compressed ? groups <= 5 : groups === 6)) {
       const tailEnd = ipv4TailEnd(codes, position);
       if (tailEnd !== -1) return { end: tailEnd, groups: groups + 2, compressed };
     }
     // hex glued after the last group: the address is its first four digits
     position += Math.min(length, 4);
     groups += 1;
-    if (valid()) best = { end: position, groups, compressed };
+    if (compressed ? groups <= 7 : groups === 8) [bestEnd, bestGroups, bestCompressed] = [position, groups, compressed];
     if (length > 4) break;
-    if (codes[position] === CODE_COLON && codes[position + 1] === CODE_COLON) {
+    if (codes.charCodeAt(position) === CODE_COLON && codes.charCodeAt(position + 1) === CODE_COLON) {
       if (compressed) break;
       compressed = true;
       position += 2;
-      if (valid()) best = { end: position, groups, compressed };
+      if (groups <= 7) [bestEnd, bestGroups, bestCompressed] = [position, groups, true];
       continue;
     }
-    if (codes[position] === CODE_COLON && isHexCode(codes[position + 1] ?? -1)) {
+    if (codes.charCodeAt(position) === CODE_COLON && isHexCode(codes.charCodeAt(position + 1))) {
       position += 1;
       continue;
     }
     break;
   }
-  return best;
+  return bestEnd === -1 ? undefined : { end: bestEnd, groups: bestGroups, compressed: bestCompressed };
 }
 
 /**
  * End of the dotted run of numbers starting at `start`, and whether it holds four consecutive
  * parts of 1-3 digits (then the whole run counts as an IPv4 address).
  */
-function dottedNumbers(codes: number[], start: number): { end: number; isAddress: boolean } {
+function dottedNumbers(codes: string, start: number): { end: number; isAddress: boolean } {
   let position = start;
   let shortParts = 0;
   let isAddress = false;
   for (;;) {
     let digits = 0;
-    while (position < codes.length && isDigitCode(codes[position]!)) {
+    while (position < codes.length && isDigitCode(codes.charCodeAt(position))) {
       digits += 1;
       position += 1;
     }
     shortParts = digits <= 3 ? shortParts + 1 : 0;
     if (shortParts >= 4) isAddress = true;
-    if (codes[position] === CODE_DOT && isDigitCode(codes[position + 1] ?? -1)) {
+    if (codes.charCodeAt(position) === CODE_DOT && isDigitCode(codes.charCodeAt(position + 1))) {
       position += 1;
       continue;
     }
@@ -198,13 +217,13 @@ function addressesInRun(text: string, run: Run): Array<[number, number, 'v4' | '
   const spans: Array<[number, number, 'v4' | 'v6']> = [];
   let index = 0;
   while (index < codes.length) {
-    const code = codes[index]!;
-    const previous = index > 0 ? codes[index - 1]! : -1;
+    const code = codes.charCodeAt(index);
+    const previous = index > 0 ? codes.charCodeAt(index - 1) : -1;
     const groupStart = isHexCode(code) && !isHexCode(previous);
-    if (groupStart || (code === CODE_COLON && codes[index + 1] === CODE_COLON)) {
+    if (groupStart || (code === CODE_COLON && codes.charCodeAt(index + 1) === CODE_COLON)) {
       // a first group of more than four hex digits: the address may start in its last four
       const length = groupStart ? hexLength(codes, index) : 0;
-      const start = length > 4 && codes[index + length] === CODE_COLON ? index + length - 4 : index;
+      const start = length > 4 && codes.charCodeAt(index + length) === CODE_COLON ? index + length - 4 : index;
       const match = ipv6At(codes, start);
       if (match && match.end - start > 2 && acceptableIpv6(text, run, start, match)) {
         spans.push([start, match.end, 'v6']);
@@ -212,7 +231,7 @@ function addressesInRun(text: string, run: Run): Array<[number, number, 'v4' | '
         continue;
       }
     }
-    const dottedStart = isDigitCode(code) && !isDigitCode(previous) && !(previous === CODE_DOT && isDigitCode(index > 1 ? codes[index - 2]! : -1));
+    const dottedStart = isDigitCode(code) && !isDigitCode(previous) && !(previous === CODE_DOT && isDigitCode(index > 1 ? codes.charCodeAt(index - 2) : -1));
     if (dottedStart) {
       const dotted = dottedNumbers(codes, index);
       if (dotted.isAddress) {
@@ -229,8 +248,8 @@ function addressesInRun(text: string, run: Run): Array<[number, number, 'v4' | '
 /** Short compressed forms right after a letter are code (`std::io`, `self::add`), not hosts. */
 function acceptableIpv6(text: string, run: Run, start: number, match: Ipv6Match): boolean {
   if (!match.compressed || match.groups > 2) return true;
-  if (start > 0) return !isLetterCode(run.codes[start - 1]!);
-  const runStart = run.offsets[0]!;
+  if (start > 0) return !isLetterCode(run.codes.charCodeAt(start - 1));
+  const runStart = run.start;
   // the letter of a percent-escape (`%5B::1`) is no word
   const afterEscape = text.charCodeAt(runStart - 3) === CODE_PERCENT && isHexCode(text.charCodeAt(runStart - 2));
   return afterEscape || !isLetterCode(text.charCodeAt(runStart - 1));
@@ -262,15 +281,16 @@ export function redactText(text: string): string {
       continue;
     }
     const extent = runExtent(text, index);
-    if (!extent.separated) {
+    // an address needs two colons (`::1`) or three dots
+    if (extent.colons < 2 && extent.dots < 3) {
       index = extent.end;
       continue;
     }
-    const run = readRun(text, index);
-    let next = run.offsets[run.codes.length]!;
+    const run = readRun(text, index, extent);
+    let next = extent.end;
     for (const [start, end, kind] of addressesInRun(text, run)) {
-      const originalStart = run.offsets[start]!;
-      let originalEnd = run.offsets[end]!;
+      const originalStart = offsetOf(run, start);
+      let originalEnd = offsetOf(run, end);
       if (kind === 'v6' && end === run.codes.length) {
         originalEnd = zoneEnd(text, originalEnd);
         next = Math.max(next, originalEnd);

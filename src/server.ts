@@ -22,7 +22,7 @@ import { openApiPlugin } from './plugins/openapi.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { readyPlugin } from './plugins/ready.ts';
 import { requestIdPlugin } from './plugins/request-id.ts';
-import { initSqlParser } from './sql/index.ts';
+import { SqlParserThread } from './sql/parser-pool.ts';
 
 export interface ServerDependencies {
   config: Config;
@@ -103,7 +103,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: ENDPOINTS });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers });
-  await initSqlParser();
+  const sqlParser = new SqlParserThread(config.SANDBOX_PARSE_TIMEOUT_MS);
+  app.addHook('onClose', async () => sqlParser.close());
   // DuckDB runs in child processes started on the first sandboxed query, not with every server
   let engine: Promise<EmbeddedEngine> | undefined;
   const startedEngine = () =>
@@ -125,6 +126,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS },
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),
       engine: startedEngine,
+      parseSql: (text, options) => sqlParser.parse(text, options),
     },
   });
   return app;

@@ -11,7 +11,7 @@ import { elasticsearchQuerySeconds } from '../metrics.ts';
 import { planEndpointQuery, type Plan } from '../planner/index.ts';
 import type { SandboxLimits } from '../planner/sandbox/index.ts';
 import { redactPii } from '../redaction.ts';
-import { parseSandboxQuery } from '../sql/index.ts';
+import type { SandboxQueryOptions } from '../sql/index.ts';
 import { parseLql } from '../lql/index.ts';
 import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
@@ -29,6 +29,8 @@ export interface AnswerDependencies {
     fieldCatalogs: FieldCatalogs;
     /** The embedded engine, started on first use. */
     engine: () => Promise<EmbeddedEngine>;
+    /** The SQL front end (parse, convert, validate), run off the event loop. */
+    parseSql: (text: string, options: SandboxQueryOptions) => Promise<Query>;
   };
 }
 
@@ -65,7 +67,7 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
     sandbox?.language === 'lql'
       ? { language: 'lql', query: parseLql(sandbox.text) }
       : sandbox
-        ? { language: 'sql', query: parseSandboxQuery(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) }) }
+        ? { language: 'sql', query: await dependencies.sandbox.parseSql(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) }) }
         : undefined;
   const sourceIndices = endpoint.ctes.flatMap((cte) => ('source' in cte ? [indexName({ indexPrefix: dependencies.indexPrefix }, cte.source)] : []));
   const plan = async (): Promise<Plan> => {
