@@ -102,7 +102,7 @@ export function frameworkErrorHandler(maxParamLength: number): (error: FastifyEr
  * headers, a malformed request, headers or body not received within their timeouts), answered with
  * the same envelope and a request id of their own instead of fastify's default body.
  */
-export function clientErrorHandler(limits: { maxHeadBytes: number; headersTimeoutMs: number; requestTimeoutMs: number }, logger: Logger): (error: Error & { code?: string }, socket: Socket) => void {
+export function clientErrorHandler(limits: { maxHeadBytes: number; headersTimeoutMs: number; requestTimeoutMs: number }, logger: Logger): (error: Error & { code?: string; rawPacket?: unknown }, socket: Socket) => void {
   return (error, socket) => {
     const requestId = randomUUID();
     logger.info({ reqId: requestId, code: error.code, remoteAddress: socket.remoteAddress }, 'client error before routing');
@@ -116,7 +116,9 @@ export function clientErrorHandler(limits: { maxHeadBytes: number; headersTimeou
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? { status: 408, reason: 'Request Timeout', code: 'request_timeout', message: `the request was not received in time: headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms` }
           : { status: 400, reason: 'Bad Request', code: 'bad_request', message: 'the request could not be parsed as HTTP' };
-    const payload = JSON.stringify(body(refusal.code, refusal.message));
+    // the answer to a HEAD request must carry no body, or the client cannot parse it
+    const head = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
+    const payload = head ? '' : JSON.stringify(body(refusal.code, refusal.message));
     socket.end(
       `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n${REQUEST_ID_HEADER}: ${requestId}\r\nConnection: close\r\n\r\n${payload}`,
     );
