@@ -264,6 +264,10 @@ describe('failed authentication', () => {
     expectEnvelope(await call(wrong, '10.9.1.1'), 401, 'unauthorized');
     const metrics = await app.inject({ url: '/metrics' });
     expect(metrics.body).toMatch(/http_auth_failures_total\{outcome="rate_limited"\} [1-9]/);
+    // the event-loop delay histogram is served next to them
+    expect(metrics.body).toMatch(/^# TYPE event_loop_delay_seconds histogram$/m);
+    expect(metrics.body).toMatch(/^event_loop_delay_seconds_bucket\{le="0.05"\} \d+$/m);
+    expect(Number(/^event_loop_delay_seconds_count (\d+)$/m.exec(metrics.body)?.[1])).toBeGreaterThan(0);
   });
 });
 
