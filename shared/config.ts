@@ -45,7 +45,7 @@ export const configSchema = z.object({
   FIELD_CATALOG_SECONDS: z.coerce.number().min(0).max(3600).default(30),
   // query service: failed authentication (timing, look-ups, per-address rate limit)
   API_KEY_MISS_CACHE_SECONDS: z.coerce.number().min(0).max(600).default(10),
-  AUTH_FAILURE_MIN_MS: z.coerce.number().int().min(0).max(5000).default(25),
+  AUTH_FAILURE_MIN_MS: z.coerce.number().int().min(0).max(5000).default(50),
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(0).default(30),
   AUTH_FAILURE_BURST: z.coerce.number().int().min(1).default(10),
   // query service: HTTP bounds (bytes) and timeouts (ms) against slow or oversized clients
