@@ -146,7 +146,7 @@ interface Ipv6Match {
 }
 
 /** The longest valid IPv6 address starting at `start`, or undefined. Reads at most about 45 characters. */
-export function ipv6At(codes: string, start: number): Ipv6Match | undefined {
+function ipv6At(codes: string, start: number): Ipv6Match | undefined {
   let position = start;
   let groups = 0;
   let compressed = false;

@@ -24,7 +24,8 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     if (!principal) throw new Unauthorized('missing API key: send it in the X-API-KEY header or as Authorization: Bearer <key>');
     const endpoint = findEndpoint(request.params.endpoint);
     if (!endpoint) {
-      throw new NotFound(`no endpoint ${JSON.stringify(request.params.endpoint)}; known endpoints: usage.api-counts, logs.all (by name or UUID)`, 'endpoint_not_found');
+      // the name is not echoed: it is the caller's raw input
+      throw new NotFound('no endpoint with this name or UUID; known endpoints: usage.api-counts, logs.all (by name or UUID)', 'endpoint_not_found');
     }
     const body = parametersObject(request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body);
     const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeader: request.headers['svc-endpoint-redact-pii'] }, options);

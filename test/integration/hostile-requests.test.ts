@@ -138,6 +138,9 @@ describe('hostile requests against the query service', () => {
       const response = await server.app.inject({ url: '/<script>alert(1)</script>' });
       expectEnvelope(response, 404, 'route_not_found');
       expect(response.body).not.toContain('script');
+      const endpoint = await server.app.inject({ url: '/api/endpoints/query/%3Cimg%20src%3Dx%3E', headers });
+      expectEnvelope(endpoint, 404, 'endpoint_not_found');
+      expect(endpoint.body).not.toMatch(/img|src/);
     });
 
     it('wrong content types, bodies too large, bodies that are not objects, __proto__ keys, a non-string sql', async () => {
