@@ -72,8 +72,22 @@ export const configSchema = z.object({
   SANDBOX_MAX_SCAN_EVENTS: z.coerce.number().int().min(1).max(5_000_000).default(100_000),
   SANDBOX_ENGINE_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i, 'use a size such as 512MB or 1GiB').default('1GiB'),
   SANDBOX_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).default(2),
+  // sandboxed SQL is parsed in a worker thread; a parse running longer is refused
+  SANDBOX_PARSE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
   // how long the cached field types of an index (what can be pushed down) are trusted
   FIELD_CATALOG_SECONDS: z.coerce.number().min(0).max(3600).default(30),
+  // query service: failed authentication (timing, look-ups, per-address rate limit)
+  API_KEY_MISS_CACHE_SECONDS: z.coerce.number().min(0).max(600).default(10),
+  AUTH_FAILURE_MIN_MS: z.coerce.number().int().min(0).max(5000).default(50),
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(0).default(30),
+  AUTH_FAILURE_BURST: z.coerce.number().int().min(1).default(10),
+  // query service: HTTP bounds (bytes) and timeouts (ms) against slow or oversized clients
+  HTTP_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  HTTP_MAX_HEADER_BYTES: z.coerce.number().int().min(16 * 1024).max(1024 * 1024).default(80 * 1024),
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  HTTP_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(120_000),
 
   // ingest worker
   INGEST_HOST: z.string().default('127.0.0.1'),
@@ -114,6 +128,14 @@ export const configSchema = z.object({
   STACK_ELASTICSEARCH_USER: z.string().regex(/^[a-z_][a-z0-9_-]*$/).default('logplatform-es'),
 }).superRefine((config, context) => {
   for (const issue of serverSecurityIssues(config)) context.addIssue({ code: 'custom', path: [issue.variable], message: issue.message });
+  // Node refuses a headers timeout above the request timeout
+  if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
+    context.addIssue({ code: 'custom', path: ['HTTP_HEADERS_TIMEOUT_MS'], message: `must not exceed HTTP_REQUEST_TIMEOUT_MS (${config.HTTP_REQUEST_TIMEOUT_MS})` });
+  }
+  // an idle-socket timeout shorter than a query would cut callers off while their answer is computed
+  if (config.HTTP_CONNECTION_TIMEOUT_MS <= config.QUERY_TIMEOUT_MS) {
+    context.addIssue({ code: 'custom', path: ['HTTP_CONNECTION_TIMEOUT_MS'], message: `must exceed QUERY_TIMEOUT_MS (${config.QUERY_TIMEOUT_MS})` });
+  }
 });
 
 function isReadableFile(file: string): boolean {

@@ -6,7 +6,8 @@
  * Request counts and latency per endpoint are recorded by src/plugins/metrics.ts; the result cache
  * records its own counters.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry });
@@ -79,6 +80,14 @@ export const httpRateLimitedTotal = new Counter({
   registers: [metricsRegistry],
 });
 
+export const authFailuresTotal = new Counter({
+  name: 'http_auth_failures_total',
+  help: 'Requests under /api/ refused at authentication: unauthorized (401) or rate_limited (429, the client address failed too often)',
+  labelNames: ['outcome'] as const,
+  registers: [metricsRegistry],
+});
+for (const outcome of ['unauthorized', 'rate_limited']) authFailuresTotal.inc({ outcome }, 0);
+
 export const sandboxScansTotal = new Counter({
   name: 'sandbox_scans_total',
   help: 'Scans run for sandboxed queries, by how the store answered: aggregation (pushed-down GROUP BY), aggregation_fallback (irregular events: pulled instead), limited (LIMIT pushed down), pulled (every matching event), request_counts, constant',
@@ -91,3 +100,58 @@ export const sandboxScannedEventsTotal = new Counter({
   help: 'Events pulled from Elasticsearch into the embedded engine by sandboxed queries',
   registers: [metricsRegistry],
 });
+
+/** How often the event loop is sampled; each sample is the time between two ticks of this period. */
+const EVENT_LOOP_RESOLUTION_MS = 10;
+const EVENT_LOOP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+/**
+ * `event_loop_delay_seconds`: a Prometheus histogram of how late the event loop ran a timer due
+ * every 10 ms, since start (Node's perf_hooks.monitorEventLoopDelay, tick interval subtracted).
+ * A request that keeps the loop busy for 50 ms shows up above the 0.05 bucket. Bucket counts are
+ * read from the monitor's HDR histogram at scrape time.
+ */
+export function eventLoopDelayMetric(): Metric & { get(): Promise<unknown> } {
+  const monitor = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
+  monitor.enable();
+  const name = 'event_loop_delay_seconds';
+  const delaySeconds = (nanoseconds: number) => Math.max(0, nanoseconds / 1e9 - EVENT_LOOP_RESOLUTION_MS / 1000);
+  /** Samples at most `bound` late: the highest percentile whose delay is within it (binary search). */
+  const countWithin = (bound: number): number => {
+    if (monitor.count === 0) return 0;
+    if (delaySeconds(monitor.max) <= bound) return monitor.count;
+    let low = 0;
+    let high = 100;
+    for (let step = 0; step < 24; step += 1) {
+      const middle = (low + high) / 2;
+      if (delaySeconds(monitor.percentile(Math.max(middle, 1e-9))) <= bound) low = middle;
+      else high = middle;
+    }
+    return Math.floor((monitor.count * low) / 100);
+  };
+  const metric = {
+    name,
+    help: 'How late the event loop ran a timer due every 10 ms (perf_hooks.monitorEventLoopDelay), since start',
+    type: 'histogram',
+    aggregator: 'sum',
+    labelNames: [],
+    async get() {
+      const values = EVENT_LOOP_BUCKETS.map((bound) => ({ metricName: `${name}_bucket`, labels: { le: bound }, value: countWithin(bound) }));
+      values.push({ metricName: `${name}_bucket`, labels: { le: '+Inf' as unknown as number }, value: monitor.count });
+      const sum = monitor.count === 0 ? 0 : delaySeconds(monitor.mean) * monitor.count;
+      return {
+        name,
+        help: metric.help,
+        type: 'histogram',
+        aggregator: 'sum',
+        values: [...values, { metricName: `${name}_sum`, labels: {}, value: sum }, { metricName: `${name}_count`, labels: {}, value: monitor.count }],
+      };
+    },
+    reset() {
+      monitor.reset();
+    },
+  };
+  return metric as unknown as Metric & { get(): Promise<unknown> };
+}
+
+metricsRegistry.registerMetric(eventLoopDelayMetric());

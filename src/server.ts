@@ -13,7 +13,9 @@ import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
 import { EmbeddedEngine } from './executor/engine/embedded-engine.ts';
 import { FieldCatalogs } from './executor/field-catalogs.ts';
-import { clientErrorHandler, installErrorHandler } from './http/error-handler.ts';
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandler } from './http/error-handler.ts';
+import { parseJsonBody } from './http/json-body.ts';
+import { requestIdOf } from './http/request-id.ts';
 import { RequestLog } from './http/request-log.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
@@ -22,7 +24,8 @@ import { metricsPlugin } from './plugins/metrics.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { readyPlugin } from './plugins/ready.ts';
-import { initSqlParser } from './sql/index.ts';
+import { requestIdPlugin } from './plugins/request-id.ts';
+import { SqlParserThread } from './sql/parser-pool.ts';
 
 export interface ServerDependencies {
   config: Config;
@@ -39,21 +42,45 @@ export interface ServerDependencies {
   authenticator?: Authenticator;
 }
 
-/** Sandboxed SQL arrives in the query string: accept URLs (plus headers) well beyond the 16 KiB clients send. */
-const MAX_REQUEST_HEAD_BYTES = 80 * 1024;
-const MAX_BODY_BYTES = 1024 * 1024;
+/** Longest path segment the router matches: endpoint names and UUIDs are far shorter. */
+const MAX_PARAM_LENGTH = 512;
 
 export async function buildServer(deps: ServerDependencies): Promise<FastifyInstance> {
+  const { config } = deps;
+  const logger = withoutSecrets(deps.logger);
   const app: FastifyInstance = Fastify({
-    loggerInstance: withoutSecrets(deps.logger) as FastifyBaseLogger,
-    routerOptions: { maxParamLength: 512 },
-    bodyLimit: MAX_BODY_BYTES,
-    http: { maxHeaderSize: MAX_REQUEST_HEAD_BYTES },
-    requestIdHeader: 'x-request-id',
+    loggerInstance: logger as FastifyBaseLogger,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    bodyLimit: config.HTTP_MAX_BODY_BYTES,
+    // sandboxed SQL arrives in the query string: HTTP_MAX_HEADER_BYTES is well beyond the 16 KiB clients send.
+    // Node checks the headers and request timeouts every connectionsCheckingInterval, so it is kept well below them.
+    http: {
+      maxHeaderSize: config.HTTP_MAX_HEADER_BYTES,
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(config.HTTP_HEADERS_TIMEOUT_MS / 4)),
+    },
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    connectionTimeout: config.HTTP_CONNECTION_TIMEOUT_MS,
+    genReqId: requestIdOf,
     logController: new RequestLog(),
-    clientErrorHandler: clientErrorHandler(MAX_REQUEST_HEAD_BYTES),
+    frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
+    clientErrorHandler: clientErrorHandler(
+      { maxHeadBytes: config.HTTP_MAX_HEADER_BYTES, headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
+      logger,
+    ),
   });
   installErrorHandler(app);
+  // our own JSON parser: errors that say what is wrong (a `__proto__` key is named, not called "not JSON")
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
+    try {
+      done(null, parseJsonBody(text as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
   const clock = deps.clock ?? new SystemClock();
   const resultCache = deps.resultCache ?? new ResultCache({ maxBytes: deps.config.CACHE_MAX_BYTES, clock, logger: deps.logger });
   app.addHook('onClose', async () => resultCache.close());
@@ -64,16 +91,26 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       bootstrapKey: deps.config.BOOTSTRAP_API_KEY,
       clock,
       cacheSeconds: deps.config.API_KEY_CACHE_SECONDS,
+      missCacheSeconds: deps.config.API_KEY_MISS_CACHE_SECONDS,
     });
   const limits = { perMinute: deps.config.RATE_LIMIT_PER_MINUTE, burst: deps.config.RATE_LIMIT_BURST };
-  // metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
+  // request id, metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
+  await app.register(requestIdPlugin);
   await app.register(metricsPlugin);
-  await app.register(authPlugin, { authenticator });
+  const failureLimits = { perMinute: config.AUTH_FAILURES_PER_MINUTE, burst: config.AUTH_FAILURE_BURST };
+  await app.register(authPlugin, {
+    authenticator,
+    failures: new TokenBuckets(failureLimits, clock),
+    failuresPerMinute: failureLimits.perMinute,
+    failureBurst: failureLimits.burst,
+    failureMinMs: config.AUTH_FAILURE_MIN_MS,
+  });
   await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: ENDPOINTS });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls });
-  await initSqlParser();
+  const sqlParser = new SqlParserThread(config.SANDBOX_PARSE_TIMEOUT_MS);
+  app.addHook('onClose', async () => sqlParser.close());
   // DuckDB runs in child processes started on the first sandboxed query, not with every server
   let engine: Promise<EmbeddedEngine> | undefined;
   const startedEngine = () =>
@@ -91,11 +128,12 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
     clock,
     resultCache,
-    bodyLimit: MAX_BODY_BYTES,
+    bodyLimit: config.HTTP_MAX_BODY_BYTES,
     sandbox: {
       limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS },
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),
       engine: startedEngine,
+      parseSql: (text, options) => sqlParser.parse(text, options),
     },
   });
   return app;

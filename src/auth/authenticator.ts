@@ -18,6 +18,11 @@ export interface AuthenticatorOptions {
   clock: Clock;
   /** How long a verified key is trusted without asking Elasticsearch again: the bound on how late a revoke takes effect. */
   cacheSeconds: number;
+  /**
+   * How long a key id Elasticsearch does not know is refused without asking again (default 0):
+   * guessing ids then costs no store look-up, and a new key may be refused this long if its id was tried before.
+   */
+  missCacheSeconds?: number;
 }
 
 interface RememberedKey {
@@ -48,6 +53,8 @@ export function principalOf(record: ApiKeyRecord): Principal {
 /** Turns the key a request presents into a Principal, or refuses it with 401. */
 export class Authenticator {
   private readonly remembered = new Map<string, RememberedKey>();
+  /** Key ids Elasticsearch did not know, and when it said so. */
+  private readonly missing = new Map<string, number>();
 
   constructor(private readonly options: AuthenticatorOptions) {}
 
@@ -74,6 +81,10 @@ export class Authenticator {
     const cached = this.remembered.get(keyId);
     if (cached && now - cached.verifiedAt < this.options.cacheSeconds * 1000) return cached;
     this.remembered.delete(keyId);
+    const missSeconds = this.options.missCacheSeconds ?? 0;
+    const missedAt = this.missing.get(keyId);
+    if (missedAt !== undefined && now - missedAt < missSeconds * 1000) return null;
+    this.missing.delete(keyId);
 
     let found: Awaited<ReturnType<KeyStore['find']>>;
     try {
@@ -84,7 +95,13 @@ export class Authenticator {
       }
       throw error;
     }
-    if (!found) return null;
+    if (!found) {
+      if (missSeconds > 0) {
+        this.missing.set(keyId, now);
+        if (this.missing.size > MAX_REMEMBERED_KEYS) this.missing.delete(this.missing.keys().next().value!);
+      }
+      return null;
+    }
     const remembered = { ...found, verifiedAt: now };
     if (this.options.cacheSeconds > 0) {
       this.remembered.set(keyId, remembered);

@@ -57,6 +57,16 @@ export class TokenBuckets {
     return { kind: 'allowed', limit: this.limits.burst, remaining: Math.floor(bucket.tokens) };
   }
 
+  /** Whether `keyId` has a token to spend now, without spending it. */
+  peek(keyId: string): RateDecision {
+    if (this.limits.perMinute === 0) return { kind: 'unlimited' };
+    const bucket = this.buckets.get(keyId);
+    if (!bucket) return { kind: 'allowed', limit: this.limits.burst, remaining: this.limits.burst };
+    const tokens = Math.min(this.limits.burst, bucket.tokens + Math.max(0, this.clock.now() - bucket.updatedAt) * this.tokensPerMs);
+    if (tokens >= 1) return { kind: 'allowed', limit: this.limits.burst, remaining: Math.floor(tokens) };
+    return { kind: 'limited', limit: this.limits.burst, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / this.tokensPerMs / 1000)) };
+  }
+
   /** Buckets held (keys seen within the last fill time). */
   get size(): number {
     return this.buckets.size;

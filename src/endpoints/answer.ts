@@ -10,9 +10,9 @@ import { elasticsearchQuerySeconds } from '../metrics.ts';
 import { planEndpointQuery, type Plan } from '../planner/index.ts';
 import type { SandboxLimits } from '../planner/sandbox/index.ts';
 import { redactPii } from '../redaction.ts';
-import { parseSandboxQuery } from '../sql/index.ts';
 import type { PartitionPeriod } from '../../shared/partitions.ts';
 import type { SourceName } from '../../shared/sources.ts';
+import type { SandboxQueryOptions } from '../sql/index.ts';
 import { parseLql } from '../lql/index.ts';
 import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
@@ -32,6 +32,8 @@ export interface AnswerDependencies {
     fieldCatalogs: FieldCatalogs;
     /** The embedded engine, started on first use. */
     engine: () => Promise<EmbeddedEngine>;
+    /** The SQL front end (parse, convert, validate), run off the event loop. */
+    parseSql: (text: string, options: SandboxQueryOptions) => Promise<Query>;
   };
 }
 
@@ -68,7 +70,7 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
     sandbox?.language === 'lql'
       ? { language: 'lql', query: parseLql(sandbox.text) }
       : sandbox
-        ? { language: 'sql', query: parseSandboxQuery(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) }) }
+        ? { language: 'sql', query: await dependencies.sandbox.parseSql(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) }) }
         : undefined;
   const sources = endpoint.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const plan = async (): Promise<Plan> => {

@@ -3,15 +3,18 @@ import type { EndpointDefinition } from '../../queries/endpoint.ts';
 import type { Principal } from '../auth/principal.ts';
 import { BadParameter, Forbidden } from '../errors.ts';
 
-/** Query-string and JSON-body values merged; the body wins, as clients send long SQL there. */
+/**
+ * Query-string and JSON-body values merged; the body wins, as clients send long SQL there. Values
+ * keep their JSON types (so a non-string `sql` is named, not coerced); the result has no prototype,
+ * so no parameter name can reach one.
+ */
 export function mergedParameters(query: unknown, body: unknown): Record<string, unknown> {
-  const merged: Record<string, unknown> = {};
+  const merged: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const source of [query, body]) {
     if (typeof source !== 'object' || source === null || Array.isArray(source)) continue;
     for (const [name, raw] of Object.entries(source)) {
       // a repeated query-string parameter: the last value wins
-      const value = Array.isArray(raw) && typeof raw[raw.length - 1] === 'string' ? raw[raw.length - 1] : raw;
-      merged[name] = typeof value === 'number' || typeof value === 'boolean' ? String(value) : value;
+      merged[name] = Array.isArray(raw) && typeof raw[raw.length - 1] === 'string' ? raw[raw.length - 1] : raw;
     }
   }
   return merged;
@@ -49,7 +52,9 @@ export function sandboxRequest(parameters: Record<string, unknown>): SandboxRequ
 
 /** The endpoint's declared parameters, validated and normalised; undeclared ones are dropped. */
 export function validateParameters(endpoint: EndpointDefinition, parameters: Record<string, unknown>): Record<string, unknown> {
-  const parsed = (endpoint.parameters as z.ZodType).safeParse(parameters);
+  // a JSON body may send a declared parameter as a number or boolean; it means the same as its text
+  const texts = Object.fromEntries(Object.entries(parameters).map(([name, value]) => [name, typeof value === 'number' || typeof value === 'boolean' ? String(value) : value]));
+  const parsed = (endpoint.parameters as z.ZodType).safeParse(texts);
   if (parsed.success) return parsed.data as Record<string, unknown>;
   const messages = parsed.error.issues.map((issue) => {
     const name = issue.path.join('.');
@@ -58,11 +63,20 @@ export function validateParameters(endpoint: EndpointDefinition, parameters: Rec
   throw new BadParameter(`${endpoint.name}: ${messages.join('; ')}`);
 }
 
-/** `SVC-ENDPOINT-REDACT-PII: true` (any letter case) turns redaction on; otherwise the endpoint's setting holds. */
+/**
+ * `SVC-ENDPOINT-REDACT-PII`: `true` or `false` (any letter case, surrounding spaces ignored); absent,
+ * the endpoint's setting holds. Anything else, a repeated header included (Node joins repeats with
+ * ", "), is refused: a caller asking for redaction must never get clear rows because of a typo.
+ */
 export function redactionRequested(header: string | string[] | undefined, endpoint: EndpointDefinition): boolean {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined) return endpoint.redactPii;
-  return value.trim().toLowerCase() === 'true';
+  if (header === undefined) return endpoint.redactPii;
+  const allowed = 'SVC-ENDPOINT-REDACT-PII must be exactly true or false (letter case and surrounding spaces ignored), sent once';
+  if (Array.isArray(header)) throw new BadParameter(`${allowed}; it was sent ${header.length} times`, 'bad_request');
+  const value = header.trim().toLowerCase();
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  const shown = header.length > 40 ? `${JSON.stringify(header.slice(0, 40))}...` : JSON.stringify(header);
+  throw new BadParameter(`${allowed}; got ${shown}`, 'bad_request');
 }
 
 /**

@@ -1,5 +1,5 @@
 import { errors, type Client, type estypes } from '@elastic/elasticsearch';
-import { BadParameter, QueryTimeout, StoreUnavailable } from '../errors.ts';
+import { BadParameter, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
 
 export interface StoreOptions {
   elasticsearch: Client;
@@ -12,7 +12,26 @@ export interface StoreOptions {
 /** Elasticsearch's reasons for refusing a regexp that the translator let through (too long, too many states). */
 const PATTERN_REFUSALS = /too_complex_to_determinize|max_regex_length|maxDeterminizedStates|determinizing/i;
 
-function storeError(error: unknown, timeoutMs: number): Error {
+interface StoreFailureCause {
+  type?: string;
+  reason?: string;
+}
+
+/** The shallowest failure of `type` anywhere in an Elasticsearch error body (root causes, caused_by chains, shard failures). */
+export function findStoreCause(body: unknown, type: string): StoreFailureCause | undefined {
+  const pending: unknown[] = [body];
+  // breadth first, so the root cause wins over a shard's copy; bodies are small, but a bound keeps an odd one cheap
+  for (let visited = 0; visited < pending.length && visited < 1000; visited += 1) {
+    const node = pending[visited];
+    if (typeof node !== 'object' || node === null) continue;
+    if ((node as StoreFailureCause).type === type) return node as StoreFailureCause;
+    pending.push(...Object.values(node));
+  }
+  return undefined;
+}
+
+/** What Elasticsearch's refusal means for the caller: the query's fault (400), the store's state (503), or time (504). */
+export function storeError(error: unknown, timeoutMs: number): Error {
   if (error instanceof errors.TimeoutError) {
     return new QueryTimeout(`the query took longer than ${timeoutMs} ms and was stopped; narrow the time window or the pattern`);
   }
@@ -20,6 +39,15 @@ function storeError(error: unknown, timeoutMs: number): Error {
     return new StoreUnavailable(`the log store (Elasticsearch) is unreachable: ${error.message}`);
   }
   if (error instanceof errors.ResponseError) {
+    const breaker = findStoreCause(error.body, 'circuit_breaking_exception');
+    // the parent breaker counts the whole node's memory: short of it, the store is busy, not this query at fault
+    if (breaker && !breaker.reason?.startsWith('[parent]')) {
+      return new QueryTooExpensive(`the query needs more memory than the log store allows one request (${breaker.reason ?? 'circuit breaker'}); narrow the time window, the pattern or the grouping`);
+    }
+    const buckets = findStoreCause(error.body, 'too_many_buckets_exception');
+    if (buckets) {
+      return new QueryTooExpensive(`the query would create too many buckets (${buckets.reason ?? 'too many buckets'}); use coarser buckets or a narrower time window`);
+    }
     const text = JSON.stringify(error.body ?? '');
     if (error.statusCode === 400 && PATTERN_REFUSALS.test(text)) {
       return new BadParameter('project: the pattern is too long or too complex for the log store; simplify it', 'pattern_too_complex');

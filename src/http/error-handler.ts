@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from '../../shared/logger.ts';
 import {
   ApiError,
   Forbidden,
@@ -11,6 +13,7 @@ import {
   StoreUnavailable,
   Unauthorized,
 } from '../errors.ts';
+import { REQUEST_ID_HEADER } from './request-id.ts';
 
 export interface ErrorBody {
   error: { code: string; message: string };
@@ -39,6 +42,7 @@ function headersOf(error: ApiError): Record<string, string> {
 /** The single place typed errors (and fastify's own) become the JSON error envelope. */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((thrown: FastifyError | Error, request, reply) => {
+    void reply.header(REQUEST_ID_HEADER, request.id);
     const fastifyError = thrown as FastifyError;
     const error = fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new RequestTooLarge(fastifyError.message, 'body') : thrown;
     if (error instanceof ApiError) {
@@ -49,7 +53,11 @@ export function installErrorHandler(app: FastifyInstance): void {
       void reply.code(400).send(body('bad_parameter', fastifyError.message));
       return;
     }
-    if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || fastifyError.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      void reply.code(415).send(body('bad_request', 'unsupported content type: send the parameters as a JSON object (content-type: application/json) or in the query string'));
+      return;
+    }
+    if (fastifyError.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
       void reply.code(fastifyError.statusCode ?? 400).send(body('bad_request', fastifyError.message));
       return;
     }
@@ -60,28 +68,59 @@ export function installErrorHandler(app: FastifyInstance): void {
       return;
     }
     request.log.error({ err: error }, 'unhandled error');
-    void reply.code(500).send(body('internal_error', 'internal error; the request id is in the x-request-id header and the service log'));
+    void reply.code(500).send(body('internal_error', `internal error; the service log has the details under request id ${request.id} (also in the x-request-id header)`));
   });
 
+  // the path is not echoed: it is the caller's raw input
   app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send(body('route_not_found', `no route ${request.method} ${request.url.split('?')[0]}; endpoints are served at /api/endpoints/query/<uuid-or-name>`));
+    void reply.code(404).send(body('route_not_found', `no route for ${request.method} at this path; endpoints are served at GET or POST /api/endpoints/query/<uuid-or-name>`));
   });
 }
 
 /**
- * Errors Node's HTTP parser raises before fastify sees a request (an oversized request line or
- * headers, a malformed request), answered with the same envelope instead of fastify's default body.
+ * Errors fastify's router raises before any route or hook runs (a malformed percent-escape in the
+ * path, a path segment over the router's limit), in the envelope and without echoing the URL.
  */
-export function clientErrorHandler(maxHeadBytes: number): (error: Error & { code?: string }, socket: Socket) => void {
+export function frameworkErrorHandler(maxParamLength: number): (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => void {
+  return (error, request, reply) => {
+    void reply.header(REQUEST_ID_HEADER, request.id);
+    if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+      void reply.code(414).send(body('request_too_large', `a path segment is longer than ${maxParamLength} characters; endpoint names and UUIDs are far shorter`));
+      return;
+    }
+    if (error.code === 'FST_ERR_BAD_URL') {
+      void reply.code(400).send(body('bad_request', 'the URL path holds an invalid percent-escape (% must be followed by two hex digits of valid UTF-8)'));
+      return;
+    }
+    request.log.error({ err: error }, 'router error');
+    void reply.code(500).send(body('internal_error', `internal error; the service log has the details under request id ${request.id} (also in the x-request-id header)`));
+  };
+}
+
+/**
+ * Errors Node's HTTP server raises before fastify sees a request (an oversized request line or
+ * headers, a malformed request, headers or body not received within their timeouts), answered with
+ * the same envelope and a request id of their own instead of fastify's default body.
+ */
+export function clientErrorHandler(limits: { maxHeadBytes: number; headersTimeoutMs: number; requestTimeoutMs: number }, logger: Logger): (error: Error & { code?: string; rawPacket?: unknown }, socket: Socket) => void {
   return (error, socket) => {
-    if (!socket.writable) return;
+    const requestId = randomUUID();
+    logger.info({ reqId: requestId, code: error.code, remoteAddress: socket.remoteAddress }, 'client error before routing');
+    if (!socket.writable) {
+      socket.destroy();
+      return;
+    }
     const refusal =
       error.code === 'HPE_HEADER_OVERFLOW'
-        ? { status: 414, reason: 'URI Too Long', code: 'request_too_large', message: `the URL and headers exceed ${maxHeadBytes / 1024} KiB; send long sql in a POST body instead` }
-        : { status: 400, reason: 'Bad Request', code: 'bad_request', message: 'the request could not be parsed as HTTP' };
-    const payload = JSON.stringify(body(refusal.code, refusal.message));
+        ? { status: 414, reason: 'URI Too Long', code: 'request_too_large', message: `the URL and headers exceed ${limits.maxHeadBytes / 1024} KiB; send long sql in a POST body instead` }
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? { status: 408, reason: 'Request Timeout', code: 'request_timeout', message: `the request was not received in time: headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms` }
+          : { status: 400, reason: 'Bad Request', code: 'bad_request', message: 'the request could not be parsed as HTTP' };
+    // the answer to a HEAD request must carry no body, or the client cannot parse it
+    const head = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
+    const payload = head ? '' : JSON.stringify(body(refusal.code, refusal.message));
     socket.end(
-      `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
+      `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n${REQUEST_ID_HEADER}: ${requestId}\r\nConnection: close\r\n\r\n${payload}`,
     );
   };
 }

@@ -48,6 +48,18 @@ interface Branch {
 }
 
 const MAX_REPEAT = 1000;
+/**
+ * Bounds checked before any parsing, so hostile patterns cost nothing: Elasticsearch refuses a
+ * regexp longer than 1000 characters anyway (index.max_regex_length), nesting is parsed by
+ * recursion, and the expanded size (repeat counts multiplied out) is what the store's automaton grows with.
+ */
+export const MAX_PATTERN_LENGTH = 1000;
+export const MAX_GROUP_DEPTH = 32;
+const MAX_EXPANDED_SIZE = 10_000;
+
+function tooComplex(parameter: string, what: string): never {
+  throw new BadParameter(`${parameter}: the pattern ${what}; simplify it`, 'pattern_too_complex');
+}
 
 const DIGIT: Range[] = [[0x30, 0x39]];
 const WORD: Range[] = [[0x30, 0x39], [0x41, 0x5a], [0x5f, 0x5f], [0x61, 0x7a]];
@@ -68,6 +80,7 @@ function reject(parameter: string, pattern: string, construct: string): never {
 
 class Parser {
   private pos = 0;
+  private depth = 0;
 
   constructor(
     private readonly pattern: string,
@@ -134,7 +147,9 @@ class Parser {
 
   /** `{n}`, `{n,}` or `{n,m}` at the cursor, without consuming it; null when `{` is a literal (as JavaScript reads it). */
   private braceQuantifier(): { min: number; max: number | null; length: number } | null {
-    const match = /^\{(\d+)(,(\d*))?\}/.exec(this.pattern.slice(this.pos));
+    const brace = /\{(\d+)(,(\d*))?\}/y;
+    brace.lastIndex = this.pos;
+    const match = brace.exec(this.pattern);
     if (!match) return null;
     const min = Number(match[1]);
     const max = match[2] === undefined ? min : match[3] === '' ? null : Number(match[3]);
@@ -179,20 +194,28 @@ class Parser {
     return char(code);
   }
 
+  private startsWith(text: string): boolean {
+    return this.pattern.startsWith(text, this.pos);
+  }
+
   private group(): Group {
-    const rest = this.pattern.slice(this.pos);
-    if (rest.startsWith('(?=') || rest.startsWith('(?!')) reject(this.parameter, this.pattern, 'lookahead (?= or (?!');
-    if (rest.startsWith('(?<=') || rest.startsWith('(?<!')) reject(this.parameter, this.pattern, 'lookbehind (?<= or (?<!');
+    if (this.startsWith('(?=') || this.startsWith('(?!')) reject(this.parameter, this.pattern, 'lookahead (?= or (?!');
+    if (this.startsWith('(?<=') || this.startsWith('(?<!')) reject(this.parameter, this.pattern, 'lookbehind (?<= or (?<!');
     let open = 1;
-    if (rest.startsWith('(?:')) open = 3;
-    else if (rest.startsWith('(?<') || rest.startsWith('(?P<')) {
+    if (this.startsWith('(?:')) open = 3;
+    else if (this.startsWith('(?<') || this.startsWith('(?P<')) {
       // a named group matches like any group; only a backreference to it would differ, and those are rejected
-      const named = /^\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>/.exec(rest);
-      if (!named) throw new BadParameter(`${this.parameter}: invalid group name at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
-      open = named[0].length;
-    } else if (rest.startsWith('(?')) reject(this.parameter, this.pattern, `inline flags or modifiers such as (?i) (matching is case-sensitive; write both cases in a class instead, e.g. [Aa])`);
+      const named = /\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>/y;
+      named.lastIndex = this.pos;
+      const match = named.exec(this.pattern);
+      if (!match) throw new BadParameter(`${this.parameter}: invalid group name at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+      open = match[0].length;
+    } else if (this.startsWith('(?')) reject(this.parameter, this.pattern, `inline flags or modifiers such as (?i) (matching is case-sensitive; write both cases in a class instead, e.g. [Aa])`);
     this.pos += open;
+    this.depth += 1;
+    if (this.depth > MAX_GROUP_DEPTH) tooComplex(this.parameter, `nests groups more than ${MAX_GROUP_DEPTH} deep`);
     const alternatives = this.alternatives();
+    this.depth -= 1;
     if (this.peek() !== ')') throw new BadParameter(`${this.parameter}: unterminated group in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
     this.pos += 1;
     if (alternatives.some((items) => items.some((item) => item === 'start' || item === 'end'))) {
@@ -288,13 +311,13 @@ class Parser {
         return reject(this.parameter, this.pattern, 'the control escape \\c without a letter');
       }
       case 'x': {
-        const hex = /^[0-9A-Fa-f]{2}/.exec(this.pattern.slice(this.pos));
+        const hex = /^[0-9A-Fa-f]{2}/.exec(this.pattern.slice(this.pos, this.pos + 2));
         if (!hex) return reject(this.parameter, this.pattern, '\\x without two hex digits');
         this.pos += 2;
         return char(parseInt(hex[0], 16));
       }
       case 'u': {
-        const hex = /^[0-9A-Fa-f]{4}/.exec(this.pattern.slice(this.pos));
+        const hex = /^[0-9A-Fa-f]{4}/.exec(this.pattern.slice(this.pos, this.pos + 4));
         if (!hex) return reject(this.parameter, this.pattern, '\\u without four hex digits (\\u{...} needs the u flag)');
         this.pos += 4;
         return char(parseInt(hex[0], 16));
@@ -354,18 +377,36 @@ function emit(node: Node): string {
   }
 }
 
+/** How many character positions a node stands for once repeats are written out (unbounded ones counted once). */
+function nodeSize(node: Node): number {
+  switch (node.kind) {
+    case 'set': case 'union': return 1;
+    case 'group': return node.alternatives.reduce((total, items) => total + sequenceSize(items), 0);
+    case 'repeat': return nodeSize(node.node) * Math.max(1, node.max ?? node.min);
+  }
+}
+
+function sequenceSize(items: Node[]): number {
+  return items.reduce((total, item) => total + nodeSize(item), 0);
+}
+
 /**
  * Lucene regexp (for a `regexp` query with flags NONE) matching exactly the terms in which the
  * JavaScript RegExp `pattern` finds a match. Throws BadParameter, naming `parameter` (where the
  * pattern came from), for what cannot be translated.
  */
 export function luceneRegexpForContains(pattern: string, parameter: string): string {
+  if (pattern.length > MAX_PATTERN_LENGTH) tooComplex(parameter, `is ${pattern.length} characters long, more than ${MAX_PATTERN_LENGTH}`);
   const branches = new Parser(pattern, parameter).parse();
+  const size = branches.reduce((total, branch) => total + sequenceSize(branch.items), 0);
+  if (size > MAX_EXPANDED_SIZE) tooComplex(parameter, `expands to about ${size} characters once its repeats are multiplied out, more than ${MAX_EXPANDED_SIZE}`);
   try {
     new RegExp(pattern);
   } catch (error) {
     throw new BadParameter(`${parameter}: not a valid regular expression: ${(error as Error).message}`, 'invalid_pattern');
   }
   const emitted = branches.map((branch) => `${branch.anchoredStart ? '' : '.*'}${branch.items.map(emit).join('')}${branch.anchoredEnd ? '' : '.*'}`);
-  return emitted.length === 1 ? emitted[0]! : emitted.map((text) => `(${text})`).join('|');
+  const lucene = emitted.length === 1 ? emitted[0]! : emitted.map((text) => `(${text})`).join('|');
+  if (lucene.length > MAX_PATTERN_LENGTH) tooComplex(parameter, `becomes ${lucene.length} characters in the store's syntax, more than its limit of ${MAX_PATTERN_LENGTH}`);
+  return lucene;
 }

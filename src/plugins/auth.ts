@@ -1,9 +1,19 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { Principal } from '../auth/principal.ts';
+import type { RateDecision, TokenBuckets } from '../auth/token-bucket.ts';
+import { RateLimited, Unauthorized } from '../errors.ts';
+import { authFailuresTotal } from '../metrics.ts';
 
 export interface AuthOptions {
   authenticator: Authenticator;
+  /** Failed authentications per client address (a token bucket each). */
+  failures: TokenBuckets;
+  failuresPerMinute: number;
+  failureBurst: number;
+  /** Every refusal takes at least this long, whichever path refused it. */
+  failureMinMs: number;
 }
 
 /** Routes under this prefix need an API key; /health, /ready, /metrics and the docs do not. */
@@ -29,12 +39,36 @@ export function needsKey(request: FastifyRequest): boolean {
  * Authenticates every request under /api/ (matched routes and 404s alike, so an unknown endpoint is
  * only revealed to a valid key) and sets request.principal. Scope and project checks belong to the
  * endpoint route, which knows the endpoint.
+ *
+ * Against guessing: a refusal is answered no sooner than failureMinMs after the request started,
+ * so an unknown key id (a store look-up) and a known id with a wrong secret (often cached) cost the
+ * same from outside; and an address that keeps failing gets 429 for a while, valid key or not.
  */
 const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
   app.decorateRequest('principal', null as unknown as Principal);
+  const refusal = (decision: Extract<RateDecision, { kind: 'limited' }>) => {
+    authFailuresTotal.inc({ outcome: 'rate_limited' });
+    return new RateLimited(
+      `too many failed authentications from this address: ${options.failuresPerMinute} per minute with bursts of ${options.failureBurst}; retry in ${decision.retryAfterSeconds} s`,
+      decision.retryAfterSeconds,
+    );
+  };
   app.addHook('onRequest', async (request) => {
     if (!needsKey(request)) return;
-    request.principal = await options.authenticator.authenticate(request.headers);
+    const blocked = options.failures.peek(request.ip);
+    if (blocked.kind === 'limited') throw refusal(blocked);
+    const started = performance.now();
+    try {
+      request.principal = await options.authenticator.authenticate(request.headers);
+    } catch (error) {
+      if (!(error instanceof Unauthorized)) throw error;
+      authFailuresTotal.inc({ outcome: 'unauthorized' });
+      const decision = options.failures.take(request.ip);
+      const wait = started + options.failureMinMs - performance.now();
+      if (wait > 0) await sleep(wait);
+      if (decision.kind === 'limited') throw refusal(decision);
+      throw error;
+    }
   });
 };
 

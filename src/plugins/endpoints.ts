@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 import { answerEndpointQuery, type AnswerDependencies } from '../endpoints/answer.ts';
 import { mergedParameters } from '../endpoints/request.ts';
 import { BadParameter, NotFound, RequestTooLarge, Unauthorized } from '../errors.ts';
+import { parametersObject, parseJsonBody } from '../http/json-body.ts';
 
 export type EndpointsOptions = AnswerDependencies & {
   /** The most bytes a request body may have (GET bodies are read here, as fastify parses only POST's). */
@@ -23,9 +24,10 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     if (!principal) throw new Unauthorized('missing API key: send it in the X-API-KEY header or as Authorization: Bearer <key>');
     const endpoint = findEndpoint(request.params.endpoint);
     if (!endpoint) {
-      throw new NotFound(`no endpoint ${JSON.stringify(request.params.endpoint)}; known endpoints: usage.api-counts, logs.all (by name or UUID)`, 'endpoint_not_found');
+      // the name is not echoed: it is the caller's raw input
+      throw new NotFound('no endpoint with this name or UUID; known endpoints: usage.api-counts, logs.all (by name or UUID)', 'endpoint_not_found');
     }
-    const body = request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body;
+    const body = parametersObject(request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body);
     const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeader: request.headers['svc-endpoint-redact-pii'] }, options);
     return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).send({ result: answer.rows });
   }
@@ -54,9 +56,5 @@ async function getBody(request: FastifyRequest, limit: number): Promise<unknown>
   if (!/^application\/json\b/i.test(raw.headers['content-type'] ?? '')) {
     throw new BadParameter('a GET body must be JSON (content-type: application/json) holding the parameters', 'bad_request');
   }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch (error) {
-    throw new BadParameter(`the GET body is not valid JSON: ${(error as Error).message}`, 'bad_request');
-  }
+  return parseJsonBody(Buffer.concat(chunks).toString('utf8'));
 }

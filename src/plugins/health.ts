@@ -38,10 +38,33 @@ async function kafkaHealth(brokers: string[], tls: ConnectionOptions | undefined
   return { status: 'down', brokers, error: 'no brokers configured' };
 }
 
-/** Liveness plus the servers this process talks to and their versions. */
+/** How long a dependency check is reused: /health stays cheap (no store round trip per call) and answers within the event loop's time. */
+const DEPENDENCY_CHECK_MS = 2000;
+
+/**
+ * Liveness plus the servers this process talks to and their versions. The dependency checks run
+ * at most every 2 s and in the background: a caller gets the latest result at once (only the first
+ * call waits), so /health measures the process, not Elasticsearch's latency.
+ */
 export const healthPlugin: FastifyPluginAsync<HealthOptions> = async (app, options) => {
+  type Dependencies = { elasticsearch: Awaited<ReturnType<typeof elasticsearchHealth>>; kafka: Awaited<ReturnType<typeof kafkaHealth>>; checked_at: string };
+  let latest: Dependencies | undefined;
+  let checking: Promise<Dependencies> | undefined;
+  let checkedAt = 0;
+  const check = () =>
+    (checking ??= Promise.all([elasticsearchHealth(options.elasticsearch), kafkaHealth(options.kafkaBrokers, options.kafkaTls)])
+      .then(([elasticsearch, kafka]) => {
+        checkedAt = Date.now();
+        latest = { elasticsearch, kafka, checked_at: new Date(checkedAt).toISOString() };
+        return latest;
+      })
+      .finally(() => {
+        checking = undefined;
+      }));
+
   app.get('/health', async () => {
-    const [elasticsearch, kafka] = await Promise.all([elasticsearchHealth(options.elasticsearch), kafkaHealth(options.kafkaBrokers, options.kafkaTls)]);
-    return { status: 'ok', pid: process.pid, uptime_seconds: Math.round(process.uptime()), elasticsearch, kafka };
+    if (Date.now() - checkedAt >= DEPENDENCY_CHECK_MS) void check().catch(() => undefined);
+    const dependencies = latest ?? (await check());
+    return { status: 'ok', pid: process.pid, uptime_seconds: Math.round(process.uptime()), ...dependencies };
   });
 };

@@ -22,12 +22,18 @@ export interface SandboxQueryOptions {
   limits?: Partial<SandboxLimits>;
 }
 
+/** The first check, cheap enough to run before any other work (and before handing the text to the parser thread). */
+export function assertQuerySize(text: string, options: Pick<SandboxQueryOptions, 'limits'>): void {
+  const maxQueryBytes = options.limits?.maxQueryBytes ?? DEFAULT_SANDBOX_LIMITS.maxQueryBytes;
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxQueryBytes) {
+    throw new SandboxViolation(`the query is ${bytes} bytes long, more than ${maxQueryBytes} (limit maxQueryBytes)`);
+  }
+}
+
 export function parseSandboxQuery(text: string, options: SandboxQueryOptions): Query {
   const limits: SandboxLimits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
-  const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > limits.maxQueryBytes) {
-    throw new SandboxViolation(`the query is ${bytes} bytes long, more than ${limits.maxQueryBytes} (limit maxQueryBytes)`);
-  }
+  assertQuerySize(text, options);
   const tokens = scanTokens(text);
   const operators = countOperators(tokens);
   if (operators > limits.maxOperators) {

@@ -48,7 +48,7 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     expect(fromGetBody.json()).toEqual({ result: [{ via: 'g' }] });
     const badGetBody = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all?project=abc', payload: '{"sql":', headers: { ...headers, 'content-type': 'application/json' } });
     expect(badGetBody.statusCode).toBe(400);
-    expect(badGetBody.json().error.message).toMatch(/GET body is not valid JSON/);
+    expect(badGetBody.json().error.message).toMatch(/body is not valid JSON/);
     const lql = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', lql: 'f:edge_logs error' }, headers });
     expect(lql.statusCode).toBe(200);
     expect(lql.json()).toEqual({ result: [] });

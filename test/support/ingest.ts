@@ -185,7 +185,9 @@ export async function removeKafkaTestData(config: Config, extraGroups: string[] 
     if (topics.length > 0) await admin.deleteTopics({ topics });
     const groups = new Set((await admin.listGroups()).groups.map((group) => group.groupId));
     const ourGroups = [config.INGEST_GROUP_ID, ...extraGroups].filter((group) => isTestName(group) && groups.has(group));
-    if (ourGroups.length > 0) await admin.deleteGroups(ourGroups);
+    // best effort: a group whose last member's session has not yet expired cannot be deleted, and a
+    // left-over group is harmless (the end-of-run clean-up of external servers tries again)
+    if (ourGroups.length > 0) await admin.deleteGroups(ourGroups).catch(() => undefined);
   } finally {
     await admin.disconnect();
   }

@@ -20,7 +20,8 @@ describe('saved endpoints', () => {
 
 describe('request rules', () => {
   it('merges query string and body, the body winning, the last repeated value winning', () => {
-    expect(mergedParameters({ project: ['a', 'b'], interval: 'hourly' }, { project: 'c', n: 5 })).toEqual({ project: 'c', interval: 'hourly', n: '5' });
+    expect(mergedParameters({ project: ['a', 'b'], interval: 'hourly' }, { project: 'c', n: 5 })).toEqual({ project: 'c', interval: 'hourly', n: 5 });
+    expect(Object.getPrototypeOf(mergedParameters(JSON.parse('{"__proto__": {"project": "x"}}'), undefined))).toBeNull();
   });
 
   it('checks the endpoint scope by name or id', () => {
@@ -35,17 +36,30 @@ describe('request rules', () => {
     expect(sandboxRequest({ sql: '  ' })).toBeUndefined();
     expect(() => sandboxRequest({ sql: { select: 1 } })).toThrow(/sql must be a string/);
     expect(() => sandboxRequest({ sql: ['a', 'b'] })).toThrow(/got an array/);
+    expect(() => sandboxRequest(mergedParameters(undefined, { sql: 5 }))).toThrow(/sql must be a string holding the query text; got number/);
+    expect(() => sandboxRequest(mergedParameters(undefined, { lql: true }))).toThrow(/lql must be a string .* got boolean/);
   });
 
   it('names the parameter and the allowed values when validation fails, and drops undeclared parameters', () => {
     expect(() => validateParameters(usage, { interval: 'weekly', project: 'a' })).toThrow(/interval must be one of hourly, daily, minutely/);
     expect(validateParameters(usage, { interval: 'daily', project: 'a', extra: 'x' })).toEqual({ interval: 'daily', project: 'a' });
+    expect(validateParameters(usage, { interval: 'daily', project: 42 })).toEqual({ interval: 'daily', project: '42' });
   });
 
-  it('reads the redaction header case-insensitively', () => {
+  it('reads the redaction header case-insensitively, ignoring surrounding spaces', () => {
     expect(redactionRequested('TRUE', usage)).toBe(true);
+    expect(redactionRequested(' True\t', usage)).toBe(true);
     expect(redactionRequested('false', usage)).toBe(false);
+    expect(redactionRequested(' FALSE ', usage)).toBe(false);
     expect(redactionRequested(undefined, usage)).toBe(false);
+  });
+
+  it.each(['1', 'yes', 'on', '"true"', 'true;', 'true, true', 'true, false', '', 'tru', 'false x'])('refuses the redaction header %j naming the allowed values', (value) => {
+    expect(() => redactionRequested(value, usage)).toThrow(/must be exactly true or false/);
+  });
+
+  it('refuses a repeated redaction header', () => {
+    expect(() => redactionRequested(['true', 'true'], usage)).toThrow(/sent 2 times/);
   });
 
   it('builds cache keys from declared parameters in any order, the redaction flag and the project restriction', () => {

@@ -1,0 +1,47 @@
+import { errors } from '@elastic/elasticsearch';
+import { describe, expect, it } from 'vitest';
+import { QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
+import { storeError } from '../../src/executor/elasticsearch.ts';
+
+function refusal(statusCode: number, body: unknown): errors.ResponseError {
+  return new errors.ResponseError({ body, statusCode, headers: {}, warnings: null, meta: {} as never });
+}
+
+// as Elasticsearch 8.19 answers a search whose aggregation trips the request breaker
+const requestBreaker = {
+  error: {
+    root_cause: [{ type: 'circuit_breaking_exception', reason: '[request] Data too large, data for [preallocate[aggregations]] would be [6144/6kb], which is larger than the limit of [1/1b]', bytes_wanted: 6144, bytes_limit: 1, durability: 'TRANSIENT' }],
+    type: 'search_phase_execution_exception',
+    reason: 'all shards failed',
+    phase: 'query',
+    grouped: true,
+    failed_shards: [{ shard: 0, index: 'x', reason: { type: 'circuit_breaking_exception', reason: '[request] Data too large', durability: 'TRANSIENT' } }],
+  },
+  status: 429,
+};
+
+describe('store refusals', () => {
+  it('a circuit breaker tripped by the query is the query\'s fault: query_too_expensive with the reason', () => {
+    const mapped = storeError(refusal(429, requestBreaker), 1000);
+    expect(mapped).toBeInstanceOf(QueryTooExpensive);
+    expect((mapped as QueryTooExpensive).code).toBe('query_too_expensive');
+    expect(mapped.message).toMatch(/more memory than the log store allows one request \(\[request\] Data too large, data for \[preallocate\[aggregations\]\]/);
+  });
+
+  it('the parent breaker (the whole node short of memory) stays store_unavailable', () => {
+    const parent = { error: { type: 'circuit_breaking_exception', reason: '[parent] Data too large, real usage: [1000/1gb]', durability: 'TRANSIENT' }, status: 429 };
+    expect(storeError(refusal(429, parent), 1000)).toBeInstanceOf(StoreUnavailable);
+  });
+
+  it('too many buckets is the query\'s fault too', () => {
+    const buckets = { error: { root_cause: [], type: 'search_phase_execution_exception', reason: '', caused_by: { type: 'too_many_buckets_exception', reason: 'Trying to create too many buckets. Must be less than or equal to: [65536]', max_buckets: 65536 } }, status: 400 };
+    const mapped = storeError(refusal(400, buckets), 1000);
+    expect(mapped).toBeInstanceOf(QueryTooExpensive);
+    expect(mapped.message).toMatch(/too many buckets .*65536/);
+  });
+
+  it('overload and timeouts keep their meaning', () => {
+    expect(storeError(refusal(429, { error: { type: 'es_rejected_execution_exception', reason: 'queue full' } }), 1000)).toBeInstanceOf(StoreUnavailable);
+    expect(storeError(new errors.TimeoutError('slow'), 1000)).toBeInstanceOf(QueryTimeout);
+  });
+});
