@@ -1,13 +1,20 @@
 import { Worker } from 'node:worker_threads';
+import { compiled } from '../../shared/module-runtime.ts';
 import { BadParameter, InvalidQuery, SandboxViolation, SqlSyntax, UnknownTable } from '../errors.ts';
 import { assertQuerySize, type SandboxQueryOptions } from './index.ts';
 import type { ParseRefusal, ParseReply, ParseRequest } from './parser-thread.ts';
 import type { Query } from './syntax.ts';
 
-const ENTRY = new URL('./parser-thread.ts', import.meta.url).href;
-/** The entry is TypeScript: the thread registers tsx first, as the engine's child processes load it. */
-const TSX_API = import.meta.resolve('tsx/esm/api');
-const BOOT = `import(${JSON.stringify(TSX_API)}).then(({ register }) => { register(); return import(${JSON.stringify(ENTRY)}); })`;
+/**
+ * The thread runs the way this process runs: the compiled build starts it from dist/ with plain
+ * node; from source, the thread registers tsx first (tsx is a development dependency only).
+ */
+function startThread(): Worker {
+  if (compiled) return new Worker(new URL('./parser-thread.js', import.meta.url));
+  const entry = new URL('./parser-thread.ts', import.meta.url).href;
+  const tsx = import.meta.resolve('tsx/esm/api');
+  return new Worker(`import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); })`, { eval: true });
+}
 
 /** The domain errors the front end throws, rebuilt from their data without running their constructors (which format the message). */
 const REFUSAL_CLASSES: Record<string, { prototype: BadParameter }> = { SqlSyntax, SandboxViolation, UnknownTable, InvalidQuery, BadParameter };
@@ -73,7 +80,7 @@ export class SqlParserThread {
 
   private started(): Promise<Worker> {
     if (!this.current) {
-      const worker = new Worker(BOOT, { eval: true });
+      const worker = startThread();
       worker.unref();
       const ready = new Promise<Worker>((resolve, reject) => {
         worker.on('message', (message: ParseReply | { ready: true }) => {
