@@ -254,7 +254,9 @@ describe('time limits and crashes', () => {
     const elapsed = performance.now() - started;
     console.log(`event loop: query ${elapsed.toFixed(0)} ms, longest extra timer delay ${maxDelay.toFixed(1)} ms`);
     expect(elapsed).toBeGreaterThan(500);
-    expect(maxDelay).toBeLessThan(200);
+    // a query run on this thread would hold the timer for about its whole duration; in the engine's
+    // own process the timer only waits on the scheduler (a loaded machine adds a few hundred ms at most)
+    expect(maxDelay).toBeLessThan(elapsed / 3);
   });
 });
 
