@@ -14,7 +14,8 @@ import { SOURCES, topicName, type SourceName } from '../shared/sources.ts';
 import { demoEvents } from '../ingest/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
-import { startLocalStack, type LocalStack } from '../stack/index.ts';
+import type { LocalStack } from '../stack/index.ts';
+import { benchServers } from './servers.ts';
 import { percentile } from './latency.ts';
 
 /**
@@ -48,14 +49,9 @@ let stack: LocalStack | undefined;
 let worker: ChildProcess | undefined;
 
 async function main(): Promise<void> {
-  let brokers = config.KAFKA_BROKERS;
-  let elasticsearchUrl = config.ELASTICSEARCH_URL;
-  if (!brokers || !elasticsearchUrl) {
-    say('starting a local stack (KAFKA_BROKERS / ELASTICSEARCH_URL not both set)');
-    stack = await startLocalStack({ ...config, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, say);
-    brokers = stack.kafkaBrokers;
-    elasticsearchUrl = stack.elasticsearchUrl;
-  }
+  const servers = await benchServers(config, say);
+  stack = servers.stack;
+  const { brokers, elasticsearchUrl } = servers;
   if (CODECS) return codecBenchmark(brokers, elasticsearchUrl, CODECS);
   const prefix = `bench${randomBytes(3).toString('hex')}`;
   const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };

@@ -19,7 +19,8 @@ import { loadConfig, repositoryRoot } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
 import { createLogger } from '../shared/logger.ts';
 import { topicName } from '../shared/sources.ts';
-import { startLocalStack, type LocalStack } from '../stack/index.ts';
+import type { LocalStack } from '../stack/index.ts';
+import { benchServers } from './servers.ts';
 import { percentile } from './latency.ts';
 
 const config = loadConfig(process.env);
@@ -80,14 +81,9 @@ function rssBytes(pid: number): number {
 }
 
 async function main(): Promise<void> {
-  let brokers = config.KAFKA_BROKERS;
-  let elasticsearchUrl = config.ELASTICSEARCH_URL;
-  if (!brokers || !elasticsearchUrl) {
-    say('starting a local stack (KAFKA_BROKERS / ELASTICSEARCH_URL not both set)');
-    stack = await startLocalStack({ ...config, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, say);
-    brokers = stack.kafkaBrokers;
-    elasticsearchUrl = stack.elasticsearchUrl;
-  }
+  const servers = await benchServers(config, say);
+  stack = servers.stack;
+  const { brokers, elasticsearchUrl } = servers;
   const prefix = `soak${randomBytes(3).toString('hex')}`;
   ownIndices = { elasticsearchUrl, pattern: `${prefix}-*` };
   const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };

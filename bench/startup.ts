@@ -11,7 +11,8 @@ import { createLogger } from '../shared/logger.ts';
 import { repositoryRoot } from '../shared/module-runtime.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { sourceRoutes } from '../ingest/topics.ts';
-import { startLocalStack, type LocalStack } from '../stack/index.ts';
+import type { LocalStack } from '../stack/index.ts';
+import { benchServers } from './servers.ts';
 import { percentile } from './latency.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 
@@ -95,14 +96,9 @@ async function main(): Promise<void> {
     say('npm run build');
     await run('npm', ['run', 'build'], { cwd: repositoryRoot });
   }
-  let brokers = config.KAFKA_BROKERS;
-  let elasticsearchUrl = config.ELASTICSEARCH_URL;
-  if (!brokers || !elasticsearchUrl) {
-    say('starting a local stack (KAFKA_BROKERS / ELASTICSEARCH_URL not both set)');
-    stack = await startLocalStack({ ...config, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, say);
-    brokers = stack.kafkaBrokers;
-    elasticsearchUrl = stack.elasticsearchUrl;
-  }
+  const servers = await benchServers(config, say);
+  stack = servers.stack;
+  const { brokers, elasticsearchUrl } = servers;
   const prefix = `bench${randomBytes(3).toString('hex')}`;
   const env: NodeJS.ProcessEnv = {
     KAFKA_BROKERS: brokers.join(','),
