@@ -61,7 +61,7 @@ async function main(): Promise<void> {
 
   const started = await startWorker(brokers, elasticsearchUrl, locations);
   worker = started.child;
-  const producer = createKafka(kafkaConnection(config, brokers), 'logplatform-bench', logger).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = createKafka(kafkaConnection(config, brokers), 'logplatform-bench', logger).producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
 
   // Phase 1: throughput

@@ -93,7 +93,7 @@ async function main(): Promise<void> {
   const address = service.match[1]!;
   const servicePid = service.child.pid!;
 
-  const producer = createKafka({ brokers }, 'logplatform-soak', createLogger('soak', 'warn')).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = createKafka({ brokers }, 'logplatform-soak', createLogger('soak', 'warn')).producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const started = Date.now();
   const deadline = started + DURATION_MS;

@@ -45,6 +45,9 @@ try {
 }
 const producer = createKafka(connection, 'logplatform-produce', createLogger('produce', config.LOG_LEVEL)).producer({
   createPartitioner: Partitioners.DefaultPartitioner,
+  // a send retried after a timeout must not store its events twice (events without an id get one from their offset)
+  idempotent: true,
+  maxInFlightRequests: 1,
 });
 await producer.connect();
 try {
