@@ -68,7 +68,7 @@ describe('ingest: redelivery leaves no duplicate', () => {
     const workers = [await startIngestWorker(shared, silentLogger), await startIngestWorker(shared, silentLogger)];
     try {
       const values = Array.from({ length: 2000 }, (_, n) => ({ event_message: `spread ${n}`, project: 'default' }));
-      const producer = testKafka(shared).producer({ idempotent: true, maxInFlightRequests: 1 });
+      const producer = testKafka(shared).producer();
       await producer.connect();
       for (let partition = 0; partition < 4; partition += 1) {
         await producer.send({ topic: sourceTopic(shared, 'auth_logs'), acks: -1, messages: values.slice(partition * 500, partition * 500 + 500).map((value) => ({ value: JSON.stringify(value), partition })) });

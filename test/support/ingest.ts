@@ -36,7 +36,7 @@ export function testKafka(config: Config): Kafka {
 
 /** Publishes kafkajs messages (keys, headers, partitions as given) to a topic, compressed as asked. */
 export async function produceMessages(config: Config, topic: string, messages: Message[], compression = CompressionTypes.None): Promise<void> {
-  const producer = testKafka(config).producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+  const producer = testKafka(config).producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   try {
     await producer.send({ topic, acks: -1, compression, messages });
@@ -54,7 +54,7 @@ export async function storedIds(client: Client, index: string): Promise<string[]
 
 /** Publishes raw message values (strings as given, objects as JSON) to a source's topic. */
 export async function produce(config: Config, source: SourceName, values: (string | object | null)[], partition?: number): Promise<void> {
-  const producer = testKafka(config).producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+  const producer = testKafka(config).producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   try {
     const messages: Message[] = values.map((value) => ({ value: value === null || typeof value === 'string' ? value : JSON.stringify(value), partition }));
