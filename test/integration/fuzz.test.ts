@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { logsAll } from '../../queries/logs-all.ts';
 import { usageApiCounts } from '../../queries/usage-api-counts.ts';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
-import { ensureEventIndex } from '../../shared/event-index.ts';
+import { ensureEventIndex, ensureEventIndexTemplate, eventIndexTemplateName } from '../../shared/event-index.ts';
 import { legacyIndexName } from '../../shared/partitions.ts';
 import { SOURCE_NAMES } from '../../shared/sources.ts';
 import { LQL_ATTACKS } from '../fixtures/lql-attacks.ts';
@@ -169,6 +169,8 @@ describe('fuzzing the query service over HTTP', () => {
 
   beforeAll(async () => {
     const edge = legacyIndexName(prefix, 'edge_logs');
+    // as the worker does at start: /ready answers 200 once the template is there
+    await ensureEventIndexTemplate(elasticsearch, prefix);
     await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, legacyIndexName(prefix, source))));
     const now = Date.now();
     const events = Array.from({ length: 50 }, (_, i) =>
@@ -203,6 +205,7 @@ describe('fuzzing the query service over HTTP', () => {
     await service?.stop();
     const indices = Object.keys(await elasticsearch.indices.get({ index: `${prefix}*`, allow_no_indices: true }));
     if (indices.length > 0) await elasticsearch.indices.delete({ index: indices });
+    await elasticsearch.indices.deleteIndexTemplate({ name: eventIndexTemplateName(prefix) }, { ignore: [404] });
     await elasticsearch.close();
   });
 

@@ -78,7 +78,8 @@ describe('ingest: the worker killed with SIGKILL mid-batch', () => {
     const producing = produce(
       config,
       'edge_logs',
-      Array.from({ length: EVENTS }, (_, seq) => ({ event_message: `GET | 200 | event ${seq}`, project: 'default', metadata: { seq, request: { path: '/rest/v1/items', url: 'https://default.supabase.co/rest/v1/items' } } })),
+      // ids of their own: a send the test producer retries under load cannot add events; the worker's redelivery is what is tested
+      Array.from({ length: EVENTS }, (_, seq) => ({ id: `seq-${seq}`, event_message: `GET | 200 | event ${seq}`, project: 'default', metadata: { seq, request: { path: '/rest/v1/items', url: 'https://default.supabase.co/rest/v1/items' } } })),
     );
     // killed while the stream is still arriving and batches are in flight
     await waitFor('part of the stream to be indexed', async () => ((await indexedSoFar(first.port)) >= EVENTS / 20 ? true : undefined));

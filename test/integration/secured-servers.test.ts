@@ -58,7 +58,9 @@ function securedEnv(mechanism: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512', elas
 }
 
 const NOW = Date.UTC(2024, 0, 1, 12, 30);
+// ids of their own, so a send the test producer retries cannot add events (the worker is what is tested)
 const edgeEvent = (minutesAgo: number, path: string) => ({
+  id: `secured-${minutesAgo}`,
   timestamp: new Date(NOW - minutesAgo * 60_000).toISOString(),
   event_message: `GET | 200 | ${path}`,
   project: 'secured',
