@@ -37,7 +37,7 @@ export interface RetentionRun {
  * event is (or, empty, it has nothing to keep). Safe to run from several workers at once: each
  * deletes by exact name, and an index another worker deleted first is simply gone.
  */
-export async function applyRetention(client: Client, policy: RetentionPolicy, nowMs: number, logger: Logger): Promise<RetentionRun> {
+export async function applyRetention(client: Client, policy: RetentionPolicy, nowMs: number, logger: Logger, onDeleted: (source: SourceName) => void = () => {}): Promise<RetentionRun> {
   const listed = await client.cat.indices({ index: `${policy.indexPrefix}*`, format: 'json', h: 'index', expand_wildcards: 'open' });
   const indices = listed.map((row) => row.index).filter((index): index is string => typeof index === 'string');
   const doomed: { index: string; source: SourceName; reason: string }[] = expiredPartitions(indices, policy, nowMs).map((partition) => ({
@@ -59,6 +59,7 @@ export async function applyRetention(client: Client, policy: RetentionPolicy, no
     const response = await client.indices.delete({ index }, { ignore: [404] });
     if (response.acknowledged !== true) continue;
     deleted.push(index);
+    onDeleted(source);
     logger.info({ index, source, reason }, 'retention deleted an index');
   }
   return { deleted };
@@ -82,9 +83,8 @@ export function startRetentionSchedule(options: { client: Client; policy: Retent
   let stopped = false;
   const run = async () => {
     try {
-      const { deleted } = await applyRetention(client, policy, options.now(), logger);
+      await applyRetention(client, policy, options.now(), logger, (source) => metrics.retentionDeleted.inc({ source }));
       metrics.retentionRuns.inc({ outcome: 'ok' });
-      for (const index of deleted) metrics.retentionDeleted.inc({ source: policy.sources.find((source) => index.startsWith(`${policy.indexPrefix}${source}`)) ?? 'unknown' });
     } catch (error) {
       metrics.retentionRuns.inc({ outcome: 'failed' });
       logger.warn({ err: error }, 'retention run failed; trying again at the next interval');

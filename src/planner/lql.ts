@@ -31,11 +31,11 @@ export interface LqlPlanContext extends ScopeContext {
  */
 export function planLqlQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: LqlPlanContext, query: LqlQuery): Plan {
   const cte = lqlTable(endpoint, query);
-  const scopeless = eventScan(cte, params, context, { table: cte.name, predicates: [], order: 'timestamp_desc', take: { kind: 'limit', rows: 0 }, within: lqlTimeBounds(query.filters, context.now) });
+  const within = lqlTimeBounds(query.filters, context.now);
+  const scopeless = eventScan(cte, params, context, { table: cte.name, predicates: [], order: 'timestamp_desc', take: { kind: 'limit', rows: 0 }, within });
   const catalog = context.catalogs.get(cte.source) ?? { typeOf: () => undefined };
   const columns = new Set(cte.columns.map((column) => column.name));
   const predicates = query.filters.map((filter) => filterQuery(filter, catalog, columns, context.now));
-  const within = lqlTimeBounds(query.filters, context.now);
 
   if (query.chart) {
     const scan = chartScan(cte.name, scopeless.index, [...scopeless.scope, ...predicates], query.chart, catalog, columns);

@@ -44,12 +44,13 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   collectReferences(query, new Set(), endpoint, references);
   const scannedBy = new Map<string, ScannedTable>(references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]));
 
+  const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
   const scans: Scan[] = references.map((reference) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
     if (cte.kind === 'window_start') return windowStartScan(cte, params, context, table);
     const scope = SelectScope.of(reference.select, scannedBy);
-    const catalog = context.catalogs.get(cte.source) ?? EMPTY_CATALOG;
+    const catalog = catalogOf(cte);
     const pushed = scope.readsOnlyTheScan && scope.scanned?.table === table ? conjuncts(reference.select.where).map((condition) => pushDown(condition, { scope, catalog, now: context.now })) : [];
     const predicates = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
     const allExact = pushed.length === conjuncts(reference.select.where).length && pushed.every((predicate) => predicate?.exact);
@@ -64,7 +65,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   const residual = { query, parameters: stringParameters(params), now: context.now };
   const only = scans.length === 1 && scans[0]!.kind === 'events' ? scans[0] : undefined;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
-    const catalog = context.catalogs.get(references[0]!.cte.kind === 'source' || references[0]!.cte.kind === 'windowed_source' ? references[0]!.cte.source : '') ?? EMPTY_CATALOG;
+    const catalog = catalogOf(references[0]!.cte);
     const aggregated = planAggregation({
       query,
       select: references[0]!.select,
