@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
@@ -119,7 +119,7 @@ const log4jProperties = [
   '',
 ].join('\n');
 
-/** Formats a fresh KRaft log directory and starts a single combined broker/controller node. */
+/** Formats a fresh KRaft log directory (or reuses the one a previous start in `runDir` formatted) and starts a single combined broker/controller node. */
 export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
   const home = path.join(options.runDir, 'kafka');
   const dataDir = path.join(home, 'data');
@@ -135,7 +135,8 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
   // base64url ids may start with '-': passed as --cluster-id=<id> so it is never read as an option
   const clusterId = randomBytes(16).toString('base64url');
   const scram = (options.security?.scramUsers ?? []).flatMap((user) => ['--add-scram', `${user.mechanism}=[name=${user.username},password=${user.password}]`]);
-  const format = spawnSync(java, ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propertiesFile, ...scram], {
+  // a restart in the same run folder keeps its log: formatting again would refuse (or wipe) it
+  const format = existsSync(path.join(dataDir, 'meta.properties')) ? { status: 0, stderr: '', stdout: '' } : spawnSync(java, ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propertiesFile, ...scram], {
     encoding: 'utf8',
   });
   if (format.status !== 0) {
