@@ -1,5 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
-import { CompressionTypes, Kafka, Partitioners, logLevel, type IHeaders, type Message } from 'kafkajs';
+import { CompressionTypes, Kafka, Partitioners, logLevel, type IHeaders, type Message, type PartitionMetadata, type Producer } from 'kafkajs';
 import type { Config } from '../../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../../shared/elasticsearch.ts';
 import { kafkajsConnectionOptions, kafkaConnection } from '../../shared/kafka-connection.ts';
@@ -36,12 +36,49 @@ export function testKafka(config: Config): Kafka {
 
 /** Publishes kafkajs messages (keys, headers, partitions as given) to a topic, compressed as asked. */
 export async function produceMessages(config: Config, topic: string, messages: Message[], compression = CompressionTypes.None): Promise<void> {
-  const producer = testKafka(config).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const kafka = testKafka(config);
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   try {
-    await producer.send({ topic, acks: -1, compression, messages });
+    await sendPartitionByPartition(kafka, producer, topic, messages, compression);
   } finally {
     await producer.disconnect();
+  }
+}
+
+/**
+ * kafkajs retries a whole send when one partition of it fails (a leader not yet elected just after
+ * topic creation), appending again what the other partitions had already taken: id-less events then
+ * exist twice in Kafka. So each message gets its partition here, as kafkajs's default partitioner
+ * would choose, and each partition is sent on its own: a retried send then repeats only a refused write.
+ */
+async function sendPartitionByPartition(kafka: Kafka, producer: Producer, topic: string, messages: Message[], compression: CompressionTypes): Promise<void> {
+  const partitionMetadata = await partitionsWithLeaders(kafka, topic);
+  const choose = Partitioners.DefaultPartitioner();
+  const byPartition = new Map<number, Message[]>();
+  for (const message of messages) {
+    const partition = message.partition ?? choose({ topic, partitionMetadata, message });
+    byPartition.set(partition, [...(byPartition.get(partition) ?? []), { ...message, partition }]);
+  }
+  for (const group of byPartition.values()) {
+    for (let start = 0; start < group.length; start += 2000) {
+      await producer.send({ topic, acks: -1, compression, messages: group.slice(start, start + 2000) });
+    }
+  }
+}
+
+/** The topic's partitions once each has a leader (a topic created a moment ago may not have them yet). */
+async function partitionsWithLeaders(kafka: Kafka, topic: string): Promise<PartitionMetadata[]> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    return await waitFor(`leaders for every partition of ${topic}`, async () => {
+      const [metadata] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
+      const partitions = metadata?.partitions ?? [];
+      return partitions.length > 0 && partitions.every((partition) => partition.leader >= 0) ? partitions : undefined;
+    }, 30_000);
+  } finally {
+    await admin.disconnect();
   }
 }
 
@@ -54,16 +91,8 @@ export async function storedIds(client: Client, index: string): Promise<string[]
 
 /** Publishes raw message values (strings as given, objects as JSON) to a source's topic. */
 export async function produce(config: Config, source: SourceName, values: (string | object | null)[], partition?: number): Promise<void> {
-  const producer = testKafka(config).producer({ createPartitioner: Partitioners.DefaultPartitioner });
-  await producer.connect();
-  try {
-    const messages: Message[] = values.map((value) => ({ value: value === null || typeof value === 'string' ? value : JSON.stringify(value), partition }));
-    for (let start = 0; start < messages.length; start += 2000) {
-      await producer.send({ topic: sourceTopic(config, source), acks: -1, messages: messages.slice(start, start + 2000) });
-    }
-  } finally {
-    await producer.disconnect();
-  }
+  const messages: Message[] = values.map((value) => ({ value: value === null || typeof value === 'string' ? value : JSON.stringify(value), partition }));
+  await produceMessages(config, sourceTopic(config, source), messages);
 }
 
 export function storeClient(config: Config): Client {
