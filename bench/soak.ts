@@ -156,7 +156,7 @@ async function main(): Promise<void> {
   const rssAtEnd = rssBytes(servicePid);
   await producer.disconnect();
 
-  const metrics = await (await fetch(`${address}/metrics`)).text();
+  const metrics = await (await fetch(`${address}/metrics`, { headers: config.OPS_TOKEN ? { authorization: `Bearer ${config.OPS_TOKEN}` } : {} })).text();
   const metric = (pattern: RegExp) => Number(pattern.exec(metrics)?.[1] ?? NaN);
   const loopP99 = metric(/^nodejs_eventloop_lag_p99_seconds (\S+)/m) * 1000;
   const loopMax = metric(/^nodejs_eventloop_lag_max_seconds (\S+)/m) * 1000;

@@ -5,6 +5,7 @@ import { createElasticsearchClient, elasticsearchConnection, type ElasticsearchC
 import { ensureEventIndexTemplate } from '../shared/event-index.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 import type { Logger } from '../shared/logger.ts';
+import { opsAccess } from '../shared/ops-access.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
 import { checkElasticsearch, checkKafka, elasticsearchFailure, ServerAccessError } from '../shared/startup-checks.ts';
 import { processBatch } from './batch.ts';
@@ -93,7 +94,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     }
   });
 
-  const statusServer = await startStatusServer(config.INGEST_HOST, config.INGEST_PORT, () => ({ status, heldPartitions }), metrics.registry);
+  const statusServer = await startStatusServer(config.INGEST_HOST, config.INGEST_PORT, () => ({ status, heldPartitions }), metrics.registry, opsAccess(config.OPS_TOKEN));
   await producer.connect();
   await consumer.connect();
   await consumer.subscribe({ topics: routes.map((route) => route.topic), fromBeginning: true });

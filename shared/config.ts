@@ -57,6 +57,8 @@ export const configSchema = z.object({
   KAFKA_CLIENT_KEY_FILE: readableFile,
   KAFKA_TLS_VERIFY: flag.default(true),
   BOOTSTRAP_API_KEY: optionalText.pipe(z.string().min(16, 'BOOTSTRAP_API_KEY must be at least 16 characters').optional()),
+  // both processes: when set, /metrics and /health's details need `Authorization: Bearer <OPS_TOKEN>`
+  OPS_TOKEN: optionalText.pipe(z.string().min(16, 'OPS_TOKEN must be at least 16 characters').optional()),
   INDEX_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9_.-]*$/, 'lower-case letters, digits, _ . - only').default('logplatform-'),
   TOPIC_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/).default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { partitionPeriodOf, type Config } from '../shared/config.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
 import type { Logger } from '../shared/logger.ts';
+import { opsAccess } from '../shared/ops-access.ts';
 import { ENDPOINTS } from '../queries/index.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { KeyStore } from './auth/key-store.ts';
@@ -96,7 +97,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   const limits = { perMinute: deps.config.RATE_LIMIT_PER_MINUTE, burst: deps.config.RATE_LIMIT_BURST };
   // request id, metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
   await app.register(requestIdPlugin);
-  await app.register(metricsPlugin);
+  const allowedOps = opsAccess(config.OPS_TOKEN);
+  await app.register(metricsPlugin, { allowed: allowedOps });
   const failureLimits = { perMinute: config.AUTH_FAILURES_PER_MINUTE, burst: config.AUTH_FAILURE_BURST };
   await app.register(authPlugin, {
     authenticator,
@@ -108,7 +110,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: ENDPOINTS });
-  await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls });
+  await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls, allowed: allowedOps });
   const sqlParser = new SqlParserThread(config.SANDBOX_PARSE_TIMEOUT_MS);
   app.addHook('onClose', async () => sqlParser.close());
   // DuckDB runs in child processes started on the first sandboxed query, not with every server

@@ -2,12 +2,15 @@ import type { Client } from '@elastic/elasticsearch';
 import type { ConnectionOptions } from 'node:tls';
 import type { FastifyPluginAsync } from 'fastify';
 import { fetchApiVersions, kafkaReleaseFromApis } from '../../shared/kafka-version.ts';
+import type { OpsAccess } from '../../shared/ops-access.ts';
 
 export interface HealthOptions {
   elasticsearch: Client;
   kafkaBrokers: string[];
   /** Present when the brokers speak TLS (SSL, SASL_SSL). */
   kafkaTls?: ConnectionOptions;
+  /** Who sees the dependencies, versions and pid; others get the status alone. */
+  allowed: OpsAccess;
 }
 
 interface Dependency {
@@ -62,7 +65,8 @@ export const healthPlugin: FastifyPluginAsync<HealthOptions> = async (app, optio
         checking = undefined;
       }));
 
-  app.get('/health', async () => {
+  app.get('/health', async (request) => {
+    if (!options.allowed(request.headers.authorization)) return { status: 'ok' };
     if (Date.now() - checkedAt >= DEPENDENCY_CHECK_MS) void check().catch(() => undefined);
     const dependencies = latest ?? (await check());
     return { status: 'ok', pid: process.pid, uptime_seconds: Math.round(process.uptime()), ...dependencies };

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { findEndpoint } from '../../queries/index.ts';
+import { OPS_TOKEN_REQUIRED, type OpsAccess } from '../../shared/ops-access.ts';
+import { Unauthorized } from '../errors.ts';
 import { httpRequestDurationSeconds, httpRequestsTotal, metricsRegistry } from '../metrics.ts';
 
 const QUERY_ROUTE_PREFIX = '/api/endpoints/query/';
@@ -19,15 +21,16 @@ export function endpointLabel(request: FastifyRequest): string {
   return route;
 }
 
-/** /metrics in Prometheus text format, and request counts and latency for every route. */
-const metrics: FastifyPluginAsync = async (app) => {
+/** /metrics in Prometheus text format (behind the operator token when one is set), and request counts and latency for every route. */
+const metrics: FastifyPluginAsync<{ allowed: OpsAccess }> = async (app, options) => {
   app.addHook('onResponse', async (request, reply) => {
     const endpoint = endpointLabel(request);
     httpRequestsTotal.inc({ endpoint, status: String(reply.statusCode) });
     httpRequestDurationSeconds.observe({ endpoint }, reply.elapsedTime / 1000);
   });
 
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', async (request, reply) => {
+    if (!options.allowed(request.headers.authorization)) throw new Unauthorized(OPS_TOKEN_REQUIRED);
     void reply.header('content-type', metricsRegistry.contentType);
     return metricsRegistry.metrics();
   });

@@ -6,6 +6,8 @@ import { createLogger } from '../../shared/logger.ts';
 import { ENDPOINTS } from '../../queries/index.ts';
 import { buildServer } from '../../src/server.ts';
 import { testConfig, uniqueName } from '../support/stack.ts';
+import { ingestTestConfig, removeKafkaTestData, removeTestData, silentLogger, storeClient } from '../support/ingest.ts';
+import { startIngestWorker } from '../../ingest/worker.ts';
 
 const BOOTSTRAP = 'bootstrap-key-for-ops-tests-0123456789';
 
@@ -120,6 +122,57 @@ describe('operational endpoints', () => {
       expect(response.body).toContain('/api/endpoints/query/usage.api-counts');
       expect(response.body).toContain('<code>iso_timestamp_start</code>');
       expect(response.body).not.toMatch(/<script|<link|src="http/);
+    });
+  });
+
+  describe('with an operator token (OPS_TOKEN)', () => {
+    const OPS_TOKEN = 'ops-token-for-the-ops-tests-0123456789';
+
+    it('the query service serves /metrics and /health details only to the token, and liveness and readiness to anyone', async () => {
+      const guarded = await buildServer({ config: { ...config, OPS_TOKEN }, logger: createLogger('test', 'silent'), elasticsearch, kafkaBrokers: config.KAFKA_BROKERS! });
+      try {
+        const anonymous = await guarded.inject({ method: 'GET', url: '/metrics' });
+        expect(anonymous.statusCode).toBe(401);
+        expect(anonymous.json().error).toMatchObject({ code: 'unauthorized', message: expect.stringContaining('OPS_TOKEN') });
+        expect(anonymous.body).not.toContain('http_requests_total');
+        for (const wrong of [`Bearer ${OPS_TOKEN}x`, OPS_TOKEN, `Basic ${OPS_TOKEN}`, `Bearer ${BOOTSTRAP}`]) {
+          expect((await guarded.inject({ method: 'GET', url: '/metrics', headers: { authorization: wrong } })).statusCode).toBe(401);
+        }
+        const operator = await guarded.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${OPS_TOKEN}` } });
+        expect(operator.statusCode).toBe(200);
+        expect(operator.body).toMatch(/^http_requests_total\{endpoint="\/metrics",status="401"\} [1-9]/m);
+
+        const publicHealth = await guarded.inject({ method: 'GET', url: '/health' });
+        expect(publicHealth.statusCode).toBe(200);
+        expect(publicHealth.json()).toEqual({ status: 'ok' });
+        const detailed = await guarded.inject({ method: 'GET', url: '/health', headers: { authorization: `bearer ${OPS_TOKEN}` } });
+        expect(detailed.json()).toMatchObject({ status: 'ok', pid: process.pid, elasticsearch: { status: 'up' }, kafka: { status: 'up', brokers: config.KAFKA_BROKERS } });
+        expect((await guarded.inject({ method: 'GET', url: '/ready' })).statusCode).not.toBe(401);
+      } finally {
+        await guarded.close();
+      }
+    });
+
+    it('the ingest worker does the same on its status port', { timeout: 120_000 }, async () => {
+      const workerConfig = ingestTestConfig('ops-token', { OPS_TOKEN });
+      const worker = await startIngestWorker(workerConfig, silentLogger);
+      try {
+        const base = `http://127.0.0.1:${worker.port}`;
+        const anonymous = await fetch(`${base}/metrics`);
+        expect(anonymous.status).toBe(401);
+        expect(((await anonymous.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
+        const operator = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${OPS_TOKEN}` } });
+        expect(operator.status).toBe(200);
+        expect(await operator.text()).toContain('ingest_events_indexed_total');
+        expect(await (await fetch(`${base}/health`)).json()).toEqual({ status: 'consuming' });
+        expect(await (await fetch(`${base}/health`, { headers: { authorization: `Bearer ${OPS_TOKEN}` } })).json()).toEqual({ status: 'consuming', heldPartitions: 0 });
+      } finally {
+        await worker.stop();
+        await removeKafkaTestData(workerConfig);
+        const client = storeClient(workerConfig);
+        await removeTestData(client, workerConfig.INDEX_PREFIX);
+        await client.close();
+      }
     });
   });
 });
