@@ -108,7 +108,7 @@ async function main(): Promise<void> {
         messages.push({ value: JSON.stringify(event) });
         batch.set(topic, messages);
       }
-      await producer.sendBatch({ acks: 1, topicMessages: [...batch].map(([topic, messages]) => ({ topic, messages })) });
+      await producer.sendBatch({ acks: -1, topicMessages: [...batch].map(([topic, messages]) => ({ topic, messages })) });
       produced += EVENTS_PER_SECOND;
       await sleep(Math.max(0, started + (second + 1) * 1000 - Date.now()));
     }
