@@ -52,6 +52,9 @@ export function storeError(error: unknown, timeoutMs: number): Error {
     if (error.statusCode === 400 && PATTERN_REFUSALS.test(text)) {
       return new BadParameter('project: the pattern is too long or too complex for the log store; simplify it', 'pattern_too_complex');
     }
+    if (isShardNotStarted(error)) {
+      return new StoreUnavailable('part of the log store is not available yet (a shard of an index being created or recovering); retry shortly');
+    }
     if (error.statusCode === 429 || error.statusCode === 503 || error.statusCode === 502) {
       return new StoreUnavailable(`the log store (Elasticsearch) is overloaded or unavailable (status ${error.statusCode}); retry shortly`);
     }
@@ -62,15 +65,37 @@ export function storeError(error: unknown, timeoutMs: number): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
+/**
+ * A partition the worker created a moment ago (the first event of a new day) exists before its shard
+ * has started, and a search over it fails whole with no_shard_available. That lasts well under a
+ * second, so such a search is tried again within this budget before the caller hears 503.
+ */
+export const SHARD_START_RETRY_MS = 1000;
+
+/** Whether Elasticsearch refused a search only because a shard has no started copy (searches never accept partial results here). */
+export function isShardNotStarted(error: unknown): boolean {
+  if (!(error instanceof errors.ResponseError) || error.statusCode !== 503) return false;
+  return findStoreCause(error.body, 'no_shard_available_action_exception') !== undefined || /Search rejected due to missing shards/.test(JSON.stringify(error.body ?? ''));
+}
+
 /** One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning. */
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
   const started = process.hrtime.bigint();
+  const elapsedMs = () => Number(process.hrtime.bigint() - started) / 1e6;
   try {
-    return await options.elasticsearch.search<Record<string, unknown>>(request, { requestTimeout: options.timeoutMs, maxRetries: 0 });
+    for (let pause = 50; ; pause *= 2) {
+      try {
+        // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
+        return await options.elasticsearch.search<Record<string, unknown>>({ ...request, allow_partial_search_results: false }, { requestTimeout: Math.max(1, Math.round(options.timeoutMs - elapsedMs())), maxRetries: 0 });
+      } catch (error) {
+        if (!isShardNotStarted(error) || elapsedMs() + pause > Math.min(SHARD_START_RETRY_MS, options.timeoutMs)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
   } catch (error) {
     throw storeError(error, options.timeoutMs);
   } finally {
-    options.observe?.(Number(process.hrtime.bigint() - started) / 1e9);
+    options.observe?.(elapsedMs() / 1e3);
   }
 }
 
