@@ -6,6 +6,7 @@ export type ElasticsearchCredentials = { apiKey: string } | { username: string; 
 
 /** Where Elasticsearch is and how to prove who we are to it: read from the configuration once. */
 export interface ElasticsearchConnection {
+  /** One node's URL, or the nodes of one cluster comma-separated. */
   url: string;
   credentials?: ElasticsearchCredentials;
   /** PEM of the CA that signed the server's HTTP certificate; default: the system's trusted CAs. */
@@ -17,7 +18,13 @@ export interface ElasticsearchConnection {
 export interface ElasticsearchClientOptions extends ElasticsearchConnection {
   /** Per-request timeout; the query service sets its query timeout here. */
   requestTimeoutMs?: number;
+  /** Default: one attempt per node (0 with a single node), so a request a dead node cannot answer goes to the next. */
   maxRetries?: number;
+}
+
+/** The node URLs of a connection's `url`. */
+export function elasticsearchNodes(url: string): string[] {
+  return url.split(',').map((node) => node.trim()).filter(Boolean);
 }
 
 type ElasticsearchSettings = Pick<
@@ -52,12 +59,14 @@ function tlsOptions(connection: ElasticsearchConnection): ClientOptions['tls'] {
 
 /** The one place an Elasticsearch client is built, so both processes talk to the store the same way. */
 export function createElasticsearchClient(options: ElasticsearchClientOptions): Client {
+  const nodes = elasticsearchNodes(options.url);
   return new Client({
-    node: options.url,
+    // the client retries a connection failure (not a timeout) on the next node, and turns to a node that failed less often until it answers again
+    nodes,
     auth: options.credentials,
     tls: tlsOptions(options),
     requestTimeout: options.requestTimeoutMs ?? 30_000,
-    maxRetries: options.maxRetries ?? 0,
+    maxRetries: options.maxRetries ?? nodes.length - 1,
     compression: false,
   });
 }

@@ -66,7 +66,7 @@ export function storeError(error: unknown, timeoutMs: number): Error {
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
   const started = process.hrtime.bigint();
   try {
-    return await options.elasticsearch.search<Record<string, unknown>>(request, { requestTimeout: options.timeoutMs, maxRetries: 0 });
+    return await options.elasticsearch.search<Record<string, unknown>>(request, { requestTimeout: options.timeoutMs });
   } catch (error) {
     throw storeError(error, options.timeoutMs);
   } finally {
@@ -78,7 +78,7 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
 export async function fieldTypes(index: string, options: Pick<StoreOptions, 'elasticsearch' | 'timeoutMs'>): Promise<Record<string, string>> {
   let response: estypes.FieldCapsResponse;
   try {
-    response = await options.elasticsearch.fieldCaps({ index, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: options.timeoutMs, maxRetries: 0 });
+    response = await options.elasticsearch.fieldCaps({ index, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: options.timeoutMs });
   } catch (error) {
     throw storeError(error, options.timeoutMs);
   }
