@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Client, type ClientOptions } from '@elastic/elasticsearch';
+import { Client, ClusterConnectionPool, type ClientOptions } from '@elastic/elasticsearch';
 import { ConfigError, type Config } from './config.ts';
 
 export type ElasticsearchCredentials = { apiKey: string } | { username: string; password: string };
@@ -61,8 +61,11 @@ function tlsOptions(connection: ElasticsearchConnection): ClientOptions['tls'] {
 export function createElasticsearchClient(options: ElasticsearchClientOptions): Client {
   const nodes = elasticsearchNodes(options.url);
   return new Client({
-    // the client retries a connection failure (not a timeout) on the next node, and turns to a node that failed less often until it answers again
     nodes,
+    // Several nodes: a node that failed is left out (pinged again after a minute, then longer) while
+    // others are alive, and a request it failed is sent to the next node. The client's default pool
+    // only weighs failed nodes down and, once every node has failed a request, can find none at all.
+    ...(nodes.length > 1 ? { ConnectionPool: ClusterConnectionPool } : {}),
     auth: options.credentials,
     tls: tlsOptions(options),
     requestTimeout: options.requestTimeoutMs ?? 30_000,

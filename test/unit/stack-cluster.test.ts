@@ -115,6 +115,40 @@ describe('cluster configuration of the platform', () => {
       await new Promise((resolve) => live.close(resolve));
     }
   });
+
+  it('keeps finding a node when every node has failed requests now and then (a pool that only weighs failures down runs out of nodes)', async () => {
+    // a fixed pseudo-random sequence: about one answer in three is a 503
+    let state = 12345;
+    const unlucky = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) < 0.3;
+    const nodes = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const server = createServer((_request, response) => {
+          response.writeHead(unlucky() ? 503 : 200, { 'content-type': 'application/json', 'x-elastic-product': 'Elasticsearch' });
+          response.end('{}');
+        });
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        return server;
+      }),
+    );
+    const client = createElasticsearchClient({ url: nodes.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`).join(',') });
+    const outcomes = new Map<string, number>();
+    try {
+      for (let request = 0; request < 300; request += 1) {
+        const outcome = await client.transport.request({ method: 'GET', path: '/' }).then(
+          () => 'answered',
+          (error: Error) => error.name,
+        );
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+      }
+    } finally {
+      await client.close();
+      await Promise.all(nodes.map((server) => new Promise((resolve) => server.close(resolve))));
+    }
+    expect(outcomes.get('NoLivingConnectionsError')).toBeUndefined();
+    // a request fails only when all three nodes answered it 503 (0.3 cubed: a few percent)
+    expect(outcomes.get('answered')).toBeGreaterThan(270);
+    expect([...outcomes.keys()].sort()).toEqual(outcomes.has('ResponseError') ? ['ResponseError', 'answered'] : ['answered']);
+  });
 });
 
 /** A loopback port nothing listens on (bound, then released). */
