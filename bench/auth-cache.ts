@@ -25,8 +25,8 @@ async function main(): Promise<void> {
   const prefix = `bench-auth-${randomBytes(4).toString('hex')}-`;
   const elasticsearch = createElasticsearchClient(elasticsearchConnection(base));
   const indices = SOURCE_NAMES.map((source) => legacyIndexName(prefix, source));
-  await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index)));
-  const store = new KeyStore(elasticsearch, prefix);
+  await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index, 0)));
+  const store = new KeyStore(elasticsearch, prefix, 0);
   const { key } = await store.create({ account: 'bench', endpoints: 'all', projects: null });
   const usage = '/api/endpoints/query/usage.api-counts?interval=hourly&project=bench';
 

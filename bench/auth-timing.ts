@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   if (!base.ELASTICSEARCH_URL || !base.KAFKA_BROKERS) throw new Error('set ELASTICSEARCH_URL and KAFKA_BROKERS');
   const prefix = `bench-authtiming-${randomBytes(4).toString('hex')}-`;
   const elasticsearch = createElasticsearchClient({ url: base.ELASTICSEARCH_URL });
-  const store = new KeyStore(elasticsearch, prefix);
+  const store = new KeyStore(elasticsearch, prefix, 0);
   const { key } = await store.create({ account: 'bench', endpoints: 'all', projects: null });
   const wrongSecret = key.slice(0, -4) + (key.endsWith('AAAA') ? 'BBBB' : 'AAAA');
   const repeatedUnknown = generateApiKey().key;

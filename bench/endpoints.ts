@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   const now = Date.now();
   const table: string[] = [];
   await withBenchStore(base, 'endpoints', async ({ elasticsearch, kafkaBrokers, indexPrefix: prefix }) => {
-    await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, legacyIndexName(prefix, source))));
+    await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, legacyIndexName(prefix, source), 0)));
     await bulkLoad(elasticsearch, legacyIndexName(prefix, 'edge_logs'), EVENTS, (n) => benchEvent(n, now));
     const dayAgo = new Date(now - 24 * 3600 * 1000).toISOString();
     for (const cached of [true, false]) {

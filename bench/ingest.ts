@@ -155,7 +155,7 @@ async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codec
       const prefix = `bench${randomBytes(3).toString('hex')}${codec}`;
       const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };
       const routes = sourceRoutes({ TOPIC_PREFIX: locations.topicPrefix, SOURCE_TOPICS: {} });
-      await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS);
+      await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS, config.INGEST_TOPIC_REPLICATION_FACTOR);
       say(`${codec}: producing ${EVENTS} events (${(bytes / 1e6).toFixed(1)} MB) with kcat -z ${codec}`);
       await Promise.all(routes.map((route) => kcatProduce(brokers, route.topic, codec, path.join(folder, `${route.source}.ndjson`))));
       runs.push({ codec, locations });

@@ -50,7 +50,7 @@ export async function bulkLoad(elasticsearch: Client, indexOf: string | ((event:
   const prepare = (index: string) => {
     if (!created.has(index)) {
       created.set(index, (async () => {
-        await ensureEventIndex(elasticsearch, index);
+        await ensureEventIndex(elasticsearch, index, 0);
         await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '-1' } });
       })());
     }

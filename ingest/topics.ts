@@ -21,13 +21,13 @@ export function sourceRoutes(config: Pick<Config, 'TOPIC_PREFIX' | 'SOURCE_TOPIC
   }));
 }
 
-/** Creates the topics that do not exist yet; safe when several workers start at once. */
-export async function ensureTopics(admin: Admin, topics: string[], partitions: number): Promise<string[]> {
+/** Creates the topics that do not exist yet, `replicationFactor` copies of each partition; safe when several workers start at once. */
+export async function ensureTopics(admin: Admin, topics: string[], partitions: number, replicationFactor: number): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = [...new Set(topics)].filter((topic) => !existing.has(topic));
   if (missing.length === 0) return [];
   try {
-    await admin.createTopics({ waitForLeaders: true, topics: missing.map((topic) => ({ topic, numPartitions: partitions })) });
+    await admin.createTopics({ waitForLeaders: true, topics: missing.map((topic) => ({ topic, numPartitions: partitions, replicationFactor })) });
   } catch (error) {
     const errors = (error as { errors?: { type?: string }[] }).errors;
     // another worker created them between our list and our create

@@ -58,12 +58,12 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const created = await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS);
-    if (created.length > 0) logger.info({ topics: created, partitions: config.INGEST_TOPIC_PARTITIONS }, 'topics created');
+    const created = await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS, config.INGEST_TOPIC_REPLICATION_FACTOR);
+    if (created.length > 0) logger.info({ topics: created, partitions: config.INGEST_TOPIC_PARTITIONS, replicationFactor: config.INGEST_TOPIC_REPLICATION_FACTOR }, 'topics created');
   } finally {
     await admin.disconnect();
   }
-  await ensureIndices(client, store, config.INDEX_PREFIX, logger);
+  await ensureIndices(client, store, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS, logger);
 
   const metrics = createIngestMetrics();
   const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS });
@@ -171,11 +171,11 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
 }
 
 /** Elasticsearch may still be starting next to us: retry for a while before giving up. */
-async function ensureIndices(client: Client, store: ElasticsearchConnection, indexPrefix: string, logger: Logger, timeoutMs = 120_000): Promise<void> {
+async function ensureIndices(client: Client, store: ElasticsearchConnection, indexPrefix: string, replicas: number, logger: Logger, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      await ensureEventIndexTemplate(client, indexPrefix);
+      await ensureEventIndexTemplate(client, indexPrefix, replicas);
       return;
     } catch (error) {
       const failure = elasticsearchFailure(error, store);

@@ -15,7 +15,7 @@ async function main(): Promise<number> {
   if (source) console.error(`using ${source}`);
   const connection = elasticsearchConnection(config);
   const elasticsearch = createElasticsearchClient(connection);
-  const store = new KeyStore(elasticsearch, config.INDEX_PREFIX);
+  const store = new KeyStore(elasticsearch, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS);
   try {
     // a refused credential or certificate is reported as such, not as a failed key operation
     await checkElasticsearch(elasticsearch, connection, { waitMs: 0, required: true });

@@ -38,7 +38,10 @@ export const configSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: port.default(4000),
   KAFKA_BROKERS: brokerList,
-  ELASTICSEARCH_URL: optionalText.pipe(z.url().optional()),
+  // one URL, or several nodes of one cluster comma-separated (a request a node cannot answer goes to the next)
+  ELASTICSEARCH_URL: optionalText.transform((value, context) => parseElasticsearchUrls(value, context)),
+  // replicas of every index the platform creates: 0 for a single node, 1 on a cluster of 3 (survives a node's loss)
+  ELASTICSEARCH_INDEX_REPLICAS: z.coerce.number().int().min(0).max(10).default(0),
   // Elasticsearch with security on: an API key (the base64 `encoded` form) or a user and password
   ELASTICSEARCH_API_KEY: optionalText,
   ELASTICSEARCH_USERNAME: optionalText,
@@ -96,6 +99,8 @@ export const configSchema = z.object({
   INGEST_PORT: port.default(4001),
   INGEST_GROUP_ID: z.string().min(1).default('logplatform-ingest'),
   INGEST_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(3),
+  // copies of each partition of the topics the worker creates: 1 for a single broker, 3 on a cluster
+  INGEST_TOPIC_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(16).default(1),
   SOURCE_TOPICS: optionalText.transform((value, context) => parseSourceTopics(value, context)),
   INGEST_MAX_MESSAGE_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   INGEST_BULK_MAX_BYTES: z.coerce.number().int().min(1024).default(5 * 1024 * 1024),
@@ -125,8 +130,9 @@ export const configSchema = z.object({
   STACK_KAFKA_CONTROLLER_PORT: port.default(39093),
   STACK_ELASTICSEARCH_PORT: port.default(39200),
   STACK_ELASTICSEARCH_TRANSPORT_PORT: port.default(39300),
-  STACK_ELASTICSEARCH_HEAP: z.string().regex(/^\d+[mg]$/, 'use a JVM size such as 1g or 768m').default('1g'),
-  STACK_KAFKA_HEAP: z.string().regex(/^\d+[mg]$/, 'use a JVM size such as 512m').default('512m'),
+  // unset: 1g / 512m for the single-node stack, 384m / 256m per node for the cluster (stack/index.ts)
+  STACK_ELASTICSEARCH_HEAP: optionalText.pipe(z.string().regex(/^\d+[mg]$/, 'use a JVM size such as 1g or 768m').optional()),
+  STACK_KAFKA_HEAP: optionalText.pipe(z.string().regex(/^\d+[mg]$/, 'use a JVM size such as 512m').optional()),
   STACK_ELASTICSEARCH_USER: z.string().regex(/^[a-z_][a-z0-9_-]*$/).default('logplatform-es'),
 }).superRefine((config, context) => {
   for (const issue of serverSecurityIssues(config)) context.addIssue({ code: 'custom', path: [issue.variable], message: issue.message });
@@ -139,6 +145,30 @@ export const configSchema = z.object({
     context.addIssue({ code: 'custom', path: ['HTTP_CONNECTION_TIMEOUT_MS'], message: `must exceed QUERY_TIMEOUT_MS (${config.QUERY_TIMEOUT_MS})` });
   }
 });
+
+/** `http://a:9200` or `http://a:9200,http://b:9200`: every node a URL, all with one scheme; kept as comma-joined text. */
+function parseElasticsearchUrls(value: string | undefined, context: z.RefinementCtx): string | undefined {
+  if (value === undefined) return undefined;
+  const urls = value.split(',').map((url) => url.trim()).filter(Boolean);
+  const invalid = urls.filter((url) => !/^https?:$/.test(urlProtocol(url) ?? ''));
+  if (urls.length === 0 || invalid.length > 0) {
+    context.addIssue({ code: 'custom', message: `not an http:// or https:// URL: ${invalid.join(', ') || JSON.stringify(value)} (several nodes: comma-separated URLs)` });
+    return undefined;
+  }
+  if (new Set(urls.map(urlProtocol)).size > 1) {
+    context.addIssue({ code: 'custom', message: `mixes http:// and https:// nodes (${urls.join(', ')}): the nodes of one cluster share one scheme` });
+    return undefined;
+  }
+  return urls.join(',');
+}
+
+function urlProtocol(url: string): string | undefined {
+  try {
+    return new URL(url).protocol;
+  } catch {
+    return undefined;
+  }
+}
 
 function isReadableFile(file: string): boolean {
   try {

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { Client, type ClientOptions } from '@elastic/elasticsearch';
+import { Client, ClusterConnectionPool, type ClientOptions } from '@elastic/elasticsearch';
 import { ConfigError, type Config } from './config.ts';
 
 export type ElasticsearchCredentials = { apiKey: string } | { username: string; password: string };
 
 /** Where Elasticsearch is and how to prove who we are to it: read from the configuration once. */
 export interface ElasticsearchConnection {
+  /** One node's URL, or the nodes of one cluster comma-separated. */
   url: string;
   credentials?: ElasticsearchCredentials;
   /** PEM of the CA that signed the server's HTTP certificate; default: the system's trusted CAs. */
@@ -17,7 +18,13 @@ export interface ElasticsearchConnection {
 export interface ElasticsearchClientOptions extends ElasticsearchConnection {
   /** Per-request timeout; the query service sets its query timeout here. */
   requestTimeoutMs?: number;
+  /** Default: one attempt per node (0 with a single node), so a request a dead node cannot answer goes to the next. */
   maxRetries?: number;
+}
+
+/** The node URLs of a connection's `url`. */
+export function elasticsearchNodes(url: string): string[] {
+  return url.split(',').map((node) => node.trim()).filter(Boolean);
 }
 
 type ElasticsearchSettings = Pick<
@@ -52,12 +59,17 @@ function tlsOptions(connection: ElasticsearchConnection): ClientOptions['tls'] {
 
 /** The one place an Elasticsearch client is built, so both processes talk to the store the same way. */
 export function createElasticsearchClient(options: ElasticsearchClientOptions): Client {
+  const nodes = elasticsearchNodes(options.url);
   return new Client({
-    node: options.url,
+    nodes,
+    // Several nodes: a node that failed is left out (pinged again after a minute, then longer) while
+    // others are alive, and a request it failed is sent to the next node. The client's default pool
+    // only weighs failed nodes down and, once every node has failed a request, can find none at all.
+    ...(nodes.length > 1 ? { ConnectionPool: ClusterConnectionPool } : {}),
     auth: options.credentials,
     tls: tlsOptions(options),
     requestTimeout: options.requestTimeoutMs ?? 30_000,
-    maxRetries: options.maxRetries ?? 0,
+    maxRetries: options.maxRetries ?? nodes.length - 1,
     compression: false,
   });
 }

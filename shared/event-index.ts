@@ -59,6 +59,11 @@ export function restoreSetAsideFields<T extends { metadata?: unknown; metadata_u
 /** Strings long enough for real URLs stay searchable; longer ones are stored but not indexed. */
 export const KEYWORD_IGNORE_ABOVE = 8191;
 
+/** Settings of every source partition; `replicas` is ELASTICSEARCH_INDEX_REPLICAS (0 on a single node). */
+export function eventIndexSettings(replicas: number): estypes.IndicesIndexSettings {
+  return { ...EVENT_INDEX_SETTINGS, number_of_replicas: replicas };
+}
+
 export const EVENT_INDEX_SETTINGS: estypes.IndicesIndexSettings = {
   number_of_shards: 1,
   number_of_replicas: 0,
@@ -129,12 +134,12 @@ export function eventIndexPatterns(indexPrefix: string): string[] {
   return SOURCE_NAMES.flatMap((source) => [`${indexPrefix}${source}-*`, legacyIndexName(indexPrefix, source)]);
 }
 
-export function eventIndexTemplate(indexPrefix: string): estypes.IndicesPutIndexTemplateRequest {
+export function eventIndexTemplate(indexPrefix: string, replicas: number): estypes.IndicesPutIndexTemplateRequest {
   return {
     name: eventIndexTemplateName(indexPrefix),
     index_patterns: eventIndexPatterns(indexPrefix),
     priority: EVENT_INDEX_TEMPLATE_PRIORITY,
-    template: { settings: { index: EVENT_INDEX_SETTINGS }, mappings: EVENT_INDEX_MAPPINGS },
+    template: { settings: { index: eventIndexSettings(replicas) }, mappings: EVENT_INDEX_MAPPINGS },
     _meta: { description: 'log platform source partitions: the stored event mapping' },
   };
 }
@@ -144,11 +149,11 @@ export function eventIndexTemplate(indexPrefix: string): estypes.IndicesPutIndex
  * (Elasticsearch's auto-create), and the template is what gives each the event mapping.
  * Idempotent; safe from several processes.
  */
-export async function ensureEventIndexTemplate(client: Client, indexPrefix: string): Promise<void> {
-  await client.indices.putIndexTemplate(eventIndexTemplate(indexPrefix));
+export async function ensureEventIndexTemplate(client: Client, indexPrefix: string, replicas: number): Promise<void> {
+  await client.indices.putIndexTemplate(eventIndexTemplate(indexPrefix, replicas));
 }
 
 /** Creates a source's index with the event mapping unless it exists; safe to call from several processes at once. */
-export async function ensureEventIndex(client: Client, index: string): Promise<void> {
-  await createIndexUnlessExists(client, { index, settings: { index: EVENT_INDEX_SETTINGS }, mappings: EVENT_INDEX_MAPPINGS });
+export async function ensureEventIndex(client: Client, index: string, replicas: number): Promise<void> {
+  await createIndexUnlessExists(client, { index, settings: { index: eventIndexSettings(replicas) }, mappings: EVENT_INDEX_MAPPINGS });
 }

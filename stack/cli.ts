@@ -1,18 +1,25 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../shared/config.ts';
-import { startLocalStack, StackError } from './index.ts';
+import { CLUSTER_INDEX_REPLICAS, CLUSTER_TOPIC_REPLICATION_FACTOR, startLocalStack, StackError } from './index.ts';
 
 /**
- * `npm run stack [-- --secure]`: Kafka and Elasticsearch on loopback until Ctrl-C. With --secure,
- * prints the variables that point the platform at them (passwords of this run included).
+ * `npm run stack [-- --secure | --cluster]`: Kafka and Elasticsearch on loopback until Ctrl-C. With
+ * --secure, prints the variables that point the platform at them (passwords of this run included);
+ * with --cluster, three nodes of each and the variables that give the platform's topics and indices
+ * their copies.
  */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const { values } = parseArgs({ options: { secure: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { secure: { type: 'boolean', default: false }, cluster: { type: 'boolean', default: false } } });
   const started = Date.now();
-  const stack = await startLocalStack(config, (line) => console.error(`stack: ${line}`), { secure: values.secure });
+  const stack = await startLocalStack(config, (line) => console.error(`stack: ${line}`), { secure: values.secure, cluster: values.cluster });
   console.log(`kafka: ${stack.kafkaBrokers.join(',')}`);
   console.log(`elasticsearch: ${stack.elasticsearchUrl}`);
+  if (values.cluster) {
+    console.log(`# cluster: ${stack.servers.kafka.length} kafka nodes (KRaft, each broker and controller), ${stack.servers.elasticsearch.length} elasticsearch nodes; for the worker, the query service and the scripts`);
+    console.log(`export KAFKA_BROKERS=${stack.kafkaBrokers.join(',')} ELASTICSEARCH_URL=${stack.elasticsearchUrl}`);
+    console.log(`export INGEST_TOPIC_REPLICATION_FACTOR=${CLUSTER_TOPIC_REPLICATION_FACTOR} ELASTICSEARCH_INDEX_REPLICAS=${CLUSTER_INDEX_REPLICAS}`);
+  }
   if (stack.security) {
     const { caFile, elasticsearch, kafka } = stack.security;
     console.log('# secured: for the worker, the query service and the scripts');
@@ -22,7 +29,7 @@ async function main(): Promise<void> {
     console.log(`# also: PLAIN ${kafka.plain.username} / ${kafka.plain.password}; SCRAM-SHA-256 ${kafka.scramSha256.username} / ${kafka.scramSha256.password}`);
     console.log(`# SSL with a client certificate: KAFKA_BROKERS=${kafka.sslBrokers.join(',')} KAFKA_SECURITY_PROTOCOL=SSL KAFKA_CLIENT_CERT_FILE=${kafka.clientCertFile} KAFKA_CLIENT_KEY_FILE=${kafka.clientKeyFile}`);
   }
-  console.error(`stack: ready in ${((Date.now() - started) / 1000).toFixed(1)} s; Ctrl-C stops both`);
+  console.error(`stack: ready in ${((Date.now() - started) / 1000).toFixed(1)} s; Ctrl-C stops ${values.cluster ? 'every node' : 'both'}`);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

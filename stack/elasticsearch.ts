@@ -19,6 +19,19 @@ export interface ElasticsearchOptions {
   unprivilegedUser: string;
   /** Security on: HTTPS with these certificates and `elastic` with this password. Default: off. */
   security?: ElasticsearchSecurity;
+  /** One node of a cluster. Default: a single-node cluster (`discovery.type: single-node`). */
+  cluster?: ElasticsearchClusterNode;
+}
+
+/** Node `nodeNumber` (1-based) of a cluster whose nodes listen for each other on `transportPorts`. */
+export interface ElasticsearchClusterNode {
+  nodeNumber: number;
+  transportPorts: number[];
+}
+
+/** A cluster node's name: `es-<n>`. */
+export function elasticsearchNodeName(nodeNumber: number): string {
+  return `es-${nodeNumber}`;
 }
 
 export interface ElasticsearchSecurity {
@@ -94,14 +107,29 @@ function writeSecureSettings(options: ElasticsearchOptions, home: string, config
   if (added.status !== 0) throw new StackError(`elasticsearch-keystore could not store the secure settings: ${added.stderr || added.stdout || added.error}`);
 }
 
-function settings(options: ElasticsearchOptions, dataDir: string, logDir: string): string {
+/**
+ * How the node finds the others. `firstStart`: the cluster is bootstrapped from the listed
+ * master-eligible nodes; a node that has joined before keeps its cluster state and must not be told
+ * to bootstrap again.
+ */
+function discoverySettings(cluster: ElasticsearchClusterNode | undefined, firstStart: boolean): string[] {
+  if (!cluster) return ['node.name: local', 'discovery.type: single-node'];
+  const nodes = cluster.transportPorts.map((_, index) => elasticsearchNodeName(index + 1));
+  return [
+    `node.name: ${elasticsearchNodeName(cluster.nodeNumber)}`,
+    `discovery.seed_hosts: [${cluster.transportPorts.map((port) => `"127.0.0.1:${port}"`).join(', ')}]`,
+    ...(firstStart ? [`cluster.initial_master_nodes: [${nodes.map((node) => `"${node}"`).join(', ')}]`] : []),
+  ];
+}
+
+/** The elasticsearch.yml of one node (pure, for tests). */
+export function elasticsearchSettings(options: ElasticsearchOptions, dataDir: string, logDir: string, firstStart = true): string {
   return [
     'cluster.name: logplatform-local',
-    'node.name: local',
     'network.host: 127.0.0.1',
     `http.port: ${options.httpPort}`,
     `transport.port: ${options.transportPort}`,
-    'discovery.type: single-node',
+    ...discoverySettings(options.cluster, firstStart),
     `path.data: ${dataDir}`,
     `path.logs: ${logDir}`,
     ...securitySettings(options.security),
@@ -113,19 +141,26 @@ function settings(options: ElasticsearchOptions, dataDir: string, logDir: string
   ].join('\n');
 }
 
+/** The node's folder in the run folder: `elasticsearch` alone, `elasticsearch-<n>` in a cluster. */
+export function elasticsearchNodeDir(options: Pick<ElasticsearchOptions, 'runDir' | 'cluster'>): string {
+  return path.join(options.runDir, options.cluster ? `elasticsearch-${options.cluster.nodeNumber}` : 'elasticsearch');
+}
+
 export async function startElasticsearch(options: ElasticsearchOptions): Promise<RunningElasticsearch> {
   const asRoot = process.getuid?.() === 0;
   const identity = asRoot ? ensureUser(options.unprivilegedUser) : undefined;
   const home = asRoot ? readableInstall(options.elasticsearchHome) : options.elasticsearchHome;
 
-  const base = path.join(options.runDir, 'elasticsearch');
+  const base = elasticsearchNodeDir(options);
   const configDir = path.join(base, 'config');
   const dataDir = path.join(base, 'data');
   const logDir = path.join(base, 'logs');
   const tmpDir = path.join(base, 'tmp');
+  // a node started again in the same run folder has its cluster state on disk already
+  const firstStart = !existsSync(path.join(dataDir, '_state'));
   cpSync(path.join(home, 'config'), configDir, { recursive: true });
   for (const dir of [dataDir, logDir, tmpDir]) mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(configDir, 'elasticsearch.yml'), settings(options, dataDir, logDir));
+  writeFileSync(path.join(configDir, 'elasticsearch.yml'), elasticsearchSettings(options, dataDir, logDir, firstStart));
   if (options.security) writeSecureSettings(options, home, configDir, options.security);
   if (identity) {
     chmodSync(options.runDir, 0o755);
@@ -133,7 +168,7 @@ export async function startElasticsearch(options: ElasticsearchOptions): Promise
   }
 
   const server = new ServerProcess({
-    name: 'elasticsearch',
+    name: options.cluster ? elasticsearchNodeName(options.cluster.nodeNumber) : 'elasticsearch',
     command: path.join(home, 'bin', 'elasticsearch'),
     args: [],
     cwd: base,
@@ -150,7 +185,8 @@ export async function startElasticsearch(options: ElasticsearchOptions): Promise
     gid: identity?.gid,
   });
   const url = `${options.security ? 'https' : 'http'}://127.0.0.1:${options.httpPort}`;
-  await waitForElasticsearch(url, server, options.security);
+  // six JVMs of a cluster starting at once on a small machine take minutes, not seconds
+  await waitForElasticsearch(url, server, options.security, options.cluster ? 300_000 : 120_000);
   return { url, process: server };
 }
 

@@ -16,6 +16,24 @@ export interface KafkaOptions {
   heap: string;
   /** TLS and SASL on; `port` becomes the SASL_SSL listener. Default: one PLAINTEXT listener. */
   security?: KafkaSecurity;
+  /** One node of a cluster. Default: a cluster of this one node (node 1). */
+  cluster?: KafkaClusterNode;
+}
+
+/**
+ * A combined broker and controller node of a cluster in which every node is a voter of the
+ * controller quorum: node `nodeId` (1-based) listens for controllers on `controllerPorts[nodeId - 1]`.
+ */
+export interface KafkaClusterNode {
+  nodeId: number;
+  controllerPorts: number[];
+  /** Every node of one cluster formats its storage with the same id. */
+  clusterId: string;
+}
+
+/** A fresh KRaft cluster id: 16 random bytes in base64url, as kafka-storage random-uuid prints. */
+export function newKafkaClusterId(): string {
+  return randomBytes(16).toString('base64url');
 }
 
 export interface KafkaUser {
@@ -87,25 +105,50 @@ function readinessClient(options: KafkaOptions): Pick<KafkaConfig, 'ssl' | 'sasl
   return { ssl: { ca: [readFileSync(certificates.caFile, 'utf8')] }, sasl: { mechanism: 'plain', username: admin.username, password: admin.password } };
 }
 
-function serverProperties(options: KafkaOptions, logDir: string): string {
+/** Replication a cluster of this many nodes asks for: every partition on 3 nodes, writes acknowledged by 2. */
+function replicationProperties(nodes: number): string[] {
+  if (nodes === 1) {
+    return ['offsets.topic.replication.factor=1', 'transaction.state.log.replication.factor=1', 'transaction.state.log.min.isr=1'];
+  }
+  const factor = Math.min(3, nodes);
+  const minInSync = Math.max(1, factor - 1);
+  return [
+    `default.replication.factor=${factor}`,
+    // an acks=all write needs this many copies: one broker may be down, a lone survivor refuses writes
+    `min.insync.replicas=${minInSync}`,
+    `offsets.topic.replication.factor=${factor}`,
+    `transaction.state.log.replication.factor=${factor}`,
+    `transaction.state.log.min.isr=${minInSync}`,
+    // a replica that is behind must never become leader: that would drop acknowledged writes
+    'unclean.leader.election.enable=false',
+  ];
+}
+
+/** The server.properties of one node (pure, for tests). */
+export function serverProperties(options: KafkaOptions, logDir: string): string {
+  const nodeId = options.cluster?.nodeId ?? 1;
+  const controllerPorts = options.cluster?.controllerPorts ?? [options.controllerPort];
   return [
     'process.roles=broker,controller',
-    'node.id=1',
-    `controller.quorum.voters=1@127.0.0.1:${options.controllerPort}`,
+    `node.id=${nodeId}`,
+    `controller.quorum.voters=${controllerPorts.map((port, index) => `${index + 1}@127.0.0.1:${port}`).join(',')}`,
     ...listenerProperties(options),
     'controller.listener.names=CONTROLLER',
     `log.dirs=${logDir}`,
     'num.partitions=1',
-    'offsets.topic.replication.factor=1',
+    ...replicationProperties(controllerPorts.length),
     'offsets.topic.num.partitions=4',
-    'transaction.state.log.replication.factor=1',
-    'transaction.state.log.min.isr=1',
     // single node: a consumer group should not wait 3 s for members that will never come
     'group.initial.rebalance.delay.ms=0',
     'auto.create.topics.enable=false',
     'delete.topic.enable=true',
     '',
   ].join('\n');
+}
+
+/** The node's folder in the run folder: `kafka` alone, `kafka-<id>` in a cluster. */
+export function kafkaNodeDir(options: Pick<KafkaOptions, 'runDir' | 'cluster'>): string {
+  return path.join(options.runDir, options.cluster ? `kafka-${options.cluster.nodeId}` : 'kafka');
 }
 
 const log4jProperties = [
@@ -119,9 +162,12 @@ const log4jProperties = [
   '',
 ].join('\n');
 
-/** Formats a fresh KRaft log directory (or reuses the one a previous start in `runDir` formatted) and starts a single combined broker/controller node. */
+/**
+ * Formats a fresh KRaft log directory (or reuses the one a previous start in `runDir` formatted) and
+ * starts one combined broker/controller node; in a cluster the other voters must start alongside.
+ */
 export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
-  const home = path.join(options.runDir, 'kafka');
+  const home = kafkaNodeDir(options);
   const dataDir = path.join(home, 'data');
   mkdirSync(dataDir, { recursive: true });
   const propertiesFile = path.join(home, 'server.properties');
@@ -133,7 +179,7 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
   const classpath = `${options.kafkaLibs}/*`;
   const logging = `-Dlog4j.configuration=file:${log4jFile}`;
   // base64url ids may start with '-': passed as --cluster-id=<id> so it is never read as an option
-  const clusterId = randomBytes(16).toString('base64url');
+  const clusterId = options.cluster?.clusterId ?? newKafkaClusterId();
   const scram = (options.security?.scramUsers ?? []).flatMap((user) => ['--add-scram', `${user.mechanism}=[name=${user.username},password=${user.password}]`]);
   // a restart in the same run folder keeps its log: formatting again would refuse (or wipe) it
   const format = existsSync(path.join(dataDir, 'meta.properties')) ? { status: 0, stderr: '', stdout: '' } : spawnSync(java, ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propertiesFile, ...scram], {
@@ -144,7 +190,7 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
   }
 
   const server = new ServerProcess({
-    name: 'kafka',
+    name: options.cluster ? `kafka-${options.cluster.nodeId}` : 'kafka',
     command: java,
     args: [
       `-Xms${options.heap}`, `-Xmx${options.heap}`,
@@ -158,15 +204,20 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
     logFile: path.join(home, 'kafka.log'),
   });
   const brokers = [`127.0.0.1:${options.port}`];
-  await waitForKafka(brokers, server, readinessClient(options));
+  await waitForKafka(brokers, server, readinessClient(options), options.cluster);
   return { brokers, process: server };
 }
 
-/** Ready means a message produced to a fresh topic can be consumed back. */
-async function waitForKafka(brokers: string[], server: ServerProcess, access: Pick<KafkaConfig, 'ssl' | 'sasl'>, timeoutMs = 90_000): Promise<void> {
+/**
+ * Ready means a message produced to a fresh topic can be consumed back; in a cluster, through this
+ * node, to a topic on every node (so the first start waits for all of them), and the cluster lists
+ * this node as a live broker.
+ */
+async function waitForKafka(brokers: string[], server: ServerProcess, access: Pick<KafkaConfig, 'ssl' | 'sasl'>, cluster: KafkaClusterNode | undefined, timeoutMs = cluster ? 300_000 : 90_000): Promise<void> {
   const kafka = new Kafka({ clientId: 'stack-readiness', brokers, ...access, logLevel: logLevel.NOTHING, retry: { retries: 0 } });
   const deadline = Date.now() + timeoutMs;
   const topic = 'stack-readiness';
+  const replicationFactor = cluster ? cluster.controllerPorts.length : 1;
   let lastError: unknown;
   while (Date.now() < deadline) {
     if (!server.running) {
@@ -174,12 +225,17 @@ async function waitForKafka(brokers: string[], server: ServerProcess, access: Pi
     }
     const admin = kafka.admin();
     const producer = kafka.producer();
-    const consumer = kafka.consumer({ groupId: 'stack-readiness' });
+    // one group per node: nodes checked side by side must not rebalance each other
+    const consumer = kafka.consumer({ groupId: cluster ? `stack-readiness-${cluster.nodeId}` : 'stack-readiness' });
     try {
       await admin.connect();
+      if (cluster) {
+        const { brokers: live } = await admin.describeCluster();
+        if (!live.some((broker) => broker.nodeId === cluster.nodeId)) throw new Error(`node ${cluster.nodeId} is not yet a live broker of the cluster`);
+      }
       const topics = await admin.listTopics();
       if (!topics.includes(topic)) {
-        await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
+        await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor }], waitForLeaders: true });
       }
       const marker = randomBytes(8).toString('hex');
       await producer.connect();

@@ -110,7 +110,15 @@ export class ServerProcess {
       while (this.groupAlive(groupId) && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      if (this.groupAlive(groupId)) this.signalGroup(groupId, 'SIGKILL');
+    }
+    await this.kill();
+  }
+
+  /** Ends the whole process group at once with SIGKILL, as a crash would: no shutdown hook runs. */
+  async kill(): Promise<void> {
+    const groupId = this.child.pid;
+    if (groupId !== undefined && this.groupAlive(groupId)) {
+      this.signalGroup(groupId, 'SIGKILL');
       while (this.groupAlive(groupId)) await new Promise((resolve) => setTimeout(resolve, 50));
     }
     if (this.watchdog.pid !== undefined) {

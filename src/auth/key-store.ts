@@ -76,6 +76,8 @@ export class KeyStore {
   constructor(
     private readonly elasticsearch: Client,
     indexPrefix: string,
+    /** ELASTICSEARCH_INDEX_REPLICAS: on a cluster, keys stay readable while a node is down. */
+    private readonly replicas: number,
   ) {
     this.index = apiKeyIndexName(indexPrefix);
   }
@@ -83,7 +85,7 @@ export class KeyStore {
   async ensureIndex(): Promise<void> {
     await createIndexUnlessExists(this.elasticsearch, {
       index: this.index,
-      settings: { number_of_shards: 1, number_of_replicas: 0 },
+      settings: { number_of_shards: 1, number_of_replicas: this.replicas },
       mappings: KEY_INDEX_MAPPINGS,
     });
   }

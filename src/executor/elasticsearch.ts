@@ -86,7 +86,7 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
     for (let pause = 50; ; pause *= 2) {
       try {
         // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
-        return await options.elasticsearch.search<Record<string, unknown>>({ ...request, allow_partial_search_results: false }, { requestTimeout: Math.max(1, Math.round(options.timeoutMs - elapsedMs())), maxRetries: 0 });
+        return await options.elasticsearch.search<Record<string, unknown>>({ ...request, allow_partial_search_results: false }, { requestTimeout: Math.max(1, Math.round(options.timeoutMs - elapsedMs())) });
       } catch (error) {
         if (!isShardNotStarted(error) || elapsedMs() + pause > Math.min(SHARD_START_RETRY_MS, options.timeoutMs)) throw error;
         await new Promise((resolve) => setTimeout(resolve, pause));
@@ -103,7 +103,7 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
 export async function fieldTypes(index: string, options: Pick<StoreOptions, 'elasticsearch' | 'timeoutMs'>): Promise<Record<string, string>> {
   let response: estypes.FieldCapsResponse;
   try {
-    response = await options.elasticsearch.fieldCaps({ index, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: options.timeoutMs, maxRetries: 0 });
+    response = await options.elasticsearch.fieldCaps({ index, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: options.timeoutMs });
   } catch (error) {
     throw storeError(error, options.timeoutMs);
   }

@@ -101,6 +101,41 @@ describe('docker-compose.yml', () => {
     expect(result.services.ingest!.ports ?? []).toEqual([]);
   });
 
+  it.skipIf(command === undefined)('scales to a cluster with docker-compose.cluster.yml: three Kafka nodes in one quorum, three Elasticsearch nodes, both processes given every node', () => {
+    const result = composeConfig(command!, KEY, { files: [path.join(repositoryRoot, 'docker-compose.cluster.yml')] });
+    expect(result.stderr).not.toMatch(/invalid|error/i);
+    expect(result.status).toBe(0);
+    const { services } = result;
+    expect(Object.keys(services).sort()).toEqual(['elasticsearch', 'elasticsearch-2', 'elasticsearch-3', 'ingest', 'kafka', 'kafka-2', 'kafka-3', 'query']);
+    const kafkaNodes = ['kafka', 'kafka-2', 'kafka-3'].map((name) => services[name]!.environment!);
+    expect(kafkaNodes.map((environment) => String(environment.KAFKA_NODE_ID))).toEqual(['1', '2', '3']);
+    for (const environment of kafkaNodes) {
+      expect(environment.KAFKA_CONTROLLER_QUORUM_VOTERS).toBe('1@kafka:9093,2@kafka-2:9093,3@kafka-3:9093');
+      expect(String(environment.KAFKA_DEFAULT_REPLICATION_FACTOR)).toBe('3');
+      expect(String(environment.KAFKA_MIN_INSYNC_REPLICAS)).toBe('2');
+      expect(String(environment.KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR)).toBe('3');
+      // one cluster id for all: a 16-byte base64url UUID, as the storage format requires
+      expect(Buffer.from(String(environment.CLUSTER_ID), 'base64url')).toHaveLength(16);
+      expect(environment.CLUSTER_ID).toBe(kafkaNodes[0]!.CLUSTER_ID);
+    }
+    // every node reachable from outside on its own advertised port
+    expect(kafkaNodes.map((environment) => /EXTERNAL:\/\/[^,]+:(\d+)/.exec(String(environment.KAFKA_ADVERTISED_LISTENERS))?.[1])).toEqual(['9094', '9095', '9096']);
+    const elasticsearchNodes = ['elasticsearch', 'elasticsearch-2', 'elasticsearch-3'].map((name) => services[name]!.environment!);
+    expect(elasticsearchNodes.map((environment) => environment['node.name'])).toEqual(['es-1', 'es-2', 'es-3']);
+    for (const environment of elasticsearchNodes) {
+      expect(environment['discovery.type']).toBe('multi-node');
+      expect(environment['discovery.seed_hosts']).toBe('elasticsearch,elasticsearch-2,elasticsearch-3');
+      expect(environment['cluster.initial_master_nodes']).toBe('es-1,es-2,es-3');
+    }
+    for (const name of ['ingest', 'query']) {
+      const environment = services[name]!.environment!;
+      expect(environment.KAFKA_BROKERS).toBe('kafka:9092,kafka-2:9092,kafka-3:9092');
+      expect(environment.ELASTICSEARCH_URL).toBe('http://elasticsearch:9200,http://elasticsearch-2:9200,http://elasticsearch-3:9200');
+      expect(String(environment.INGEST_TOPIC_REPLICATION_FACTOR)).toBe('3');
+      expect(String(environment.ELASTICSEARCH_INDEX_REPLICAS)).toBe('1');
+    }
+  });
+
   it('.env.example lists exactly the variables the compose file reads', () => {
     const listed = readFileSync(envExample, 'utf8')
       .split('\n')

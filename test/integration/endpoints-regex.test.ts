@@ -96,7 +96,7 @@ describe('project patterns in Elasticsearch match what JavaScript RegExp matches
   const index = uniqueName('regex-oracle');
 
   beforeAll(async () => {
-    await ensureEventIndex(elasticsearch, index);
+    await ensureEventIndex(elasticsearch, index, 0);
     await elasticsearch.bulk({
       refresh: true,
       operations: URLS.flatMap((url, i) => [

@@ -170,8 +170,8 @@ describe('fuzzing the query service over HTTP', () => {
   beforeAll(async () => {
     const edge = legacyIndexName(prefix, 'edge_logs');
     // as the worker does at start: /ready answers 200 once the template is there
-    await ensureEventIndexTemplate(elasticsearch, prefix);
-    await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, legacyIndexName(prefix, source))));
+    await ensureEventIndexTemplate(elasticsearch, prefix, 0);
+    await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, legacyIndexName(prefix, source), 0)));
     const now = Date.now();
     const events = Array.from({ length: 50 }, (_, i) =>
       edgeEvent(`fuzz-${i}`, new Date(now - i * 60_000).toISOString().replace('Z', '000Z'), i % 2 === 0 ? 'abc' : 'default', { url: `https://abc.supabase.co/rest/v1/t${i}?ip=203.0.113.${i}`, path: `/rest/v1/t${i}` }),

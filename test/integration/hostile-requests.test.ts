@@ -214,7 +214,7 @@ describe('failed authentication', () => {
   let lookUps = 0;
 
   beforeAll(async () => {
-    store = new KeyStore(elasticsearch, config.INDEX_PREFIX);
+    store = new KeyStore(elasticsearch, config.INDEX_PREFIX, 0);
     await store.ensureIndex();
     // the real store, counting how often the authenticator asks it
     const find = store.find.bind(store);

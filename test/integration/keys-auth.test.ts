@@ -15,7 +15,7 @@ describe('API keys against real Elasticsearch', () => {
   // this file sends many wrong keys on purpose: the per-address failure limit is tested in hostile-requests
   const config = testConfig({ INDEX_PREFIX: `${uniqueName('keys')}-`, BOOTSTRAP_API_KEY: BOOTSTRAP, AUTH_FAILURES_PER_MINUTE: '0' });
   const elasticsearch = createElasticsearchClient({ url: inject('elasticsearchUrl') });
-  const store = new KeyStore(elasticsearch, config.INDEX_PREFIX);
+  const store = new KeyStore(elasticsearch, config.INDEX_PREFIX, 0);
   const clock = new ManualClock();
   const logLines: string[] = [];
   let app: FastifyInstance;
@@ -148,7 +148,7 @@ describe('API keys against real Elasticsearch', () => {
 
   it('answers 503, not 401, when Elasticsearch cannot be asked', async () => {
     const unreachable = createElasticsearchClient({ url: 'http://127.0.0.1:1' });
-    const authenticator = new Authenticator({ keyStore: new KeyStore(unreachable, config.INDEX_PREFIX), bootstrapKey: BOOTSTRAP, clock, cacheSeconds: 5 });
+    const authenticator = new Authenticator({ keyStore: new KeyStore(unreachable, config.INDEX_PREFIX, 0), bootstrapKey: BOOTSTRAP, clock, cacheSeconds: 5 });
     const down = await buildServer({ config, logger: pino({ level: 'silent' }), elasticsearch: unreachable, kafkaBrokers: [], clock, authenticator });
     down.get('/api/test/principal', async (request) => request.principal);
     const { key } = await store.create({ account: 'acme', endpoints: 'all', projects: null });

@@ -184,7 +184,7 @@ afterAll(async () => {
 async function answer(events: StoredEvent[], lql: string, now: number, rowsOf: 'ids' | 'chart'): Promise<Record<string, unknown>[]> {
   const indexPrefix = `${prefix}${(runs += 1)}-`;
   const index = legacyIndexName(indexPrefix, 'edge_logs');
-  await ensureEventIndex(client, index);
+  await ensureEventIndex(client, index, 0);
   const response = await client.bulk({ refresh: true, operations: events.flatMap((event) => [{ index: { _index: index, _id: event.id } }, event]) });
   expect(response.errors, `${lql}: ${JSON.stringify(response.items.find((item) => item.index?.error))}`).toBe(false);
   const parsed = parseLql(`f:edge_logs ${lql}`);

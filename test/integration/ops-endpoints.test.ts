@@ -34,7 +34,7 @@ describe('operational endpoints', () => {
       expect(missing.json().error.code).toBe('not_ready');
       expect(missing.json().error.message).toContain(template);
 
-      await ensureEventIndexTemplate(elasticsearch, config.INDEX_PREFIX);
+      await ensureEventIndexTemplate(elasticsearch, config.INDEX_PREFIX, 0);
       const ready = await app.inject({ method: 'GET', url: '/ready' });
       expect(ready.statusCode).toBe(200);
       expect(ready.json()).toEqual({ status: 'ready', template });

@@ -177,7 +177,7 @@ describe('partitions: queries read only the partitions their time bounds overlap
     const server = await startEndpointServer({ now });
     try {
       const legacy = legacyIndexName(server.config.INDEX_PREFIX, 'edge_logs');
-      await ensureEventIndex(server.elasticsearch, legacy);
+      await ensureEventIndex(server.elasticsearch, legacy, 0);
       const old: StoredEvent = { id: 'legacy-1', timestamp: storedTimestamp(now - 3 * DAY), event_message: 'written before partitioning', project: 'p', metadata: {} };
       await server.elasticsearch.index({ index: legacy, id: old.id, document: old, refresh: true });
       await server.index('edge_logs', [{ id: 'partitioned-1', timestamp: storedTimestamp(now - DAY), event_message: 'partitioned', project: 'p', metadata: {} }]);
@@ -204,7 +204,7 @@ describe('retention on a manual clock', () => {
 
   it('two workers at once delete exactly the partitions past retention, each once, never the current or a future one', async () => {
     const now = Date.UTC(2024, 5, 15, 9, 0);
-    await ensureEventIndexTemplate(client, config.INDEX_PREFIX);
+    await ensureEventIndexTemplate(client, config.INDEX_PREFIX, 0);
     const dayOffsets = [-45, -31, -30, -29, -7, -1, 0, 1];
     const created: string[] = [];
     for (const source of ['edge_logs', 'auth_logs'] as const) {
@@ -248,7 +248,7 @@ describe('retention on a manual clock', () => {
   it('the worker runs retention on its own schedule and counts what it deleted', async () => {
     const scheduled = ingestTestConfig('retention-schedule', { RETENTION_DAYS: '30', RETENTION_INTERVAL_SECONDS: '1' });
     const scheduledClient = storeClient(scheduled);
-    await ensureEventIndexTemplate(scheduledClient, scheduled.INDEX_PREFIX);
+    await ensureEventIndexTemplate(scheduledClient, scheduled.INDEX_PREFIX, 0);
     const expired = partitionIndexName(scheduled.INDEX_PREFIX, 'edge_logs', 'daily', Date.now() - 40 * DAY);
     const current = partitionIndexName(scheduled.INDEX_PREFIX, 'edge_logs', 'daily', Date.now());
     for (const index of [expired, current]) await scheduledClient.indices.create({ index });

@@ -42,7 +42,7 @@ export async function startEndpointServer(options: { now: number; overrides?: Re
     clock,
     async index(source, events) {
       // into the time partitions the ingest worker would write, created from the template as it does
-      await ensureEventIndexTemplate(storeClient, config.INDEX_PREFIX);
+      await ensureEventIndexTemplate(storeClient, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS);
       const { indexOf } = eventPartitioning(config.INDEX_PREFIX, source, partitionPeriodOf(config, source), retentionDaysOf(config, source));
       for (let offset = 0; offset < events.length; offset += 5000) {
         const chunk = events.slice(offset, offset + 5000);
@@ -51,7 +51,7 @@ export async function startEndpointServer(options: { now: number; overrides?: Re
       }
     },
     async createKey(limits) {
-      const store = new KeyStore(storeClient, config.INDEX_PREFIX);
+      const store = new KeyStore(storeClient, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS);
       const created = await store.create({ account: 'test', endpoints: limits.endpoints ?? 'all', projects: limits.projects ?? null });
       return created.key;
     },
