@@ -1,4 +1,4 @@
-import type { EachBatchPayload, Producer } from 'kafkajs';
+import type { EachBatchPayload, KafkaMessage, Producer } from 'kafkajs';
 import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { chunkBySize } from './bulk.ts';
@@ -10,6 +10,7 @@ import type { EventPartitioning } from './event-partition.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { undecodableBatchOf, type UndecodableBatch } from './undecodable-batch.ts';
 import { WriteAbandoned, writeEvents } from './writer.ts';
+import type { ChunkWork, WritePipeline } from './write-pipeline.ts';
 
 export interface BatchSettings {
   maxMessageBytes: number;
@@ -21,6 +22,9 @@ export interface BatchSettings {
 
 export interface BatchDependencies {
   bulk: BulkCoalescer;
+  pipeline: WritePipeline;
+  /** Moves the partition's read position back to `offset` (kafkajs seek): what follows it comes again. */
+  rewind(topic: string, partition: number, offset: string): void;
   producer: Producer;
   metrics: IngestMetrics;
   logger: Logger;
@@ -48,79 +52,106 @@ interface Pending {
 }
 
 /**
- * One partition's batch, in chunks bounded by bytes and count. A chunk's offset is committed only
- * after every event in it is acknowledged by Elasticsearch or dead-lettered; a chunk given up
- * (shutdown, rebalance) is left uncommitted and will be delivered again.
+ * One partition's batch, in chunks bounded by bytes and count. Each chunk is decoded here and handed
+ * to the write pipeline, which writes the partition's chunks in order while kafkajs fetches the next
+ * batches; the batch returns once its chunks are queued (or waits while too much is queued). A
+ * chunk's offset is committed only after every event in it is acknowledged by Elasticsearch or
+ * dead-lettered; a chunk given up (shutdown, rebalance) is left uncommitted and delivered again.
  */
 export async function processBatch(payload: EachBatchPayload, dependencies: BatchDependencies): Promise<void> {
   const { batch } = payload;
   const route = dependencies.routes.get(batch.topic);
   if (!route) throw new Error(`received a batch from ${batch.topic}, which is not a source topic`);
-  const { metrics, settings, logger } = dependencies;
-  const keepGoing = () => payload.isRunning() && !payload.isStale();
+  const { settings, pipeline } = dependencies;
+  const key = `${batch.topic}|${batch.partition}`;
   const chunks = chunkBySize(batch.messages, (message) => (message.value?.length ?? 0) + 64, settings.bulkMaxBytes, settings.bulkMaxEvents);
 
   for (const chunk of chunks) {
-    if (!keepGoing()) return;
-    const events: Pending[] = [];
-    const letters: DeadLetter[] = [];
-    const undecodable = new UndecodableGroups();
-    for (const message of chunk) {
-      const marker = undecodableBatchOf(message);
-      if (marker) {
-        metrics.consumed.inc({ source: route.source });
-        undecodable.add(marker, message.offset, message.value);
-        continue;
-      }
-      const record = { topic: batch.topic, partition: batch.partition, offset: message.offset, timestamp: message.timestamp, value: message.value, key: message.key, headers: message.headers };
-      const decoded = decodeMessage(record, settings.maxMessageBytes, route.fieldNames);
-      metrics.consumed.inc({ source: route.source }, decoded.length);
-      decoded.forEach((result, element) => {
-        const fromArray = decoded.length > 1 || (!result.ok && result.element !== undefined);
-        const source = { topic: batch.topic, partition: batch.partition, offset: message.offset, ...(fromArray ? { element } : {}) };
-        if (result.ok && dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(result.event, dependencies.now())) {
-          letters.push({ reason: 'expired', detail: `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`, key: message.key, value: message.value!, source });
-        } else if (result.ok) {
-          events.push({ event: result.event, bytes: message.value!.length / decoded.length + 64, letter: { key: message.key, value: message.value!, source } });
-        } else {
-          letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source });
-        }
-      });
-    }
+    if (!payload.isRunning() || payload.isStale() || pipeline.isStopping) return;
+    const decoded = decodeChunk(chunk, batch.topic, batch.partition, route, dependencies);
+    const bytes = chunk.reduce((sum, message) => sum + (message.value?.length ?? 0) + 64, 0);
+    pipeline.enqueue(key, bytes, (work) => writeChunk(payload, route, decoded, work, dependencies));
+    // kafkajs fetches from the resolved offset on; the commit waits for Elasticsearch (writeChunk)
+    payload.resolveOffset(chunk[chunk.length - 1]!.offset);
+    await pipeline.admit(payload.heartbeat);
+  }
+  await payload.heartbeat();
+}
 
-    for (const group of undecodable.groups) letters.push(undecodableLetter(group, batch.topic, batch.partition));
+interface DecodedChunk {
+  firstOffset: string;
+  lastOffset: string;
+  events: Pending[];
+  letters: DeadLetter[];
+  undecodable: UndecodableGroups;
+}
 
-    let rejected;
-    try {
-      rejected = await writeEvents(
-        {
-          bulk: dependencies.bulk,
-          partitioning: route.partitioning,
-          source: route.source,
-          metrics,
-          logger,
-          retryInitialMs: settings.retryInitialMs,
-          retryMaxMs: settings.retryMaxMs,
-          keepGoing,
-          heartbeat: payload.heartbeat,
-          onHold: dependencies.onHold,
-        },
-        events,
-      );
-    } catch (error) {
-      if (error instanceof WriteAbandoned) {
-        logger.info({ topic: batch.topic, partition: batch.partition, from: chunk[0]!.offset }, 'batch given up uncommitted; it will be delivered again');
-        return;
-      }
-      throw error;
+function decodeChunk(chunk: KafkaMessage[], topic: string, partition: number, route: SourceRoute, dependencies: BatchDependencies): DecodedChunk {
+  const { metrics, settings } = dependencies;
+  const events: Pending[] = [];
+  const letters: DeadLetter[] = [];
+  const undecodable = new UndecodableGroups();
+  let consumed = 0;
+  for (const message of chunk) {
+    const marker = undecodableBatchOf(message);
+    if (marker) {
+      consumed += 1;
+      undecodable.add(marker, message.offset, message.value);
+      continue;
     }
+    const record = { topic, partition, offset: message.offset, timestamp: message.timestamp, value: message.value, key: message.key, headers: message.headers };
+    const decoded = decodeMessage(record, settings.maxMessageBytes, route.fieldNames);
+    consumed += decoded.length;
+    decoded.forEach((result, element) => {
+      const fromArray = decoded.length > 1 || (!result.ok && result.element !== undefined);
+      const source = { topic, partition, offset: message.offset, ...(fromArray ? { element } : {}) };
+      if (result.ok && dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(result.event, dependencies.now())) {
+        letters.push({ reason: 'expired', detail: `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`, key: message.key, value: message.value!, source });
+      } else if (result.ok) {
+        events.push({ event: result.event, bytes: message.value!.length / decoded.length + 64, letter: { key: message.key, value: message.value!, source } });
+      } else {
+        letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source });
+      }
+    });
+  }
+  metrics.consumed.inc({ source: route.source }, consumed);
+  for (const group of undecodable.groups) letters.push(undecodableLetter(group, topic, partition));
+  return { firstOffset: chunk[0]!.offset, lastOffset: chunk[chunk.length - 1]!.offset, events, letters, undecodable };
+}
+
+/**
+ * Writes a chunk, dead-letters what cannot be stored and commits its last offset. A failure
+ * (the dead-letter topic or the commit unavailable, say) rewinds the partition to the chunk, after
+ * a pause, so it is delivered and written again; the partition's later chunks are dropped meanwhile.
+ */
+async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: DecodedChunk, work: ChunkWork, dependencies: BatchDependencies): Promise<void> {
+  const { batch } = payload;
+  const { metrics, settings, logger } = dependencies;
+  const keepGoing = () => work.isCurrent() && payload.isRunning() && !payload.isStale();
+  const letters = [...chunk.letters];
+  try {
+    const rejected = await writeEvents(
+      {
+        bulk: dependencies.bulk,
+        partitioning: route.partitioning,
+        source: route.source,
+        metrics,
+        logger,
+        retryInitialMs: settings.retryInitialMs,
+        retryMaxMs: settings.retryMaxMs,
+        keepGoing,
+        heartbeat: payload.heartbeat,
+        onHold: dependencies.onHold,
+      },
+      chunk.events,
+    );
     for (const { item, reason } of rejected) letters.push({ ...item.letter, reason: 'unindexable', detail: reason });
 
     if (letters.length > 0) {
       await dependencies.producer.send({ topic: route.deadLetterTopic, acks: -1, messages: letters.map(deadLetterMessage) });
       for (const letter of letters) metrics.deadLettered.inc({ source: route.source, reason: letter.reason }, letter.records ?? 1);
       logger.warn({ topic: batch.topic, partition: batch.partition, reasons: [...new Set(letters.map((letter) => letter.reason))], count: letters.length }, 'events dead-lettered');
-      for (const group of undecodable.groups) {
+      for (const group of chunk.undecodable.groups) {
         // a batch seen again after a restart mid-batch is counted once, by the part holding its first record
         if (group.containsFirstRecord) metrics.undecodableBatches.inc({ source: route.source, codec: group.marker.codec });
         logger.error(
@@ -130,12 +161,20 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
       }
     }
 
-    const last = chunk[chunk.length - 1]!.offset;
-    payload.resolveOffset(last);
+    if (!work.mayCommit()) return;
     await payload.commitOffsetsIfNecessary({
-      topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }],
+      topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(chunk.lastOffset) + 1n).toString() }] }],
     });
-    await payload.heartbeat();
+  } catch (error) {
+    if (error instanceof WriteAbandoned) {
+      logger.info({ topic: batch.topic, partition: batch.partition, from: chunk.firstOffset }, 'batch given up uncommitted; it will be delivered again');
+      return;
+    }
+    if (!work.mayCommit()) return;
+    dependencies.pipeline.failed(`${batch.topic}|${batch.partition}`);
+    logger.error({ err: error, topic: batch.topic, partition: batch.partition, from: chunk.firstOffset }, 'chunk not stored; the partition is read again from it');
+    await new Promise((resolve) => setTimeout(resolve, settings.retryInitialMs));
+    dependencies.rewind(batch.topic, batch.partition, chunk.firstOffset);
   }
 }
 

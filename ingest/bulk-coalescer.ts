@@ -11,56 +11,84 @@ interface Waiting {
   reject(error: unknown): void;
 }
 
+/** Only what classifyItem reads comes back: the per-item `_id`, `_index`, `_version` ... of a 5,000-event bulk are most of its response. */
+const BULK_RESPONSE_FILTER = 'errors,items.*.status,items.*.error';
+
 /**
  * Partitions are processed side by side, each with a handful of events under a steady load; sending
  * each partition's events alone would mean many tiny bulk requests (each a translog sync per
  * shard). Writes that arrive within a few milliseconds of each other share one bulk request, within
  * the byte and count bounds; each caller gets back the item results for its own events.
+ *
+ * At most `maxInFlight` bulk requests are in flight: under load, writes go on filling the next bulk
+ * while Elasticsearch works on the current ones, so it gets a few full bulks rather than many small
+ * ones queueing in its write pool.
  */
 export class BulkCoalescer {
   private waiting: Waiting[] = [];
   private bytes = 0;
   private count = 0;
   private timer: NodeJS.Timeout | undefined;
+  private readonly sealed: Waiting[][] = [];
+  private inFlight = 0;
 
   constructor(
     private readonly client: Client,
     private readonly metrics: IngestMetrics,
-    private readonly limits: { maxBytes: number; maxEvents: number; lingerMs: number },
+    private readonly limits: { maxBytes: number; maxEvents: number; lingerMs: number; maxInFlight: number },
   ) {}
 
   write(indexOf: (event: StoredEvent) => string, events: StoredEvent[], approximateBytes: number): Promise<estypes.BulkResponseItem[]> {
     return new Promise((resolve, reject) => {
-      if (this.waiting.length > 0 && (this.count + events.length > this.limits.maxEvents || this.bytes + approximateBytes > this.limits.maxBytes)) this.flush();
+      if (this.waiting.length > 0 && (this.count + events.length > this.limits.maxEvents || this.bytes + approximateBytes > this.limits.maxBytes)) this.seal();
       this.waiting.push({ operations: bulkOperations(indexOf, events), count: events.length, bytes: approximateBytes, resolve, reject });
       this.count += events.length;
       this.bytes += approximateBytes;
-      this.timer ??= setTimeout(() => this.flush(), this.limits.lingerMs);
+      // with every slot taken the bulk keeps filling; the next completion seals it
+      this.timer ??= setTimeout(() => {
+        this.timer = undefined;
+        if (this.inFlight < this.limits.maxInFlight) this.seal();
+      }, this.limits.lingerMs);
     });
   }
 
-  private flush(): void {
+  private seal(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    const batch = this.waiting;
+    if (this.waiting.length > 0) this.sealed.push(this.waiting);
     this.waiting = [];
     this.bytes = 0;
     this.count = 0;
-    if (batch.length === 0) return;
-    const timer = this.metrics.bulkDuration.startTimer();
-    this.client.bulk({ operations: batch.flatMap((waiting) => waiting.operations), refresh: false }).then(
-      (response) => {
-        timer({ outcome: response.errors ? 'partial' : 'ok' });
-        let start = 0;
-        for (const waiting of batch) {
-          waiting.resolve(response.items.slice(start, start + waiting.count).map((entry) => entry.index ?? Object.values(entry)[0]!));
-          start += waiting.count;
-        }
-      },
-      (error: unknown) => {
-        timer({ outcome: 'failed' });
-        for (const waiting of batch) waiting.reject(error);
-      },
-    );
+    this.send();
+  }
+
+  private send(): void {
+    while (this.inFlight < this.limits.maxInFlight && this.sealed.length > 0) {
+      const batch = this.sealed.shift()!;
+      this.inFlight += 1;
+      const timer = this.metrics.bulkDuration.startTimer();
+      this.client.bulk({ operations: batch.flatMap((waiting) => waiting.operations), refresh: false, filter_path: BULK_RESPONSE_FILTER }).then(
+        (response) => {
+          timer({ outcome: response.errors ? 'partial' : 'ok' });
+          let start = 0;
+          for (const waiting of batch) {
+            waiting.resolve(response.items.slice(start, start + waiting.count).map((entry) => entry.index ?? Object.values(entry)[0]!));
+            start += waiting.count;
+          }
+          this.completed();
+        },
+        (error: unknown) => {
+          timer({ outcome: 'failed' });
+          for (const waiting of batch) waiting.reject(error);
+          this.completed();
+        },
+      );
+    }
+  }
+
+  private completed(): void {
+    this.inFlight -= 1;
+    if (this.sealed.length === 0 && this.waiting.length > 0) this.seal();
+    else this.send();
   }
 }

@@ -4,7 +4,7 @@ import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { deterministicEventId } from './event-id.ts';
 import { DEFAULT_EVENT_FIELD_NAMES, type EventFieldNames } from './event-fields.ts';
-import { formatMicros, parseTimestamp } from '../shared/stored-timestamp.ts';
+import { formatMicros, isStoredForm, parseTimestamp } from '../shared/stored-timestamp.ts';
 
 /** Why a message could not become an event; the dead-letter topic carries it in a header. */
 export type PoisonReason =
@@ -154,7 +154,9 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
   const others = Object.entries(input).filter(([name]) => !claimed.has(name));
   const key = context.key === null ? undefined : keyValue(context.key);
   const folded = foldIntoMetadata(metadata as StoredEvent['metadata'], others, key);
-  const event: StoredEvent = { id: id.id, timestamp: formatMicros(timestamp.micros), event_message: message.value };
+  const given = chosen.timestamp?.value;
+  const storedTimestamp = typeof given === 'string' && isStoredForm(given) ? given : formatMicros(timestamp.micros);
+  const event: StoredEvent = { id: id.id, timestamp: storedTimestamp, event_message: message.value };
   if (project !== undefined) event.project = project.value as string;
   if (folded.metadata !== undefined) event.metadata = folded.metadata;
   if (folded.foldedFields.length > 0) event.folded_fields = folded.foldedFields;

@@ -14,6 +14,7 @@ import './codecs.ts';
 import { eventFieldNames } from './event-fields.ts';
 import { eventPartitioning } from './event-partition.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
+import { WritePipeline } from './write-pipeline.ts';
 import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
 import { createKafka } from './kafka.ts';
@@ -66,7 +67,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   await ensureIndices(client, store, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS, logger);
 
   const metrics = createIngestMetrics();
-  const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS });
+  const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS, maxInFlight: config.INGEST_BULK_MAX_IN_FLIGHT });
   let status: HealthReport['status'] = 'starting';
   let heldPartitions = 0;
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
@@ -75,12 +76,20 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     sessionTimeout: config.INGEST_SESSION_TIMEOUT_MS,
     heartbeatInterval: Math.max(500, Math.floor(config.INGEST_SESSION_TIMEOUT_MS / 10)),
     maxBytes: config.INGEST_FETCH_MAX_BYTES,
-    maxBytesPerPartition: Math.min(config.INGEST_FETCH_MAX_BYTES, config.INGEST_BULK_MAX_BYTES),
+    maxBytesPerPartition: Math.min(config.INGEST_FETCH_MAX_BYTES, config.INGEST_FETCH_PARTITION_MAX_BYTES),
     maxWaitTimeInMs: 500,
   });
   let reportFailure!: (error: Error) => void;
   const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
+  // the bulks in flight plus one being filled: decoding goes on while Elasticsearch writes
+  const pipeline = new WritePipeline((config.INGEST_BULK_MAX_IN_FLIGHT + 1) * config.INGEST_BULK_MAX_BYTES, (error) => {
+    logger.error({ err: error }, 'writing a chunk failed unexpectedly');
+    status = 'failed';
+    reportFailure(error instanceof Error ? error : new Error(String(error)));
+  });
+  consumer.on(consumer.events.REBALANCING, () => pipeline.reassigned());
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
+    pipeline.reassigned();
     status = 'consuming';
     logger.info({ assignment: event.payload.memberAssignment }, 'joined the consumer group');
   });
@@ -116,6 +125,15 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     eachBatch: (payload) =>
       processBatch(payload, {
         bulk,
+        pipeline,
+        rewind: (topic, partition, offset) => {
+          try {
+            consumer.seek({ topic, partition, offset });
+          } catch (error) {
+            // not running or no longer assigned: the next owner reads from the committed offset anyway
+            logger.warn({ err: error, topic, partition, offset }, 'could not rewind the partition');
+          }
+        },
         producer,
         metrics,
         logger,
@@ -161,6 +179,8 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
         status = 'stopping';
         await lagPoll?.stop();
         await retention?.stop();
+        // chunks being written finish and commit; queued ones stay uncommitted and come again
+        await pipeline.drain();
         await consumer.disconnect();
         await producer.disconnect();
         await new Promise<void>((resolve) => statusServer.server.close(() => resolve()));

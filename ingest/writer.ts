@@ -49,11 +49,12 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
       let retryCause: string | undefined;
       try {
         const results = await context.bulk.write(context.partitioning.indexOf, pending.map((item) => item.event), pending.reduce((sum, item) => sum + item.bytes, 0));
+        let indexed = 0;
         results.forEach((result, position) => {
           const item = pending[position]!;
           const outcome = classifyItem(result);
           if (outcome.kind === 'indexed') {
-            context.metrics.indexed.inc({ source: context.source });
+            indexed += 1;
           } else if (outcome.kind === 'retry') {
             again.push(item);
             retryCause = outcome.cause;
@@ -70,6 +71,7 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
             rejected.push({ item, reason: outcome.reason });
           }
         });
+        context.metrics.indexed.inc({ source: context.source }, indexed);
       } catch (error) {
         if (!isRetriableRequestError(error)) {
           const reason = `bulk request refused: ${(error as Error).message}`;

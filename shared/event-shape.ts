@@ -38,11 +38,13 @@ function visitArray(elements: unknown[], path: string, arrays: Set<string>, mult
 }
 
 function visitRecord(record: Record<string, unknown>, path: string, arrays: Set<string>, multi: Set<string>): void {
-  for (const [key, value] of Object.entries(record)) {
-    const child = `${path}.${key}`;
+  // for...in over a parsed JSON object sees its own keys only; scalars (most fields) cost no path string
+  for (const key in record) {
+    const value = record[key];
+    if (value === null || typeof value !== 'object') continue;
     // a nested record is a one-element array of records in the view
-    if (isRecord(value)) visitArray([value], child, arrays, multi);
-    else if (Array.isArray(value)) visitArray(value, child, arrays, multi);
+    if (Array.isArray(value)) visitArray(value, `${path}.${key}`, arrays, multi);
+    else visitArray([value], `${path}.${key}`, arrays, multi);
   }
 }
 

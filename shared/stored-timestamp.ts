@@ -150,6 +150,16 @@ function inRange(micros: number, original: string): TimestampResult {
   return { ok: true, micros };
 }
 
+const STORED_FORM = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/**
+ * Whether a timestamp that parsed is already in the stored form, so formatting its microseconds
+ * would give back the same text (producers that send our own form skip the formatting).
+ */
+export function isStoredForm(text: string): boolean {
+  return text.length === 27 && STORED_FORM.test(text);
+}
+
 /** The stored form: `2024-01-01T00:00:00.123456Z`. */
 export function formatMicros(micros: number): string {
   const millis = Math.floor(micros / 1000);

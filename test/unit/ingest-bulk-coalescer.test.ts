@@ -22,7 +22,7 @@ const events = (...ids: string[]): StoredEvent[] => ids.map((id) => ({ id, times
 describe('bulk coalescing', () => {
   it('sends writes that arrive together as one request and gives each caller its own results', async () => {
     const { client, requests } = recordingClient();
-    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 100, lingerMs: 5 });
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 100, lingerMs: 5, maxInFlight: 2 });
     const [first, second] = await Promise.all([coalescer.write(() => 'a', events('1', '2'), 100), coalescer.write(() => 'b', events('3'), 50)]);
     expect(requests).toHaveLength(1);
     expect(first.map((item) => [item._index, item._id])).toEqual([
@@ -34,15 +34,39 @@ describe('bulk coalescing', () => {
 
   it('starts a new request rather than exceed the count or byte bound', async () => {
     const { client, requests } = recordingClient();
-    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 120, maxEvents: 3, lingerMs: 5 });
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 120, maxEvents: 3, lingerMs: 5, maxInFlight: 2 });
     await Promise.all([coalescer.write(() => 'a', events('1', '2'), 40), coalescer.write(() => 'a', events('3', '4'), 40), coalescer.write(() => 'a', events('5'), 100)]);
     expect(requests.map((operations) => operations.length / 2)).toEqual([2, 2, 1]);
   });
 
   it('fails every caller of a failed request, so each retries its own events', async () => {
     const client = { bulk: async () => Promise.reject(new Error('connect ECONNREFUSED')) } as unknown as Client;
-    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1000, maxEvents: 10, lingerMs: 5 });
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1000, maxEvents: 10, lingerMs: 5, maxInFlight: 2 });
     const results = await Promise.allSettled([coalescer.write(() => 'a', events('1'), 10), coalescer.write(() => 'b', events('2'), 10)]);
     expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+  });
+
+  it('keeps at most maxInFlight requests open and fills the next one meanwhile', async () => {
+    const started: { operations: unknown[]; answer(): void }[] = [];
+    const client = {
+      bulk: ({ operations }: { operations: unknown[] }) =>
+        new Promise((resolve) => {
+          const actions = operations.filter((_, position) => position % 2 === 0) as { index: { _index: string; _id: string } }[];
+          started.push({ operations, answer: () => resolve({ errors: false, items: actions.map(({ index }) => ({ index: { _id: index._id, status: 201 } })) }) });
+        }),
+    } as unknown as Client;
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 2, lingerMs: 1, maxInFlight: 1 });
+    const writes = [coalescer.write(() => 'a', events('1', '2'), 10), coalescer.write(() => 'a', events('3'), 10)];
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    writes.push(coalescer.write(() => 'a', events('4'), 10));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // the first bulk is open: events 3 and 4 wait together instead of going out alone
+    expect(started.map(({ operations }) => operations.length / 2)).toEqual([2]);
+    started[0]!.answer();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(started.map(({ operations }) => operations.length / 2)).toEqual([2, 2]);
+    started[1]!.answer();
+    const results = await Promise.all(writes);
+    expect(results.map((items) => items.map((item) => item._id))).toEqual([['1', '2'], ['3'], ['4']]);
   });
 });

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatMicros, parseTimestamp } from '../../shared/stored-timestamp.ts';
+import { formatMicros, isStoredForm, parseTimestamp } from '../../shared/stored-timestamp.ts';
 
 const stored = (value: unknown) => {
   const result = parseTimestamp(value);
@@ -34,5 +35,20 @@ describe('event timestamps', () => {
     expect(stored('1960-01-01T00:00:00Z')).toMatch(/outside the storable range/);
     expect(stored(true)).toMatch(/got boolean/);
     expect(stored(Number.NaN)).toMatch(/not a finite number/);
+  });
+
+  it('recognises the stored form exactly when formatting would give the same text back', () => {
+    // 1970 to 2262, the storable range
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 9_200_000_000_000_000 }), (micros) => {
+        const text = formatMicros(micros);
+        expect(isStoredForm(text)).toBe(true);
+        const parsed = parseTimestamp(text);
+        expect(parsed.ok && formatMicros(parsed.micros)).toBe(text);
+      }),
+    );
+    for (const other of ['2024-01-01T00:00:00.123Z', '2024-01-01T00:00:00.123456+00:00', ' 2024-01-01T00:00:00.123456Z', '2024-01-01 00:00:00.123456Z', '2024-01-01T00:00:00.1234567Z']) {
+      expect(isStoredForm(other)).toBe(false);
+    }
   });
 });

@@ -1,0 +1,108 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
+
+/** Where a benchmark's worker reads and writes: its own topics, indices and consumer group. */
+export interface BenchLocations {
+  indexPrefix: string;
+  topicPrefix: string;
+}
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  port: number;
+  stop(): Promise<void>;
+}
+
+/** The worker tuning a benchmark passes on when set, so a run measures the configuration it was given. */
+const TUNING = [
+  'INGEST_TOPIC_PARTITIONS',
+  'INGEST_CONCURRENT_PARTITIONS',
+  'INGEST_BULK_MAX_BYTES',
+  'INGEST_BULK_MAX_EVENTS',
+  'INGEST_BULK_MAX_IN_FLIGHT',
+  'INGEST_FETCH_MAX_BYTES',
+  'INGEST_FETCH_PARTITION_MAX_BYTES',
+] as const;
+
+/**
+ * A real worker process (`ingest/main.ts` under tsx) on the given servers and locations; resolves
+ * once it serves /health. `root` runs the worker of another checkout (a before/after comparison).
+ */
+export async function startWorkerProcess(options: {
+  config: Config;
+  brokers: string[];
+  elasticsearchUrl: string;
+  locations: BenchLocations;
+  root?: string;
+  env?: Record<string, string>;
+  nodeOptions?: string[];
+}): Promise<WorkerProcess> {
+  const root = options.root ?? repositoryRoot;
+  // only what this run set: a worker of another checkout keeps its own defaults
+  const defaults = loadConfig({}) as unknown as Record<string, unknown>;
+  const tuning: Record<string, string> = {};
+  for (const name of TUNING) {
+    const value = (options.config as unknown as Record<string, unknown>)[name];
+    if (value !== undefined && value !== defaults[name]) tuning[name] = String(value);
+  }
+  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), '--import', 'tsx', path.join(root, 'ingest', 'main.ts')], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH,
+      KAFKA_BROKERS: options.brokers.join(','),
+      ELASTICSEARCH_URL: options.elasticsearchUrl,
+      INDEX_PREFIX: options.locations.indexPrefix,
+      TOPIC_PREFIX: options.locations.topicPrefix,
+      INGEST_GROUP_ID: `${options.locations.topicPrefix}ingest`,
+      INGEST_PORT: '0',
+      LOG_LEVEL: 'warn',
+      ...tuning,
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the worker exited with ${child.exitCode} during start-up`);
+    const match = /ingest: http:\/\/[^:]+:(\d+)\/health/.exec(output);
+    if (match) return { child, port: Number(match[1]), stop };
+    await sleep(100);
+  }
+  await stop();
+  throw new Error('the worker did not start within 120 s');
+}
+
+/** Sum over sources of one of the worker's counters, read from its /metrics (0 while it does not answer). */
+export async function workerCounter(port: number, name: 'ingest_events_consumed_total' | 'ingest_events_indexed_total'): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\d+)`, 'gm'))].reduce((sum, match) => sum + Number(match[1]), 0);
+  } catch {
+    return 0;
+  }
+}
+
+function statusField(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith(`${field}:`));
+  return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
+}
+
+/** User + system CPU time of a process, all its threads (/proc/<pid>/stat fields 14 and 15, in ticks of 1/100 s). */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+export const rssBytes = (pid: number) => statusField(pid, 'VmRSS');
+export const peakRssBytes = (pid: number) => statusField(pid, 'VmHWM');
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
