@@ -94,7 +94,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
   };
 
   try {
-    await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS);
+    await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS, config.INGEST_TOPIC_REPLICATION_FACTOR);
     say(`generating ${options.events} demo events for the nine sources`);
     const bySource = generate(options.events);
     const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
@@ -122,7 +122,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     const ceilingPrefix = indexPrefix('ceiling');
     const bulks = ceilingBulks(produced, config, ceilingPrefix, ceilingSettings);
     say(`ceiling: ${bulks.bodies.length} bulk requests, ${ceilingSettings.inFlight} in flight, into ${bulks.indices.length} indices with refresh off`);
-    record(rateOf('ceiling', await loadCeiling(client, ceilingPrefix, bulks, ceilingSettings.inFlight, options.events), { note: `${ceilingSettings.inFlight} bulks in flight of ≤${ceilingSettings.maxEvents} events / ${ceilingSettings.maxBytes / 1048576} MB, refresh off during the load` }));
+    record(rateOf('ceiling', await loadCeiling(client, ceilingPrefix, bulks, ceilingSettings.inFlight, options.events, config.ELASTICSEARCH_INDEX_REPLICAS), { note: `${ceilingSettings.inFlight} bulks in flight of ≤${ceilingSettings.maxEvents} events / ${ceilingSettings.maxBytes / 1048576} MB, refresh off during the load` }));
     await dropIndices(client, ceilingPrefix);
 
     const measureWorker = async (label: string, root?: string): Promise<void> => {
@@ -156,7 +156,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
       for (const mode of ['raw', 'same-shape'] as PeerMode[]) {
         const label = mode === 'raw' ? 'peer' : 'peer-same-shape';
         const prefix = indexPrefix(label);
-        await ensureEventIndexTemplate(client, prefix);
+        await ensureEventIndexTemplate(client, prefix, config.ELASTICSEARCH_INDEX_REPLICAS);
         const peer = await startRsyslogPeer({ mode, brokers, elasticsearchUrl, topics: routes.map(({ source, topic }) => ({ source, topic })), indexPrefix: prefix, groupId: `${run}.${label}`, batchSize: 2000, workerThreads: 2 });
         say(`${label}: rsyslogd ${peer.pid} (imkafka, omelasticsearch bulk mode, ${mode === 'raw' ? 'the raw JSON' : 'documents shaped like ours with explicit _id'})`);
         try {
@@ -292,8 +292,8 @@ function ceilingBulks(produced: Produced[], config: Config, prefix: string, sett
 }
 
 /** Indices created with refresh off, the bulks sent `inFlight` at a time, refresh back on, then refreshed: the clock covers all of it. */
-async function loadCeiling(client: EsClient, prefix: string, bulks: CeilingBulks, inFlight: number, expected: number): Promise<number> {
-  await ensureEventIndexTemplate(client, prefix);
+async function loadCeiling(client: EsClient, prefix: string, bulks: CeilingBulks, inFlight: number, expected: number, replicas: number): Promise<number> {
+  await ensureEventIndexTemplate(client, prefix, replicas);
   for (const index of bulks.indices) await client.indices.create({ index, settings: { index: { refresh_interval: '-1' } } });
   let next = 0;
   const started = performance.now();
@@ -405,7 +405,7 @@ async function measureFreshness(context: {
   const { client, rate, seconds, say } = context;
   const locations: BenchLocations = { indexPrefix: context.indexPrefix, topicPrefix: `${context.run}-fresh.` };
   const routes = sourceRoutes({ TOPIC_PREFIX: locations.topicPrefix, SOURCE_TOPICS: {} });
-  await ensureTopics(context.admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), context.config.INGEST_TOPIC_PARTITIONS);
+  await ensureTopics(context.admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), context.config.INGEST_TOPIC_PARTITIONS, context.config.INGEST_TOPIC_REPLICATION_FACTOR);
   const worker = await startWorkerProcess({ config: context.config, brokers: context.brokers, elasticsearchUrl: context.elasticsearchUrl, locations, env: { RETENTION_INTERVAL_SECONDS: '0' } });
   context.workers.push(worker);
   const producer = context.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });

@@ -48,7 +48,7 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
       const again: T[] = [];
       let retryCause: string | undefined;
       try {
-        const results = await context.bulk.write(context.partitioning.indexOf, pending.map((item) => item.event), pending.reduce((sum, item) => sum + item.bytes, 0));
+        const results = await heartbeatingWhile(context, context.bulk.write(context.partitioning.indexOf, pending.map((item) => item.event), pending.reduce((sum, item) => sum + item.bytes, 0)));
         let indexed = 0;
         results.forEach((result, position) => {
           const item = pending[position]!;
@@ -96,6 +96,25 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
     if (held) context.onHold(false);
   }
   return rejected;
+}
+
+/** How often a worker waiting for a bulk request reminds the group it is alive (kafkajs sends at most one heartbeat per heartbeatInterval). */
+const HEARTBEAT_WHILE_WRITING_MS = 500;
+
+/**
+ * Waits for a bulk request while heartbeating: on a cluster a request may wait a long time for a
+ * shard's primary (a node lost, a primary relocating), and a member silent for the session timeout
+ * is dropped from the group, which then rebalances again and again while its members are stuck so.
+ * A heartbeat refused here (a rebalance began) is not thrown: the batch sees it through keepGoing()
+ * and its own heartbeat after the write.
+ */
+async function heartbeatingWhile<T>(context: WriteContext, request: Promise<T>): Promise<T> {
+  const timer = setInterval(() => void context.heartbeat().catch(() => undefined), HEARTBEAT_WHILE_WRITING_MS);
+  try {
+    return await request;
+  } finally {
+    clearInterval(timer);
+  }
 }
 
 /** Sleeps in short steps, heartbeating and stopping early when the batch is given up. */
