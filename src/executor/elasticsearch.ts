@@ -66,7 +66,8 @@ export function storeError(error: unknown, timeoutMs: number): Error {
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
   const started = process.hrtime.bigint();
   try {
-    return await options.elasticsearch.search<Record<string, unknown>>(request, { requestTimeout: options.timeoutMs, maxRetries: 0 });
+    // a shard that failed (one still recovering after a restart, say) fails the search: a partial answer would pass for whole, and be cached
+    return await options.elasticsearch.search<Record<string, unknown>>({ ...request, allow_partial_search_results: false }, { requestTimeout: options.timeoutMs, maxRetries: 0 });
   } catch (error) {
     throw storeError(error, options.timeoutMs);
   } finally {
