@@ -1,9 +1,10 @@
-import type { EachBatchPayload, Producer } from 'kafkajs';
+import type { EachBatchPayload } from 'kafkajs';
 import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { chunkBySize } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
+import type { DeadLetterTransactions } from './dead-letter-transactions.ts';
 import { decodeMessage } from './event.ts';
 import type { EventFieldNames } from './event-fields.ts';
 import type { EventPartitioning } from './event-partition.ts';
@@ -21,7 +22,8 @@ export interface BatchSettings {
 
 export interface BatchDependencies {
   bulk: BulkCoalescer;
-  producer: Producer;
+  /** Sends a chunk's dead letters together with its offset commit. */
+  deadLetters: DeadLetterTransactions;
   metrics: IngestMetrics;
   logger: Logger;
   settings: BatchSettings;
@@ -116,25 +118,29 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     }
     for (const { item, reason } of rejected) letters.push({ ...item.letter, reason: 'unindexable', detail: reason });
 
+    const last = chunk[chunk.length - 1]!.offset;
+    const nextOffset = (BigInt(last) + 1n).toString();
     if (letters.length > 0) {
-      await dependencies.producer.send({ topic: route.deadLetterTopic, acks: -1, messages: letters.map(deadLetterMessage) });
-      for (const letter of letters) metrics.deadLettered.inc({ source: route.source, reason: letter.reason }, letter.records ?? 1);
-      logger.warn({ topic: batch.topic, partition: batch.partition, reasons: [...new Set(letters.map((letter) => letter.reason))], count: letters.length }, 'events dead-lettered');
+      const sent = (await dependencies.deadLetters.send({ topic: batch.topic, partition: batch.partition }, route.deadLetterTopic, letters.map((letter) => ({ offset: letter.source.offset, message: deadLetterMessage(letter), letter })), nextOffset)).map(
+        (entry) => entry.letter,
+      );
+      for (const letter of sent) metrics.deadLettered.inc({ source: route.source, reason: letter.reason }, letter.records ?? 1);
+      if (sent.length > 0) logger.warn({ topic: batch.topic, partition: batch.partition, reasons: [...new Set(sent.map((letter) => letter.reason))], count: sent.length }, 'events dead-lettered');
       for (const group of undecodable.groups) {
         // a batch seen again after a restart mid-batch is counted once, by the part holding its first record
-        if (group.containsFirstRecord) metrics.undecodableBatches.inc({ source: route.source, codec: group.marker.codec });
+        if (group.containsFirstRecord && sent.some((letter) => letter.reason === 'undecodable_batch' && letter.source.offset === group.firstOffset)) {
+          metrics.undecodableBatches.inc({ source: route.source, codec: group.marker.codec });
+        }
         logger.error(
           { topic: batch.topic, partition: batch.partition, codec: group.marker.codec, offsets: `${group.firstOffset}..${group.lastOffset}`, batchOffsets: `${group.marker.firstOffset}..${group.marker.lastOffset}`, reason: group.marker.detail },
           'undecodable record batch dead-lettered',
         );
       }
+      payload.resolveOffset(last);
+    } else {
+      payload.resolveOffset(last);
+      await payload.commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: nextOffset }] }] });
     }
-
-    const last = chunk[chunk.length - 1]!.offset;
-    payload.resolveOffset(last);
-    await payload.commitOffsetsIfNecessary({
-      topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }],
-    });
     await payload.heartbeat();
   }
 }

@@ -1,5 +1,4 @@
 import type { Client } from '@elastic/elasticsearch';
-import { Partitioners } from 'kafkajs';
 import { ConfigError, partitionPeriodOf, retentionDaysOf, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection, type ElasticsearchConnection } from '../shared/elasticsearch.ts';
 import { ensureEventIndexTemplate } from '../shared/event-index.ts';
@@ -13,9 +12,10 @@ import './codecs.ts';
 import { eventFieldNames } from './event-fields.ts';
 import { eventPartitioning } from './event-partition.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
+import { DeadLetterTransactions } from './dead-letter-transactions.ts';
 import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
-import { createKafka } from './kafka.ts';
+import { BROKER_OUTAGE_RETRY, createKafka } from './kafka.ts';
 import { createIngestMetrics } from './metrics.ts';
 import { startRetentionSchedule, type RetentionSchedule } from './retention.ts';
 import { ensureTopics, sourceRoutes } from './topics.ts';
@@ -47,7 +47,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const routes = sourceRoutes(config);
   const kafkaServer = kafkaConnection(config);
   const store = elasticsearchConnection(config);
-  const kafka = createKafka(kafkaServer, 'logplatform-ingest', logger);
+  const kafka = createKafka(kafkaServer, 'logplatform-ingest', logger, BROKER_OUTAGE_RETRY);
   const client = createElasticsearchClient(store);
   // wrong credentials or an untrusted certificate end start-up here with a message naming the server
   const onRetry = (reason: string) => logger.warn({ reason }, 'waiting for a server');
@@ -68,7 +68,9 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS });
   let status: HealthReport['status'] = 'starting';
   let heldPartitions = 0;
-  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+  // kept connected: a partition's first dead letters after an assignment read its committed offset
+  const offsetsAdmin = kafka.admin();
+  const deadLetters = new DeadLetterTransactions(kafka, offsetsAdmin, config.INGEST_GROUP_ID, logger);
   const consumer = kafka.consumer({
     groupId: config.INGEST_GROUP_ID,
     sessionTimeout: config.INGEST_SESSION_TIMEOUT_MS,
@@ -81,6 +83,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     status = 'consuming';
+    deadLetters.newAssignment();
     logger.info({ assignment: event.payload.memberAssignment }, 'joined the consumer group');
   });
   consumer.on(consumer.events.CRASH, (event) => {
@@ -94,7 +97,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   });
 
   const statusServer = await startStatusServer(config.INGEST_HOST, config.INGEST_PORT, () => ({ status, heldPartitions }), metrics.registry);
-  await producer.connect();
+  await offsetsAdmin.connect();
   await consumer.connect();
   await consumer.subscribe({ topics: routes.map((route) => route.topic), fromBeginning: true });
   const routeByTopic = new Map(
@@ -115,7 +118,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     eachBatch: (payload) =>
       processBatch(payload, {
         bulk,
-        producer,
+        deadLetters,
         metrics,
         logger,
         routes: routeByTopic,
@@ -161,7 +164,8 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
         await lagPoll?.stop();
         await retention?.stop();
         await consumer.disconnect();
-        await producer.disconnect();
+        await deadLetters.close();
+        await offsetsAdmin.disconnect();
         await new Promise<void>((resolve) => statusServer.server.close(() => resolve()));
         await client.close();
         logger.info('ingest worker stopped');

@@ -48,7 +48,7 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
       const again: T[] = [];
       let retryCause: string | undefined;
       try {
-        const results = await context.bulk.write(context.partitioning.indexOf, pending.map((item) => item.event), pending.reduce((sum, item) => sum + item.bytes, 0));
+        const results = await whileHeartbeating(context, context.bulk.write(context.partitioning.indexOf, pending.map((item) => item.event), pending.reduce((sum, item) => sum + item.bytes, 0)));
         results.forEach((result, position) => {
           const item = pending[position]!;
           const outcome = classifyItem(result);
@@ -94,6 +94,27 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
     if (held) context.onHold(false);
   }
   return rejected;
+}
+
+/**
+ * Awaits a bulk request while heartbeating every second: kafkajs heartbeats only when asked, and a
+ * bulk slower than the session timeout (a loaded store) would otherwise cost the group membership,
+ * and with it a redelivery of the batch. A failed heartbeat (a rebalance) is left to keepGoing().
+ */
+async function whileHeartbeating<T>(context: WriteContext, request: Promise<T>): Promise<T> {
+  let done = false;
+  const beating = (async () => {
+    while (!done) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      if (!done) await context.heartbeat().catch(() => undefined);
+    }
+  })();
+  try {
+    return await request;
+  } finally {
+    done = true;
+    await beating;
+  }
 }
 
 /** Sleeps in short steps, heartbeating and stopping early when the batch is given up. */
