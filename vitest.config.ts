@@ -11,6 +11,9 @@ export default defineConfig({
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'test/deploy/**/*.test.ts'] } },
       // the real Kafka and Elasticsearch, started once by the global setup
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], globalSetup: ['test/global-setup.ts'] } },
+      // faults injected into servers of the suite's own (started, stopped and restarted by each file):
+      // FAULTS_EVENTS sets the ingest size, 20,000 here and 200,000 in `npm run test:faults`
+      { extends: true, test: { name: 'faults', include: ['test/faults/**/*.test.ts'] } },
     ],
   },
 });

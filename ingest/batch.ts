@@ -1,9 +1,10 @@
-import type { EachBatchPayload, KafkaMessage, Producer } from 'kafkajs';
+import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
 import { chunkBySize } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
+import type { DeadLetterTransactions } from './dead-letter-transactions.ts';
 import { decodeMessage } from './event.ts';
 import type { EventFieldNames } from './event-fields.ts';
 import type { EventPartitioning } from './event-partition.ts';
@@ -25,7 +26,8 @@ export interface BatchDependencies {
   pipeline: WritePipeline;
   /** Moves the partition's read position back to `offset` (kafkajs seek): what follows it comes again. */
   rewind(topic: string, partition: number, offset: string): void;
-  producer: Producer;
+  /** Sends a chunk's dead letters together with its offset commit. */
+  deadLetters: DeadLetterTransactions;
   metrics: IngestMetrics;
   logger: Logger;
   settings: BatchSettings;
@@ -147,24 +149,28 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
     );
     for (const { item, reason } of rejected) letters.push({ ...item.letter, reason: 'unindexable', detail: reason });
 
-    if (letters.length > 0) {
-      await dependencies.producer.send({ topic: route.deadLetterTopic, acks: -1, messages: letters.map(deadLetterMessage) });
-      for (const letter of letters) metrics.deadLettered.inc({ source: route.source, reason: letter.reason }, letter.records ?? 1);
-      logger.warn({ topic: batch.topic, partition: batch.partition, reasons: [...new Set(letters.map((letter) => letter.reason))], count: letters.length }, 'events dead-lettered');
-      for (const group of chunk.undecodable.groups) {
-        // a batch seen again after a restart mid-batch is counted once, by the part holding its first record
-        if (group.containsFirstRecord) metrics.undecodableBatches.inc({ source: route.source, codec: group.marker.codec });
-        logger.error(
-          { topic: batch.topic, partition: batch.partition, codec: group.marker.codec, offsets: `${group.firstOffset}..${group.lastOffset}`, batchOffsets: `${group.marker.firstOffset}..${group.marker.lastOffset}`, reason: group.marker.detail },
-          'undecodable record batch dead-lettered',
-        );
-      }
-    }
-
+    const nextOffset = (BigInt(chunk.lastOffset) + 1n).toString();
     if (!work.mayCommit()) return;
-    await payload.commitOffsetsIfNecessary({
-      topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(chunk.lastOffset) + 1n).toString() }] }],
-    });
+    if (letters.length === 0) {
+      await payload.commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: nextOffset }] }] });
+      return;
+    }
+    // the letters and the chunk's commit are one transaction: a chunk delivered again cannot write its letters twice
+    const sent = (await dependencies.deadLetters.send({ topic: batch.topic, partition: batch.partition }, route.deadLetterTopic, letters.map((letter) => ({ offset: letter.source.offset, message: deadLetterMessage(letter), letter })), nextOffset)).map(
+      (entry) => entry.letter,
+    );
+    for (const letter of sent) metrics.deadLettered.inc({ source: route.source, reason: letter.reason }, letter.records ?? 1);
+    if (sent.length > 0) logger.warn({ topic: batch.topic, partition: batch.partition, reasons: [...new Set(sent.map((letter) => letter.reason))], count: sent.length }, 'events dead-lettered');
+    for (const group of chunk.undecodable.groups) {
+      // a batch seen again after a restart mid-batch is counted once, by the part holding its first record
+      if (group.containsFirstRecord && sent.some((letter) => letter.reason === 'undecodable_batch' && letter.source.offset === group.firstOffset)) {
+        metrics.undecodableBatches.inc({ source: route.source, codec: group.marker.codec });
+      }
+      logger.error(
+        { topic: batch.topic, partition: batch.partition, codec: group.marker.codec, offsets: `${group.firstOffset}..${group.lastOffset}`, batchOffsets: `${group.marker.firstOffset}..${group.marker.lastOffset}`, reason: group.marker.detail },
+        'undecodable record batch dead-lettered',
+      );
+    }
   } catch (error) {
     if (error instanceof WriteAbandoned) {
       logger.info({ topic: batch.topic, partition: batch.partition, from: chunk.firstOffset }, 'batch given up uncommitted; it will be delivered again');

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+import { Kafka, logLevel, type LogEntry, type RetryOptions } from 'kafkajs';
 import { kafkajsConnectionOptions, type KafkaConnection } from '../shared/kafka-connection.ts';
 import type { Logger } from '../shared/logger.ts';
 
@@ -36,11 +36,19 @@ export function kafkaLogLevel(level: number, log: { readonly [field: string]: un
   return LEVELS[level] ?? 'info';
 }
 
-/** A kafkajs client whose own logs go through our structured logger. */
-export function createKafka(connection: KafkaConnection, clientId: string, logger: Logger): Kafka {
+/**
+ * The worker's retry budget for broker requests: kafkajs's default (5 retries, about 10 s in all)
+ * ends the consumer for good when a broker restart takes longer than that, and the worker with it;
+ * this one waits up to about three minutes (delays doubling from 300 ms to 30 s) before giving up.
+ */
+export const BROKER_OUTAGE_RETRY: RetryOptions = { initialRetryTime: 300, maxRetryTime: 30_000, retries: 12 };
+
+/** A kafkajs client whose own logs go through our structured logger; `retry` replaces kafkajs's default budget. */
+export function createKafka(connection: KafkaConnection, clientId: string, logger: Logger, retry?: RetryOptions): Kafka {
   return new Kafka({
     clientId,
     ...kafkajsConnectionOptions(connection),
+    ...(retry ? { retry } : {}),
     logLevel: logLevel.WARN,
     logCreator: () => (entry: LogEntry) => {
       const { message, ...fields } = entry.log;

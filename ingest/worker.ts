@@ -1,5 +1,4 @@
 import type { Client } from '@elastic/elasticsearch';
-import { Partitioners } from 'kafkajs';
 import { ConfigError, partitionPeriodOf, retentionDaysOf, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection, type ElasticsearchConnection } from '../shared/elasticsearch.ts';
 import { ensureEventIndexTemplate } from '../shared/event-index.ts';
@@ -15,9 +14,10 @@ import { eventFieldNames } from './event-fields.ts';
 import { eventPartitioning } from './event-partition.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
 import { WritePipeline } from './write-pipeline.ts';
+import { DeadLetterTransactions } from './dead-letter-transactions.ts';
 import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
-import { createKafka } from './kafka.ts';
+import { BROKER_OUTAGE_RETRY, createKafka } from './kafka.ts';
 import { createIngestMetrics } from './metrics.ts';
 import { startRetentionSchedule, type RetentionSchedule } from './retention.ts';
 import { ensureTopics, sourceRoutes } from './topics.ts';
@@ -49,7 +49,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const routes = sourceRoutes(config);
   const kafkaServer = kafkaConnection(config);
   const store = elasticsearchConnection(config);
-  const kafka = createKafka(kafkaServer, 'logplatform-ingest', logger);
+  const kafka = createKafka(kafkaServer, 'logplatform-ingest', logger, BROKER_OUTAGE_RETRY);
   const client = createElasticsearchClient(store);
   // wrong credentials or an untrusted certificate end start-up here with a message naming the server
   const onRetry = (reason: string) => logger.warn({ reason }, 'waiting for a server');
@@ -70,7 +70,9 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS, maxInFlight: config.INGEST_BULK_MAX_IN_FLIGHT });
   let status: HealthReport['status'] = 'starting';
   let heldPartitions = 0;
-  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+  // kept connected: a partition's first dead letters after an assignment read its committed offset
+  const offsetsAdmin = kafka.admin();
+  const deadLetters = new DeadLetterTransactions(kafka, offsetsAdmin, config.INGEST_GROUP_ID, logger);
   const consumer = kafka.consumer({
     groupId: config.INGEST_GROUP_ID,
     sessionTimeout: config.INGEST_SESSION_TIMEOUT_MS,
@@ -91,6 +93,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     pipeline.reassigned();
     status = 'consuming';
+    deadLetters.newAssignment();
     logger.info({ assignment: event.payload.memberAssignment }, 'joined the consumer group');
   });
   consumer.on(consumer.events.CRASH, (event) => {
@@ -104,7 +107,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   });
 
   const statusServer = await startStatusServer(config.INGEST_HOST, config.INGEST_PORT, () => ({ status, heldPartitions }), metrics.registry, opsAccess(config.OPS_TOKEN));
-  await producer.connect();
+  await offsetsAdmin.connect();
   await consumer.connect();
   await consumer.subscribe({ topics: routes.map((route) => route.topic), fromBeginning: true });
   const routeByTopic = new Map(
@@ -134,7 +137,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
             logger.warn({ err: error, topic, partition, offset }, 'could not rewind the partition');
           }
         },
-        producer,
+        deadLetters,
         metrics,
         logger,
         routes: routeByTopic,
@@ -182,7 +185,8 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
         // chunks being written finish and commit; queued ones stay uncommitted and come again
         await pipeline.drain();
         await consumer.disconnect();
-        await producer.disconnect();
+        await deadLetters.close();
+        await offsetsAdmin.disconnect();
         await new Promise<void>((resolve) => statusServer.server.close(() => resolve()));
         await client.close();
         logger.info('ingest worker stopped');

@@ -88,7 +88,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   const authenticator =
     deps.authenticator ??
     new Authenticator({
-      keyStore: new KeyStore(deps.elasticsearch, deps.config.INDEX_PREFIX, deps.config.ELASTICSEARCH_INDEX_REPLICAS),
+      keyStore: new KeyStore(deps.elasticsearch, deps.config.INDEX_PREFIX, deps.config.ELASTICSEARCH_INDEX_REPLICAS, deps.config.QUERY_TIMEOUT_MS),
       bootstrapKey: deps.config.BOOTSTRAP_API_KEY,
       clock,
       cacheSeconds: deps.config.API_KEY_CACHE_SECONDS,

@@ -50,6 +50,23 @@ export function principalOf(record: ApiKeyRecord): Principal {
   return { keyId: record.keyId, account: record.account, endpoints: record.endpoints, projects: record.projects };
 }
 
+/**
+ * What a failed key look-up means for the caller: the store's state (503), never the key's fault
+ * (401) nor a bug (500). A node still recovering its shards after a restart answers 503 itself.
+ */
+export function keyLookUpFailure(error: unknown): Error {
+  if (error instanceof elasticsearchErrors.ConnectionError || error instanceof elasticsearchErrors.NoLivingConnectionsError) {
+    return new StoreUnavailable('cannot verify the API key: Elasticsearch is unreachable; retry shortly');
+  }
+  if (error instanceof elasticsearchErrors.TimeoutError) {
+    return new StoreUnavailable('cannot verify the API key: Elasticsearch did not answer in time; retry shortly');
+  }
+  if (error instanceof elasticsearchErrors.ResponseError && (error.statusCode === 429 || (error.statusCode ?? 0) >= 500)) {
+    return new StoreUnavailable(`cannot verify the API key: Elasticsearch refused the look-up (status ${error.statusCode}); retry shortly`);
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}
+
 /** Turns the key a request presents into a Principal, or refuses it with 401. */
 export class Authenticator {
   private readonly remembered = new Map<string, RememberedKey>();
@@ -90,10 +107,7 @@ export class Authenticator {
     try {
       found = await this.options.keyStore.find(keyId);
     } catch (error) {
-      if (error instanceof elasticsearchErrors.ConnectionError || error instanceof elasticsearchErrors.TimeoutError) {
-        throw new StoreUnavailable('cannot verify the API key: Elasticsearch is unreachable; retry shortly');
-      }
-      throw error;
+      throw keyLookUpFailure(error);
     }
     if (!found) {
       if (missSeconds > 0) {

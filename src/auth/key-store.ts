@@ -78,6 +78,8 @@ export class KeyStore {
     indexPrefix: string,
     /** ELASTICSEARCH_INDEX_REPLICAS: on a cluster, keys stay readable while a node is down. */
     private readonly replicas: number,
+    /** Bound on one key look-up (the client's own default is 30 s): a stalled store must not hold every request. */
+    private readonly lookUpTimeoutMs?: number,
   ) {
     this.index = apiKeyIndexName(indexPrefix);
   }
@@ -112,7 +114,7 @@ export class KeyStore {
   /** The record and stored hash of one key, or null when there is no such key. */
   async find(keyId: string): Promise<{ record: ApiKeyRecord; hash: string } | null> {
     try {
-      const found = await this.elasticsearch.get<ApiKeyDocument>({ index: this.index, id: keyId });
+      const found = await this.elasticsearch.get<ApiKeyDocument>({ index: this.index, id: keyId }, this.lookUpTimeoutMs === undefined ? undefined : { requestTimeout: this.lookUpTimeoutMs });
       if (!found.found || !found._source) return null;
       return { record: toRecord(found._source), hash: found._source.key_sha256 };
     } catch (error) {

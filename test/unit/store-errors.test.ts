@@ -2,6 +2,7 @@ import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
 import { QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
 import { storeError } from '../../src/executor/elasticsearch.ts';
+import { keyLookUpFailure } from '../../src/auth/authenticator.ts';
 
 function refusal(statusCode: number, body: unknown): errors.ResponseError {
   return new errors.ResponseError({ body, statusCode, headers: {}, warnings: null, meta: {} as never });
@@ -43,5 +44,25 @@ describe('store refusals', () => {
   it('overload and timeouts keep their meaning', () => {
     expect(storeError(refusal(429, { error: { type: 'es_rejected_execution_exception', reason: 'queue full' } }), 1000)).toBeInstanceOf(StoreUnavailable);
     expect(storeError(new errors.TimeoutError('slow'), 1000)).toBeInstanceOf(QueryTimeout);
+  });
+});
+
+describe('key look-up failures', () => {
+  it('the store unreachable, too slow or refusing for its own state is 503, never a 401 or a 500', () => {
+    for (const failure of [
+      new errors.ConnectionError('connect ECONNREFUSED 127.0.0.1:9200'),
+      new errors.TimeoutError('Request timed out'),
+      refusal(503, { error: { type: 'no_shard_available_action_exception', reason: 'No shard available for [get [keys][id]]' }, status: 503 }),
+      refusal(429, { error: { type: 'es_rejected_execution_exception' }, status: 429 }),
+    ]) {
+      const mapped = keyLookUpFailure(failure);
+      expect(mapped).toBeInstanceOf(StoreUnavailable);
+      expect(mapped.message).toMatch(/^cannot verify the API key: Elasticsearch/);
+    }
+  });
+
+  it('anything else is passed on as it is (a bug to see, not a store state to hide)', () => {
+    const refused = refusal(400, { error: { type: 'action_request_validation_exception' }, status: 400 });
+    expect(keyLookUpFailure(refused)).toBe(refused);
   });
 });
