@@ -489,7 +489,7 @@ export async function steadyLatencies(producer: Producer, client: EsClient, inde
         bySource.set(source, messages);
       }
       const sentAt = performance.now();
-      await Promise.all([...bySource].map(([source, messages]) => producer.send({ topic: topicOf(source), acks: 1, messages })));
+      await Promise.all([...bySource].map(([source, messages]) => producer.send({ topic: topicOf(source), acks: -1, messages })));
       for (const id of markers) pendingMarkers.set(id, sentAt);
       await sleep(Math.max(0, start + (tick + 1) * tickMs - performance.now()));
     }
