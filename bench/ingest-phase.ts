@@ -61,6 +61,7 @@ interface Produced {
  * - consume: a bare kafkajs consumer reading the topics (no decoding, no writes): the Kafka side;
  * - ceiling: the same documents (same shape and ids as ours, built before the clock) bulk-loaded into
  *   indices of the same template, `inFlight` bulks at a time, refresh off during the load, until searchable;
+ * - every contender writes into partitions created (from our template) before its clock starts;
  * - ours (and ours-before with `baselineRoot`): a real worker process from its first consumed event
  *   until all events are searchable, with its CPU seconds per 100k events and peak RSS;
  * - peer / peer-same-shape: rsyslog (see rsyslog-peer.ts), from its first indexed event until all searchable;
@@ -127,6 +128,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
 
     const measureWorker = async (label: string, root?: string): Promise<void> => {
       const prefix = indexPrefix(label);
+      await createIndices(client, prefix, config.ELASTICSEARCH_INDEX_REPLICAS, renamed(bulks.indices, ceilingPrefix, prefix));
       const worker = await startWorkerProcess({
         config,
         brokers,
@@ -156,7 +158,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
       for (const mode of ['raw', 'same-shape'] as PeerMode[]) {
         const label = mode === 'raw' ? 'peer' : 'peer-same-shape';
         const prefix = indexPrefix(label);
-        await ensureEventIndexTemplate(client, prefix, config.ELASTICSEARCH_INDEX_REPLICAS);
+        await createIndices(client, prefix, config.ELASTICSEARCH_INDEX_REPLICAS, mode === 'raw' ? routes.map((route) => `${prefix}${route.source}`) : renamed(bulks.indices, ceilingPrefix, prefix));
         const peer = await startRsyslogPeer({ mode, brokers, elasticsearchUrl, topics: routes.map(({ source, topic }) => ({ source, topic })), indexPrefix: prefix, groupId: `${run}.${label}`, batchSize: 2000, workerThreads: 2 });
         say(`${label}: rsyslogd ${peer.pid} (imkafka, omelasticsearch bulk mode, ${mode === 'raw' ? 'the raw JSON' : 'documents shaped like ours with explicit _id'})`);
         try {
@@ -293,8 +295,7 @@ function ceilingBulks(produced: Produced[], config: Config, prefix: string, sett
 
 /** Indices created with refresh off, the bulks sent `inFlight` at a time, refresh back on, then refreshed: the clock covers all of it. */
 async function loadCeiling(client: EsClient, prefix: string, bulks: CeilingBulks, inFlight: number, expected: number, replicas: number): Promise<number> {
-  await ensureEventIndexTemplate(client, prefix, replicas);
-  for (const index of bulks.indices) await client.indices.create({ index, settings: { index: { refresh_interval: '-1' } } });
+  await createIndices(client, prefix, replicas, bulks.indices, { refresh_interval: '-1' });
   let next = 0;
   const started = performance.now();
   const lane = async () => {
@@ -316,7 +317,15 @@ async function loadCeiling(client: EsClient, prefix: string, bulks: CeilingBulks
   return seconds;
 }
 
-const searchable = async (client: EsClient, prefix: string) => (await client.count({ index: `${prefix}*`, ignore_unavailable: true, allow_no_indices: true })).count;
+/** Documents searchable under the prefix; -1 while a partition being created has no shard yet (asked again next poll). */
+async function searchable(client: EsClient, prefix: string): Promise<number> {
+  try {
+    return (await client.count({ index: `${prefix}*`, ignore_unavailable: true, allow_no_indices: true })).count;
+  } catch (error) {
+    if (/no_shard_available|search_phase_execution/.test((error as Error).message)) return -1;
+    throw error;
+  }
+}
 
 interface Drained {
   seconds: number;
@@ -381,6 +390,20 @@ async function drainByPeer(peer: Awaited<ReturnType<typeof startRsyslogPeer>>, c
   }
   return { seconds: (performance.now() - started) / 1000, cpuSeconds: peer.cpuSeconds() - cpuAtStart, peakRssBytes: peer.peakRssBytes() };
 }
+
+/**
+ * Every contender writes into indices that exist already (the template's mapping), created before
+ * its clock starts: creating 18 partitions is a cluster-state update each, which a day of steady
+ * ingest pays once, not per million events.
+ */
+async function createIndices(client: EsClient, prefix: string, replicas: number, names: string[], settings: Record<string, string> = {}): Promise<void> {
+  await ensureEventIndexTemplate(client, prefix, replicas);
+  for (const index of names) await client.indices.create({ index, settings: { index: settings } });
+  await client.cluster.health({ index: `${prefix}*`, wait_for_status: 'green', timeout: '60s' });
+}
+
+/** The same partitions under another prefix. */
+const renamed = (names: string[], from: string, to: string) => names.map((name) => `${to}${name.slice(from.length)}`);
 
 async function dropIndices(client: EsClient, prefix: string): Promise<void> {
   await client.indices.delete({ index: `${prefix}*`, ignore_unavailable: true, allow_no_indices: true });
@@ -466,7 +489,7 @@ export async function steadyLatencies(producer: Producer, client: EsClient, inde
         bySource.set(source, messages);
       }
       const sentAt = performance.now();
-      await Promise.all([...bySource].map(([source, messages]) => producer.send({ topic: topicOf(source), acks: 1, messages })));
+      await Promise.all([...bySource].map(([source, messages]) => producer.send({ topic: topicOf(source), acks: -1, messages })));
       for (const id of markers) pendingMarkers.set(id, sentAt);
       await sleep(Math.max(0, start + (tick + 1) * tickMs - performance.now()));
     }

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SourceName } from '../shared/sources.ts';
@@ -30,10 +30,10 @@ const MODULES = ['imkafka', 'omelasticsearch', 'mmjsonparse', 'fmhash'];
 export function rsyslogMissing(elasticsearchUrl: string): string | undefined {
   const version = spawnSync(RSYSLOGD, ['-v'], { encoding: 'utf8' });
   if (version.error || version.status !== 0) return `rsyslog is not installed (${RSYSLOGD} not found); install it with: ${RSYSLOG_INSTALL}`;
-  const moduleDir = /PLATFORM:\s+(\S+)/.exec(version.stdout)?.[1];
-  const folder = `/usr/lib/${moduleDir ?? 'x86_64-linux-gnu'}/rsyslog`;
-  const missing = MODULES.filter((name) => spawnSync('test', ['-e', path.join(folder, `${name}.so`)]).status !== 0);
-  if (missing.length > 0) return `rsyslog modules missing (${missing.join(', ')} in ${folder}); install them with: ${RSYSLOG_INSTALL}`;
+  // Debian keeps the modules under the multiarch folder (/usr/lib/x86_64-linux-gnu/rsyslog)
+  const folders = ['/usr/lib/rsyslog', ...readdirSync('/usr/lib').map((entry) => path.join('/usr/lib', entry, 'rsyslog'))].filter((folder) => existsSync(folder));
+  const missing = MODULES.filter((name) => !folders.some((folder) => existsSync(path.join(folder, `${name}.so`))));
+  if (missing.length > 0) return `rsyslog modules missing (${missing.join(', ')}); install them with: ${RSYSLOG_INSTALL}`;
   const url = new URL(elasticsearchUrl);
   if (url.protocol !== 'http:' || url.username) return 'the peer runs only against a plaintext Elasticsearch without credentials';
   return undefined;
