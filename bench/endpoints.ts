@@ -7,6 +7,7 @@ import { runQueryPhase } from './query-phase.ts';
  * bare fastify route sending the same bytes; prints a table with the ratios.
  *
  *   npm run bench:endpoints [-- --events 1000000,10000000] [--seconds 10] [--quick] [--only <regexp>] [--cpu-prof <dir>]
+ *                           [--keep-data | --data-prefix <prefix printed by --keep-data>]
  *
  * --quick: 100,000 and 1,000,000 events, 1 s a point, the sandboxed queries at 1 and 16 only.
  * Starts its own Kafka and Elasticsearch unless KAFKA_BROKERS and ELASTICSEARCH_URL are set.
@@ -62,6 +63,8 @@ async function main(): Promise<void> {
     sandboxConcurrencies: quick ? [1, 16] : undefined,
     only: only ? new RegExp(only) : undefined,
     cpuProfileDir: flag('--cpu-prof'),
+    keepData: process.argv.includes('--keep-data'),
+    dataPrefix: flag('--data-prefix'),
   });
   console.log(`\n${result.loadNote}; ${seconds} s a point; ran ${Math.round((Date.now() - started) / 1000)} s\n`);
   console.log(table(result));

@@ -31,6 +31,13 @@ export interface QueryPhaseOptions {
   serviceLogLevel?: string;
   /** Writes V8 CPU profiles of the query services here (node --cpu-prof). */
   cpuProfileDir?: string;
+  /** Keep the loaded indices at the end (their prefix is printed), for later runs with `dataPrefix`. */
+  keepData?: boolean;
+  /**
+   * Measure the events a run with `keepData` left under this prefix: nothing is loaded or deleted,
+   * and `datasets` must be the one size that run loaded last.
+   */
+  dataPrefix?: string;
   /** Kafka and Elasticsearch to use; default KAFKA_BROKERS / ELASTICSEARCH_URL, else a local stack started for the phase. */
   servers?: { elasticsearchUrl: string; kafkaBrokers: string[] };
   progress?: (line: string) => void;
@@ -130,23 +137,31 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
     return { elasticsearchUrl: servers.elasticsearchUrl, kafkaBrokers: servers.brokers };
   })());
   const elasticsearch = createElasticsearchClient({ ...elasticsearchConnection(base, urls.elasticsearchUrl), requestTimeoutMs: 600_000 });
-  const prefix = `bench-query-${randomBytes(4).toString('hex')}-`;
+  // the data's end time is part of the prefix, so a later run over the same data knows it
+  const prefix = options.dataPrefix ?? `bench-query-${Date.now()}-${randomBytes(4).toString('hex')}-`;
+  const endMs = Number(/^bench-query-(\d+)-/.exec(prefix)?.[1]);
+  if (!Number.isFinite(endMs)) throw new Error(`${prefix} is not a prefix this benchmark wrote (bench-query-<end ms>-<hex>-)`);
+  const reused = options.dataPrefix !== undefined;
+  if (reused && options.datasets.length !== 1) throw new Error('with dataPrefix, give the one data set size that run loaded last');
   const scratch = mkdtempSync(path.join(tmpdir(), 'bench-query-'));
   const processes: BenchProcess[] = [];
   const result: QueryBenchResult = { datasets: [], series: [], loadNote: '', serviceMemory: [] };
   try {
-    const endMs = Date.now();
     const keys = new KeyStore(elasticsearch, prefix);
     await keys.ensureIndex();
     const { key } = await keys.create({ account: 'bench', endpoints: 'all', projects: null });
     const headers = { 'x-api-key': key };
-    say('loading the other sources (10,000 events each) for the studio queries');
-    await loadOtherSources(elasticsearch, prefix, endMs);
+    if (!reused) {
+      say('loading the other sources (10,000 events each) for the studio queries');
+      await loadOtherSources(elasticsearch, prefix, endMs);
+    }
     const studio = (JSON.parse(readFileSync(path.join(repositoryRoot, 'test/fixtures/examples/studio-queries.json'), 'utf8')) as StudioQuery[]).map((query) => shiftStudioQuery(query, endMs));
     let loaded = 0;
     for (const events of options.datasets) {
-      say(`loading edge events ${loaded.toLocaleString('en')} to ${events.toLocaleString('en')}`);
-      await loadEdgeEvents(elasticsearch, prefix, loaded, events, endMs);
+      if (!reused) {
+        say(`loading edge events ${loaded.toLocaleString('en')} to ${events.toLocaleString('en')}`);
+        await loadEdgeEvents(elasticsearch, prefix, loaded, events, endMs);
+      }
       loaded = events;
       result.datasets.push(events);
       const serviceEnv = (cache: boolean): Record<string, string> => ({
@@ -156,7 +171,8 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
         HOST: '127.0.0.1',
         PORT: '0',
         LOG_LEVEL: options.serviceLogLevel ?? 'info',
-        QUERY_TIMEOUT_MS: '120000',
+        // the longest the service allows below its connection timeout: slow sandboxed queries at c=64 queue for long
+        QUERY_TIMEOUT_MS: '110000',
         CACHE_MAX_BYTES: cache ? String(base.CACHE_MAX_BYTES) : '0',
         // rate limiting stays on (its cost is part of every request) with a bucket this load never empties
         RATE_LIMIT_PER_MINUTE: '100000000',
@@ -199,8 +215,12 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
     return result;
   } finally {
     for (const running of processes) await running.stop().catch(() => undefined);
-    const indices = Object.keys(await elasticsearch.indices.get({ index: `${prefix}*`, allow_no_indices: true }).catch(() => ({})));
-    if (indices.length > 0) await elasticsearch.indices.delete({ index: indices }).catch(() => undefined);
+    if (options.keepData || reused) {
+      say(`data kept under index prefix ${prefix}`);
+    } else {
+      const indices = Object.keys(await elasticsearch.indices.get({ index: `${prefix}*`, allow_no_indices: true }).catch(() => ({})));
+      if (indices.length > 0) await elasticsearch.indices.delete({ index: indices }).catch(() => undefined);
+    }
     await elasticsearch.close();
     await servers?.stack?.stop();
     rmSync(scratch, { recursive: true, force: true });
@@ -237,9 +257,10 @@ async function startBare(groups: SeriesGroup[], scratch: string, events: number,
     const bare = group.sides.find((side) => side.side === 'bare');
     if (!bare) continue;
     const ours = group.sides.find((side) => side.side === 'ours')!;
-    const file = path.join(scratch, `bare-${events}-${files.length}.json`);
+    const position = files.length;
+    const file = path.join(scratch, `bare-${events}-${position}.json`);
     writeFileSync(file, await probe(ours.target));
-    bare.target = { ...bare.target, request: () => ({ path: `/bare/${files.length}` }) };
+    bare.target = { ...bare.target, request: () => ({ path: `/bare/${position}` }) };
     files.push(file);
   }
   if (files.length === 0) return undefined;
