@@ -52,6 +52,11 @@ export interface QueryBenchResult {
   series: QuerySeries[];
   /** How the data got there (for example "bulk-loaded directly, not through Kafka"). */
   loadNote: string;
+  /**
+   * Peak RSS of the query service per data set (the larger of its two processes: with and without
+   * the result cache), for the run's `memory` readings.
+   */
+  serviceMemory?: { events: number; peakRssMb: number; cachedPeakRssMb?: number; uncachedPeakRssMb?: number }[];
 }
 
 /** Peak resident memory of each process in each phase. */

@@ -81,12 +81,13 @@ export class Authenticator {
     const bootstrap = this.options.bootstrapKey;
     if (bootstrap !== undefined && secretsEqual(key, bootstrap)) return BOOTSTRAP_PRINCIPAL;
 
-    const invalid = new Unauthorized(`invalid API key: no such key; ${HOW_TO_SEND}, exactly as printed by npm run keys -- create`);
+    // made only when refused: an error captures a stack, a cost the profile showed on every cached answer
+    const invalid = () => new Unauthorized(`invalid API key: no such key; ${HOW_TO_SEND}, exactly as printed by npm run keys -- create`);
     const keyId = keyIdOf(key);
-    if (keyId === null) throw invalid;
+    if (keyId === null) throw invalid();
     const presentedHash = hashApiKey(key);
     const stored = await this.lookUp(keyId);
-    if (!stored || !hashesEqual(presentedHash, stored.hash)) throw invalid;
+    if (!stored || !hashesEqual(presentedHash, stored.hash)) throw invalid();
     if (stored.record.revokedAt !== null) {
       throw new Unauthorized(`this API key (id ${keyId}) was revoked at ${stored.record.revokedAt}; ask for a new key`);
     }

@@ -2,6 +2,10 @@ import type { Logger } from '../../shared/logger.ts';
 import { cacheBytes, cacheEntries, cacheEvictionsTotal, cacheLookupsTotal, cacheWarmingRunsTotal } from '../metrics.ts';
 import type { Clock, ScheduledTask } from './clock.ts';
 
+/** Label objects made once: a hit is counted on every cached request. */
+const HIT = { result: 'hit' } as const;
+const MISS = { result: 'miss' } as const;
+
 export interface CachePolicy {
   /** Absolute lifetime of a result, counted from when its query started. 0 = not cached. */
   ttlSeconds: number;
@@ -12,12 +16,16 @@ export interface CachePolicy {
 export interface CacheRequest {
   key: string;
   policy: CachePolicy;
-  /** Runs the query. Called again for every warming, so it must read the time (e.g. a look-back window) itself. */
-  run: () => Promise<unknown[]>;
+  /**
+   * Runs the query and encodes its answer as the bytes a response sends. Called again for every
+   * warming, so it must read the time (e.g. a look-back window) itself.
+   */
+  run: () => Promise<Buffer>;
 }
 
 export interface CacheResult {
-  rows: unknown[];
+  /** The encoded answer, shared between callers: never modified. */
+  body: Buffer;
   status: 'HIT' | 'MISS';
   ageSeconds: number;
 }
@@ -30,43 +38,52 @@ export interface ResultCacheOptions {
 
 interface Entry {
   key: string;
-  rows: unknown[];
-  /** Key plus JSON rows, the measure the byte limit applies to. */
+  body: Buffer;
+  /** Key plus body, the measure the byte limit applies to. */
   bytes: number;
   computedAt: number;
   lastReadAt: number;
   policy: CachePolicy;
-  run: () => Promise<unknown[]>;
+  run: () => Promise<Buffer>;
 }
 
 /**
  * In-process cache of endpoint results: absolute TTL, background warming, one query per key at a
  * time, errors never stored, bounded by bytes with the least recently used result dropped first.
- * Rows handed out are shared between callers and must not be mutated.
+ * A result is held as the encoded bytes a response sends: a hit costs no serialisation, and the
+ * byte limit measures what is really held.
  */
 export class ResultCache {
   /** Map order is recency order: the first entry is the least recently used. */
   private readonly entries = new Map<string, Entry>();
-  private readonly inflight = new Map<string, Promise<unknown[]>>();
+  private readonly inflight = new Map<string, Promise<Buffer>>();
   private readonly warmers = new Map<number, ScheduledTask>();
   private totalBytes = 0;
 
   constructor(private readonly options: ResultCacheOptions) {}
 
-  async fetch(request: CacheRequest): Promise<CacheResult> {
+  /** The live result of `key`, counted as a hit; undefined (and nothing counted) when there is none. */
+  lookUp(key: string): CacheResult | undefined {
     const now = this.options.clock.now();
-    const entry = this.entries.get(request.key);
-    if (entry && this.isLive(entry, now)) {
-      entry.lastReadAt = now;
-      this.entries.delete(entry.key);
-      this.entries.set(entry.key, entry);
-      cacheLookupsTotal.inc({ result: 'hit' });
-      return { rows: entry.rows, status: 'HIT', ageSeconds: Math.floor((now - entry.computedAt) / 1000) };
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (!this.isLive(entry, now)) {
+      this.remove(entry);
+      return undefined;
     }
-    if (entry) this.remove(entry);
-    cacheLookupsTotal.inc({ result: 'miss' });
-    const rows = await this.runOnce(request);
-    return { rows, status: 'MISS', ageSeconds: 0 };
+    entry.lastReadAt = now;
+    this.entries.delete(entry.key);
+    this.entries.set(entry.key, entry);
+    cacheLookupsTotal.inc(HIT);
+    return { body: entry.body, status: 'HIT', ageSeconds: Math.floor((now - entry.computedAt) / 1000) };
+  }
+
+  async fetch(request: CacheRequest): Promise<CacheResult> {
+    const hit = this.lookUp(request.key);
+    if (hit) return hit;
+    cacheLookupsTotal.inc(MISS);
+    const body = await this.runOnce(request);
+    return { body, status: 'MISS', ageSeconds: 0 };
   }
 
   /** Bytes currently held. */
@@ -82,15 +99,15 @@ export class ResultCache {
   }
 
   /** Single flight: callers missing on a key while its query runs share that run and its outcome. */
-  private runOnce(request: CacheRequest): Promise<unknown[]> {
+  private runOnce(request: CacheRequest): Promise<Buffer> {
     const running = this.inflight.get(request.key);
     if (running) return running;
     const startedAt = this.options.clock.now();
     const flight = Promise.resolve()
       .then(request.run)
-      .then((rows) => {
-        this.store(request, rows, startedAt);
-        return rows;
+      .then((body) => {
+        this.store(request, body, startedAt);
+        return body;
       })
       .finally(() => this.inflight.delete(request.key));
     this.inflight.set(request.key, flight);
@@ -101,10 +118,10 @@ export class ResultCache {
     return now < entry.computedAt + entry.policy.ttlSeconds * 1000;
   }
 
-  private store(request: CacheRequest, rows: unknown[], computedAt: number): void {
+  private store(request: CacheRequest, body: Buffer, computedAt: number): void {
     if (request.policy.ttlSeconds <= 0) return;
     const previous = this.entries.get(request.key);
-    const bytes = Buffer.byteLength(request.key) + Buffer.byteLength(JSON.stringify(rows));
+    const bytes = Buffer.byteLength(request.key) + body.length;
     if (bytes > this.options.maxBytes) {
       if (previous) this.remove(previous);
       this.options.logger.debug({ bytes, maxBytes: this.options.maxBytes }, 'result larger than the whole cache, not cached');
@@ -112,7 +129,7 @@ export class ResultCache {
     }
     const entry: Entry = {
       key: request.key,
-      rows,
+      body,
       bytes,
       computedAt,
       lastReadAt: previous?.lastReadAt ?? computedAt,

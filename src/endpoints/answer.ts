@@ -49,16 +49,24 @@ export interface EndpointRequest {
 type ParsedSandbox = { language: 'sql'; query: Query } | { language: 'lql'; query: LqlQuery };
 
 export interface Answer {
-  rows: unknown[];
+  /** The response body, `{"result":[...]}` in UTF-8; a cached one is shared and never modified. */
+  body: Buffer;
   cache: 'HIT' | 'MISS' | 'BYPASS';
   ageSeconds: number;
 }
 
+/** The answer's JSON body, encoded once: a cached answer is sent as these bytes again and again. */
+export function encodeAnswer(rows: unknown[]): Buffer {
+  return Buffer.from(`{"result":${JSON.stringify(rows)}}`);
+}
+
 /**
- * One request from key scope to rows: scope check, parameters, the sandboxed query (SQL or LQL) if any, plan,
- * cache, execution, redaction. The plan is built before any cache look-up so bad parameters, bad
- * queries and forbidden projects fail first; that plan serves the first run, and each warming run
- * plans anew to measure its window from its own time.
+ * One request from key scope to rows: scope check, parameters, the cached answer if there is one,
+ * else the sandboxed query (SQL or LQL) if any, plan, execution, redaction, cache. A cache hit skips
+ * parsing and planning: its key holds everything they depend on but the time (endpoint, parameters,
+ * query text, redaction, the key's projects), and only answers that planned and ran are stored. On a
+ * miss the plan is built before anything runs, so bad queries and forbidden projects fail first;
+ * that plan serves the first run, and each warming run plans anew to measure its window from its own time.
  */
 export async function answerEndpointQuery(request: EndpointRequest, dependencies: AnswerDependencies): Promise<Answer> {
   const { endpoint, principal } = request;
@@ -66,6 +74,9 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
   const sandbox = endpoint.sandboxable ? sandboxRequest(request.supplied) : undefined;
   const parameters = validateParameters(endpoint, request.supplied);
   const redact = redactionRequested(request.redactHeader, endpoint);
+  const key = endpoint.cache === null ? undefined : cacheKey(endpoint, parameters, redact, principal, sandbox);
+  const hit = key === undefined ? undefined : dependencies.resultCache.lookUp(key);
+  if (hit) return { body: hit.body, cache: 'HIT', ageSeconds: hit.ageSeconds };
   const parsed: ParsedSandbox | undefined =
     sandbox?.language === 'lql'
       ? { language: 'lql', query: parseLql(sandbox.text) }
@@ -90,9 +101,9 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
       engine: dependencies.sandbox.engine,
       engineTimeoutMs: dependencies.queryTimeoutMs,
     });
-    return redact ? redactPii(rows) : rows;
+    return encodeAnswer(redact ? redactPii(rows) : rows);
   };
-  if (endpoint.cache === null) return { rows: await run(), cache: 'BYPASS', ageSeconds: 0 };
-  const cached = await dependencies.resultCache.fetch({ key: cacheKey(endpoint, parameters, redact, principal, sandbox), policy: endpoint.cache, run });
-  return { rows: cached.rows, cache: cached.status, ageSeconds: cached.ageSeconds };
+  if (endpoint.cache === null || key === undefined) return { body: await run(), cache: 'BYPASS', ageSeconds: 0 };
+  const cached = await dependencies.resultCache.fetch({ key, policy: endpoint.cache, run });
+  return { body: cached.body, cache: cached.status, ageSeconds: cached.ageSeconds };
 }

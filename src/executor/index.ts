@@ -160,7 +160,7 @@ async function eventRows(scan: Scan, options: ExecutorOptions, withProject: bool
   let after: estypes.SortResults | undefined;
   for (;;) {
     const response = await search({ ...scan.search, ...(after ? { search_after: after } : {}) }, options);
-    const hits = response.hits.hits;
+    const hits = hitsOf(response);
     rows.push(...rowsOf(response, withProject));
     if (rows.length > scan.take.maxEvents) throw tooBroad(scan);
     if (hits.length < (scan.search.size ?? 10)) return rows;
@@ -169,9 +169,15 @@ async function eventRows(scan: Scan, options: ExecutorOptions, withProject: bool
 }
 
 function rowsOf(response: estypes.SearchResponse<Record<string, unknown>>, withProject: boolean): Record<string, unknown>[] {
-  const rows = logRows(response.hits.hits) as unknown as Record<string, unknown>[];
+  const hits = hitsOf(response);
+  const rows = logRows(hits) as unknown as Record<string, unknown>[];
   if (!withProject) return rows;
-  return rows.map((row, position) => ({ ...row, project: response.hits.hits[position]!._source?.project ?? null }));
+  return rows.map((row, position) => ({ ...row, project: hits[position]!._source?.project ?? null }));
+}
+
+/** An event scan's hits; its filter_path leaves no `hits` at all when nothing matched. */
+function hitsOf(response: estypes.SearchResponse<Record<string, unknown>>): estypes.SearchHit<Record<string, unknown>>[] {
+  return response.hits?.hits ?? [];
 }
 
 function tooBroad(scan: EventScan): QueryTooBroad {

@@ -13,6 +13,9 @@ export const PATH_COUNTS_AGGREGATION = 'path_counts';
 /** Fields read from stored events: the four columns, the project column, and what the worker set aside. */
 const EVENT_SOURCE_FIELDS = ['id', 'timestamp', 'event_message', 'metadata', 'metadata_unindexed'];
 
+/** The parts of an event scan's response the executor reads (Elasticsearch's filter_path). */
+const EVENT_RESPONSE_FIELDS = ['hits.hits._id', 'hits.hits._source', 'error'];
+
 export interface EventScanShape {
   table: string;
   predicates: estypes.QueryDslQueryContainer[];
@@ -39,6 +42,8 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
     // id breaks ties so pages are stable; it also makes search_after paging exact
     sort: shape.order === 'timestamp_desc' ? [{ timestamp: { order: 'desc' } }, { id: { order: 'desc' } }] : [{ _doc: { order: 'asc' } }],
     _source: shape.fields ?? [...EVENT_SOURCE_FIELDS, ...(cte.columns.some((column) => column.name === 'project') ? ['project'] : [])],
+    // only what rows are made of (and the paging key): less for Elasticsearch to write and for us to parse; `error` keeps a refusal whole
+    filter_path: shape.take.kind === 'limit' ? EVENT_RESPONSE_FIELDS : [...EVENT_RESPONSE_FIELDS, 'hits.hits.sort'],
   };
   return { kind: 'events', table: shape.table, cte: cte.name, columns: [...cte.columns], index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take: shape.take };
 }

@@ -29,7 +29,7 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     }
     const body = parametersObject(request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body);
     const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeader: request.headers['svc-endpoint-redact-pii'] }, options);
-    return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).send({ result: answer.rows });
+    return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(answer.body);
   }
 
   app.get<EndpointRoute>('/api/endpoints/query/:endpoint', handle);

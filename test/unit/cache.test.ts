@@ -18,6 +18,9 @@ function deferred<T>() {
   return { promise, resolve, reject };
 }
 
+/** Rows encoded as the cache holds them. */
+const body = (rows: unknown[]) => Buffer.from(JSON.stringify(rows));
+
 /** A query whose every run is counted and returns the next of its answers. */
 function countedQuery(...answers: unknown[][]) {
   const query = {
@@ -25,7 +28,7 @@ function countedQuery(...answers: unknown[][]) {
     run: async () => {
       const rows = answers[Math.min(query.runs, answers.length - 1)]!;
       query.runs += 1;
-      return rows;
+      return body(rows);
     },
   };
   return query;
@@ -55,42 +58,57 @@ describe('ResultCache', () => {
     const first = await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run });
     await clock.advance(12_500);
     const second = await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run });
-    expect(first).toEqual({ rows: [{ n: 1 }], status: 'MISS', ageSeconds: 0 });
-    expect(second).toEqual({ rows: [{ n: 1 }], status: 'HIT', ageSeconds: 12 });
+    expect(first).toEqual({ body: body([{ n: 1 }]), status: 'MISS', ageSeconds: 0 });
+    expect(second).toEqual({ body: body([{ n: 1 }]), status: 'HIT', ageSeconds: 12 });
     expect(query.runs).toBe(1);
+  });
+
+  it('looks up a live result without running anything; nothing is counted when there is none', async () => {
+    const { clock, cache } = makeCache();
+    const hitsBefore = await counterValue('result_cache_lookups_total', { result: 'hit' });
+    const missesBefore = await counterValue('result_cache_lookups_total', { result: 'miss' });
+    expect(cache.lookUp('k')).toBeUndefined();
+    await cache.fetch({ key: 'k', policy: UNWARMED, run: async () => body(['v']) });
+    await clock.advance(2_000);
+    expect(cache.lookUp('k')).toEqual({ body: body(['v']), status: 'HIT', ageSeconds: 2 });
+    await clock.advance(58_000);
+    expect(cache.lookUp('k')).toBeUndefined();
+    expect(cache.bytes).toBe(0);
+    expect(await counterValue('result_cache_lookups_total', { result: 'hit' })).toBe(hitsBefore + 1);
+    expect(await counterValue('result_cache_lookups_total', { result: 'miss' })).toBe(missesBefore + 1);
   });
 
   it('keeps keys apart', async () => {
     const { cache } = makeCache();
-    await cache.fetch({ key: 'a', policy: UNWARMED, run: async () => ['a'] });
-    const b = await cache.fetch({ key: 'b', policy: UNWARMED, run: async () => ['b'] });
-    expect(b).toEqual({ rows: ['b'], status: 'MISS', ageSeconds: 0 });
+    await cache.fetch({ key: 'a', policy: UNWARMED, run: async () => body(['a']) });
+    const b = await cache.fetch({ key: 'b', policy: UNWARMED, run: async () => body(['b']) });
+    expect(b).toEqual({ body: body(['b']), status: 'MISS', ageSeconds: 0 });
   });
 
   it('runs one query for concurrent misses on one key', async () => {
     const { cache } = makeCache();
-    const gate = deferred<unknown[]>();
+    const gate = deferred<Buffer>();
     let runs = 0;
     const run = () => {
       runs += 1;
       return gate.promise;
     };
     const fetches = Array.from({ length: 10 }, () => cache.fetch({ key: 'k', policy: UNWARMED, run }));
-    gate.resolve([{ n: 1 }]);
+    gate.resolve(body([{ n: 1 }]));
     const results = await Promise.all(fetches);
     expect(runs).toBe(1);
-    expect(results.every((r) => r.status === 'MISS' && (r.rows as { n: number }[])[0]!.n === 1)).toBe(true);
+    expect(results.every((r) => r.status === 'MISS' && JSON.parse(r.body.toString())[0].n === 1)).toBe(true);
   });
 
   it('rejects every waiter of a failed run and does not cache the error', async () => {
     const { cache } = makeCache();
-    const gate = deferred<unknown[]>();
+    const gate = deferred<Buffer>();
     const fetches = Array.from({ length: 3 }, () => cache.fetch({ key: 'k', policy: UNWARMED, run: () => gate.promise }));
     gate.reject(new Error('store down'));
     const outcomes = await Promise.allSettled(fetches);
     expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected']);
-    const retry = await cache.fetch({ key: 'k', policy: UNWARMED, run: async () => ['ok'] });
-    expect(retry).toEqual({ rows: ['ok'], status: 'MISS', ageSeconds: 0 });
+    const retry = await cache.fetch({ key: 'k', policy: UNWARMED, run: async () => body(['ok']) });
+    expect(retry).toEqual({ body: body(['ok']), status: 'MISS', ageSeconds: 0 });
   });
 
   it('expires a result exactly at its TTL, counted from when it was computed', async () => {
@@ -101,7 +119,7 @@ describe('ResultCache', () => {
     expect((await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run })).status).toBe('HIT');
     await clock.advance(1);
     const expired = await cache.fetch({ key: 'k', policy: UNWARMED, run: query.run });
-    expect(expired).toEqual({ rows: ['new'], status: 'MISS', ageSeconds: 0 });
+    expect(expired).toEqual({ body: body(['new']), status: 'MISS', ageSeconds: 0 });
     expect(query.runs).toBe(2);
   });
 
@@ -122,24 +140,24 @@ describe('ResultCache', () => {
     for (let tick = 1; tick <= 4; tick += 1) {
       await clock.advance(300_000);
       const read = await cache.fetch({ key: 'k', policy: WARMED, run: query.run });
-      expect(read).toEqual({ rows: [`v${tick}`], status: 'HIT', ageSeconds: 0 });
+      expect(read).toEqual({ body: body([`v${tick}`]), status: 'HIT', ageSeconds: 0 });
     }
     expect(query.runs).toBe(5);
   });
 
   it('serves the cached rows while a warming run is still in flight', async () => {
     const { clock, cache } = makeCache();
-    const gate = deferred<unknown[]>();
+    const gate = deferred<Buffer>();
     let runs = 0;
-    const run = () => (++runs === 1 ? Promise.resolve(['old']) : gate.promise);
+    const run = () => (++runs === 1 ? Promise.resolve(body(['old'])) : gate.promise);
     await cache.fetch({ key: 'k', policy: WARMED, run });
     const warming = clock.advance(300_000);
     const during = await cache.fetch({ key: 'k', policy: WARMED, run });
-    expect(during).toEqual({ rows: ['old'], status: 'HIT', ageSeconds: 300 });
-    gate.resolve(['new']);
+    expect(during).toEqual({ body: body(['old']), status: 'HIT', ageSeconds: 300 });
+    gate.resolve(body(['new']));
     await warming;
     const after = await cache.fetch({ key: 'k', policy: WARMED, run });
-    expect(after).toEqual({ rows: ['new'], status: 'HIT', ageSeconds: 0 });
+    expect(after).toEqual({ body: body(['new']), status: 'HIT', ageSeconds: 0 });
     expect(runs).toBe(2);
   });
 
@@ -149,14 +167,14 @@ describe('ResultCache', () => {
     const run = async () => {
       runs += 1;
       if (runs > 1) throw new Error('store down');
-      return ['first'];
+      return body(['first']);
     };
     const failedBefore = await counterValue('result_cache_warming_runs_total', { outcome: 'failed' });
     await cache.fetch({ key: 'k', policy: WARMED, run });
     await clock.advance(300_000);
-    expect(await cache.fetch({ key: 'k', policy: WARMED, run })).toEqual({ rows: ['first'], status: 'HIT', ageSeconds: 300 });
+    expect(await cache.fetch({ key: 'k', policy: WARMED, run })).toEqual({ body: body(['first']), status: 'HIT', ageSeconds: 300 });
     await clock.advance(599_000);
-    expect(await cache.fetch({ key: 'k', policy: WARMED, run })).toEqual({ rows: ['first'], status: 'HIT', ageSeconds: 899 });
+    expect(await cache.fetch({ key: 'k', policy: WARMED, run })).toEqual({ body: body(['first']), status: 'HIT', ageSeconds: 899 });
     expect(runs).toBe(3);
     expect(await counterValue('result_cache_warming_runs_total', { outcome: 'failed' })).toBe(failedBefore + 2);
     await clock.advance(1_000);
@@ -178,7 +196,7 @@ describe('ResultCache', () => {
   it('counts ok warming runs', async () => {
     const { clock, cache } = makeCache();
     const before = await counterValue('result_cache_warming_runs_total', { outcome: 'ok' });
-    await cache.fetch({ key: 'k', policy: WARMED, run: async () => ['v'] });
+    await cache.fetch({ key: 'k', policy: WARMED, run: async () => body(['v']) });
     await clock.advance(300_000);
     expect(await counterValue('result_cache_warming_runs_total', { outcome: 'ok' })).toBe(before + 1);
   });
@@ -187,12 +205,12 @@ describe('ResultCache', () => {
     const rows = (label: string) => [{ label, pad: 'x'.repeat(80) }];
     const entryBytes = Buffer.byteLength('a') + Buffer.byteLength(JSON.stringify(rows('a')));
     const { cache } = makeCache(entryBytes * 3);
-    for (const key of ['a', 'b', 'c']) await cache.fetch({ key, policy: UNWARMED, run: async () => rows(key) });
+    for (const key of ['a', 'b', 'c']) await cache.fetch({ key, policy: UNWARMED, run: async () => body(rows(key)) });
     expect(cache.bytes).toBe(entryBytes * 3);
-    await cache.fetch({ key: 'a', policy: UNWARMED, run: async () => rows('a') }); // a is now the most recent
-    await cache.fetch({ key: 'd', policy: UNWARMED, run: async () => rows('d') }); // evicts b
+    await cache.fetch({ key: 'a', policy: UNWARMED, run: async () => body(rows('a')) }); // a is now the most recent
+    await cache.fetch({ key: 'd', policy: UNWARMED, run: async () => body(rows('d')) }); // evicts b
     const statuses = [];
-    for (const key of ['a', 'c', 'd', 'b']) statuses.push((await cache.fetch({ key, policy: UNWARMED, run: async () => rows(key) })).status);
+    for (const key of ['a', 'c', 'd', 'b']) statuses.push((await cache.fetch({ key, policy: UNWARMED, run: async () => body(rows(key)) })).status);
     expect(statuses).toEqual(['HIT', 'HIT', 'HIT', 'MISS']);
     expect(cache.bytes).toBeLessThanOrEqual(entryBytes * 3);
   });
@@ -207,7 +225,7 @@ describe('ResultCache', () => {
 
   it('close cancels the warming schedules', async () => {
     const { clock, cache } = makeCache();
-    await cache.fetch({ key: 'k', policy: WARMED, run: async () => ['v'] });
+    await cache.fetch({ key: 'k', policy: WARMED, run: async () => body(['v']) });
     cache.close();
     expect(clock.scheduled).toBe(0);
     expect(cache.bytes).toBe(0);

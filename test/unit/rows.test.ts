@@ -54,6 +54,14 @@ describe('metadataRows', () => {
   });
 });
 
+describe('metadataRows and a stored "__proto__" key', () => {
+  it('keeps it as data in the row, never as the prototype', () => {
+    const rows = metadataRows(JSON.parse('{"__proto__":{"x":1},"a":{"b":[1,{"c":2}]}}'));
+    expect(JSON.stringify(rows)).toBe('[{"__proto__":[{"x":1}],"a":[{"b":[1,{"c":2}]}]}]');
+    expect(Object.getPrototypeOf(rows[0])).toBe(Object.prototype);
+  });
+});
+
 describe('logRows', () => {
   it('formats hits into the four columns', () => {
     const rows = logRows([{ _index: 'i', _id: 'e1', _source: { id: 'e1', timestamp: '2024-01-01T00:00:00.000001Z', event_message: 'hi', project: 'p', metadata: { request: { path: '/x' } } } }]);

@@ -38,15 +38,15 @@ describe('SystemClock on node-schedule', () => {
   it('warms a cached result in the background: later reads are hits with the newer rows', async () => {
     const cache = new ResultCache({ maxBytes: 1 << 20, clock: new SystemClock(), logger: createLogger('test', 'silent') });
     let runs = 0;
-    const request = { key: 'usage', policy: { ttlSeconds: 30, warmEverySeconds: 1 }, run: async () => [{ run: ++runs }] };
+    const request = { key: 'usage', policy: { ttlSeconds: 30, warmEverySeconds: 1 }, run: async () => Buffer.from(JSON.stringify([{ run: ++runs }])) };
     try {
-      expect(await cache.fetch(request)).toMatchObject({ status: 'MISS', rows: [{ run: 1 }] });
+      expect(await cache.fetch(request)).toMatchObject({ status: 'MISS', body: Buffer.from('[{"run":1}]') });
       await sleep(2600);
       // nobody asked in between: only the warmer can have run the query again
       expect(runs).toBeGreaterThanOrEqual(2);
       const warmed = await cache.fetch(request);
       expect(warmed.status).toBe('HIT');
-      expect(warmed.rows).toEqual([{ run: runs }]);
+      expect(JSON.parse(warmed.body.toString())).toEqual([{ run: runs }]);
     } finally {
       cache.close();
     }

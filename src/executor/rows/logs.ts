@@ -13,15 +13,31 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Every nested record becomes an array of records; arrays of scalars stay as they are. */
+/**
+ * Every nested record becomes an array of records; arrays of scalars stay as they are. Plain loops:
+ * this runs over every field of every row of logs.all, where entries/fromEntries cost twice the
+ * JSON parse of the same response.
+ */
 function recordFields(record: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, nestedValue(value)]));
+  const fields: Record<string, unknown> = {};
+  for (const key of Object.keys(record)) {
+    const value = nestedValue(record[key]);
+    // a stored "__proto__" key is data: defined, never assigned (assignment would set the prototype)
+    if (key === '__proto__') Object.defineProperty(fields, key, { value, enumerable: true, writable: true, configurable: true });
+    else fields[key] = value;
+  }
+  return fields;
 }
 
 function nestedValue(value: unknown): unknown {
-  if (isRecord(value)) return [recordFields(value)];
-  if (Array.isArray(value)) return value.map((element) => (isRecord(element) ? recordFields(element) : nestedValue(element)));
-  return value;
+  if (typeof value !== 'object' || value === null) return value;
+  if (!Array.isArray(value)) return [recordFields(value as Record<string, unknown>)];
+  const elements = new Array<unknown>(value.length);
+  for (let position = 0; position < value.length; position += 1) {
+    const element: unknown = value[position];
+    elements[position] = isRecord(element) ? recordFields(element) : nestedValue(element);
+  }
+  return elements;
 }
 
 /** metadata in the BigQuery shape clients read as metadata[0].request[0].path (DESIGN.md 1). */
