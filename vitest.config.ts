@@ -11,6 +11,8 @@ export default defineConfig({
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'test/deploy/**/*.test.ts'] } },
       // the real Kafka and Elasticsearch, started once by the global setup
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'], globalSetup: ['test/global-setup.ts'] } },
+      // its own three-node Kafka and Elasticsearch clusters, started by the test: minutes, so not part of `npm test` (`npm run test:cluster`)
+      { extends: true, test: { name: 'cluster', include: ['test/cluster/**/*.test.ts'] } },
     ],
   },
 });
