@@ -96,9 +96,10 @@ describe('cluster: a broker and an Elasticsearch node killed mid-ingest and mid-
   }, 900_000);
 
   afterAll(async () => {
-    for (const app of services) await app.close().catch(() => undefined);
-    for (const worker of workers) await worker.stop().catch(() => undefined);
-    await store?.close();
+    // a worker stuck in a rebalance can take long to leave its group: bounded, the stack goes regardless
+    const bounded = (stopping: Promise<unknown>) => Promise.race([stopping.catch(() => undefined), sleep(60_000)]);
+    await bounded(Promise.all([...services.map((app) => app.close()), ...workers.map((worker) => worker.stop())]));
+    await bounded(store?.close() ?? Promise.resolve());
     await stack?.stop();
   }, 300_000);
 
