@@ -14,6 +14,8 @@ export default defineConfig({
       // faults injected into servers of the suite's own (started, stopped and restarted by each file):
       // FAULTS_EVENTS sets the ingest size, 20,000 here and 200,000 in `npm run test:faults`
       { extends: true, test: { name: 'faults', include: ['test/faults/**/*.test.ts'] } },
+      // its own three-node Kafka and Elasticsearch clusters, started by the test: minutes, so not part of `npm test` (`npm run test:cluster`)
+      { extends: true, test: { name: 'cluster', include: ['test/cluster/**/*.test.ts'] } },
     ],
   },
 });
