@@ -162,8 +162,11 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
   return { brokers, process: server };
 }
 
-/** Ready means a message produced to a fresh topic can be consumed back. */
-async function waitForKafka(brokers: string[], server: ServerProcess, access: Pick<KafkaConfig, 'ssl' | 'sasl'>, timeoutMs = 90_000): Promise<void> {
+/**
+ * Ready means a message produced to a fresh topic can be consumed back. On a busy 2-core machine a
+ * broker has needed more than 90 s; one that dies is reported at once, so a long wait costs nothing.
+ */
+async function waitForKafka(brokers: string[], server: ServerProcess, access: Pick<KafkaConfig, 'ssl' | 'sasl'>, timeoutMs = 300_000): Promise<void> {
   const kafka = new Kafka({ clientId: 'stack-readiness', brokers, ...access, logLevel: logLevel.NOTHING, retry: { retries: 0 } });
   const deadline = Date.now() + timeoutMs;
   const topic = 'stack-readiness';
