@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import os from 'node:os';
@@ -62,12 +63,24 @@ function ensureUser(name: string): Identity {
   return { uid, gid };
 }
 
+/** Short digest of the distribution's plugins folder (names and contents). */
+function pluginsDigest(elasticsearchHome: string): string {
+  const plugins = path.join(elasticsearchHome, 'plugins');
+  const hash = createHash('sha256');
+  const files = readdirSync(plugins, { recursive: true, encoding: 'utf8' })
+    .filter((file) => statSync(path.join(plugins, file)).isFile())
+    .sort();
+  for (const file of files) hash.update(file).update('\0').update(readFileSync(path.join(plugins, file))).update('\0');
+  return hash.digest('hex').slice(0, 12);
+}
+
 /**
  * The unprivileged user may not be able to traverse the folder that holds the cache (a clone under
  * /root, say), so as root we run from a world-readable copy of the distribution under the temp dir.
+ * The copy is named after its plugins: a rebuilt plugin gets a fresh copy, never a stale one.
  */
 function readableInstall(elasticsearchHome: string): string {
-  const copy = path.join(os.tmpdir(), `logplatform-elasticsearch-${ELASTICSEARCH_VERSION}`);
+  const copy = path.join(os.tmpdir(), `logplatform-elasticsearch-${ELASTICSEARCH_VERSION}-${pluginsDigest(elasticsearchHome)}`);
   if (existsSync(path.join(copy, '.complete'))) return copy;
   // copy aside, then rename into place: several launchers may start at once, none sees a half copy
   const staging = mkdtempSync(`${copy}.staging-`);
@@ -213,8 +226,11 @@ function getJson(url: string, security: ElasticsearchSecurity | undefined, timeo
   });
 }
 
-/** Ready means the cluster health is green or yellow. */
-async function waitForElasticsearch(url: string, server: ServerProcess, security: ElasticsearchSecurity | undefined, timeoutMs = 120_000): Promise<void> {
+/**
+ * Ready means the cluster health is green or yellow. A node on a busy 2-core machine has taken over
+ * 120 s to open its HTTP port; a node that dies is reported at once, so a long wait costs nothing.
+ */
+async function waitForElasticsearch(url: string, server: ServerProcess, security: ElasticsearchSecurity | undefined, timeoutMs = 300_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError = 'no answer yet';
   while (Date.now() < deadline) {

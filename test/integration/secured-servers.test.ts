@@ -39,6 +39,12 @@ function security() {
   return stack.security;
 }
 
+/** A client of the secured node as `elastic`, for the test's own set-up, look-ups and clean-up. */
+function adminClient() {
+  const env = { ELASTICSEARCH_URL: stack.elasticsearchUrl, ELASTICSEARCH_CA_FILE: security().caFile, ELASTICSEARCH_USERNAME: 'elastic', ELASTICSEARCH_PASSWORD: security().elasticsearch.password };
+  return createElasticsearchClient(elasticsearchConnection(loadConfig(env)));
+}
+
 /** Variables for the secured servers: Kafka SASL_SSL with the given mechanism, Elasticsearch as `elastic` unless told otherwise. */
 function securedEnv(mechanism: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512', elasticsearch: Record<string, string> = {}): Record<string, string> {
   const { caFile, kafka } = security();
@@ -70,7 +76,8 @@ const edgeEvent = (minutesAgo: number, path: string) => ({
 /** Kafka -> worker -> Elasticsearch -> query service, all through the secured servers. */
 async function ingestAndQuery(label: string, env: Record<string, string>): Promise<void> {
   const config = ingestTestConfig(label, env);
-  const store = createElasticsearchClient(elasticsearchConnection(config));
+  // the test's own look-ups and clean-up log in as `elastic`, whatever the platform was given
+  const store = adminClient();
   let worker: IngestWorker | undefined;
   const server = await startEndpointServer({ now: NOW, overrides: { ...env, INDEX_PREFIX: config.INDEX_PREFIX } });
   try {
@@ -134,8 +141,35 @@ describe('secured servers: ingest and queries', () => {
     await ingestAndQuery('secured-scram512', securedEnv('SCRAM-SHA-512'));
   });
 
-  // API keys live in the .security index, which the minimal distribution cannot create (it lacks the
-  // analysis module its mapping needs): a key is tested here only as refused, further below
+  // API keys live in the .security index, whose analyzer needs components of a module the minimal
+  // distribution lacks; the stack installs our own plugin with them (stack/elasticsearch-plugin)
+  it('an Elasticsearch API key made by `elastic` (no user or password given), SCRAM-SHA-512 to Kafka; invalidated, it stops both processes at start-up', { timeout: 600_000 }, async () => {
+    const admin = adminClient();
+    try {
+      const key = await admin.security.createApiKey({ name: 'secured-servers-test' });
+      const env = securedEnv('SCRAM-SHA-512', { ELASTICSEARCH_API_KEY: key.encoded });
+      expect(env).not.toHaveProperty('ELASTICSEARCH_USERNAME');
+      expect(env).not.toHaveProperty('ELASTICSEARCH_PASSWORD');
+      // the key is what Elasticsearch sees: it authenticates as an API key of `elastic`
+      const withKey = createElasticsearchClient(elasticsearchConnection(loadConfig(env)));
+      const seen = await withKey.security.authenticate().finally(() => withKey.close());
+      expect(seen).toMatchObject({ username: 'elastic', authentication_type: 'api_key', api_key: { id: key.id, name: 'secured-servers-test' } });
+
+      await ingestAndQuery('secured-apikey', env);
+
+      expect((await admin.security.invalidateApiKey({ ids: [key.id] })).invalidated_api_keys).toEqual([key.id]);
+      const [worker, queryService] = await Promise.all([runProcess('ingest/main.ts', env), runProcess('src/main.ts', env)]);
+      for (const result of [worker, queryService]) {
+        expect(result.code).not.toBe(0);
+        expect(lastPlainLine(result.output)).toBe(`Elasticsearch at ${stack.elasticsearchUrl} rejected the credentials (401): check ELASTICSEARCH_API_KEY`);
+        expect(result.output).not.toContain(key.api_key);
+        expect(result.output).not.toContain(key.encoded);
+      }
+    } finally {
+      await admin.close();
+    }
+  });
+
   it('PLAIN to Kafka, user and password to Elasticsearch', { timeout: 240_000 }, async () => {
     await ingestAndQuery('secured-plain', securedEnv('PLAIN'));
   });
