@@ -9,6 +9,7 @@ import { DEAD_LETTER_HEADERS } from '../../ingest/dead-letter.ts';
 import { faultPlan, type PlannedMessage } from './support/fault-plan.ts';
 import { PrivateStack } from './support/private-stack.ts';
 import { WorkerProcess } from './support/worker-process.ts';
+import { waitFor } from '../support/ingest.ts';
 
 /** 20,000 in `npm test`; `npm run test:faults` sets 200,000. */
 const EVENTS = Number(process.env.FAULTS_EVENTS ?? 20_000);
@@ -21,21 +22,6 @@ const SOURCES: SourceName[] = ['edge_logs', 'postgres_logs', 'auth_logs'];
 const PARTITIONS = 3;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function waitFor<T>(description: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 500): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    await sleep(everyMs);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
-}
 
 /**
  * Sends the plan in rounds at a steady pace, one send per topic partition (kafkajs retries a

@@ -104,7 +104,7 @@ export function sourceIndex(config: Config, source: SourceName): string {
   return sourceIndexPattern(config.INDEX_PREFIX, source);
 }
 
-export async function waitFor<T>(description: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+export async function waitFor<T>(description: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 250): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -114,7 +114,7 @@ export async function waitFor<T>(description: string, probe: () => Promise<T | u
     } catch (error) {
       lastError = error;
     }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
   throw new Error(`timed out waiting for ${description}${lastError ? ` (last error: ${String(lastError)})` : ''}`);
 }
