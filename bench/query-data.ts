@@ -23,7 +23,7 @@ const STATUS = [200, 200, 200, 201, 204, 304, 400, 401, 404, 500, 503];
 
 export const projectName = (n: number) => `proj${String(n % PROJECTS).padStart(3, '0')}`;
 
-function storedTimestamp(micros: number): string {
+export function storedTimestamp(micros: number): string {
   return `${new Date(Math.floor(micros / 1000)).toISOString().slice(0, 23)}${String(micros % 1000).padStart(3, '0')}Z`;
 }
 
@@ -59,9 +59,9 @@ export function edgeEvent(n: number, endMs: number): StoredEvent {
   };
 }
 
-/** The other sources' events, for the studio queries that read them: half of them of the benchmark project. */
-export function otherSourceEvent(source: SourceName, n: number, endMs: number): StoredEvent {
-  const project = n % 2 === 0 ? BENCH_PROJECT : 'other';
+/** The other sources' events, for the studio queries that read them: half of them of `benchProject`. */
+export function otherSourceEvent(source: SourceName, n: number, endMs: number, benchProject = BENCH_PROJECT): StoredEvent {
+  const project = n % 2 === 0 ? benchProject : 'other';
   const metadata: Record<string, unknown> = {
     parsed: { error_severity: ['LOG', 'ERROR', 'WARNING', 'FATAL'][n % 4], sql_state_code: '00000' },
     level: n % 5 === 0 ? 'error' : 'info',

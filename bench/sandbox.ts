@@ -7,6 +7,7 @@ import { createLogger } from '../shared/logger.ts';
 import { legacyIndexName } from '../shared/partitions.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
 import { buildServer } from '../src/server.ts';
+import { OTHER_SOURCE_EVENTS, otherSourceEvent, storedTimestamp } from './query-data.ts';
 import { bulkLoad, withBenchStore } from './query-store.ts';
 import { measureHttp, percentile } from './latency.ts';
 
@@ -24,7 +25,6 @@ import { measureHttp, percentile } from './latency.ts';
 const argument = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(name) + 1] ?? 0) || fallback;
 const EVENTS = argument('--events', 1_000_000);
 const REQUESTS = argument('--requests', 20);
-const OTHER_SOURCE_EVENTS = 10_000;
 const BOOTSTRAP = `bench-bootstrap-${randomBytes(16).toString('hex')}`;
 const END = Date.UTC(2024, 0, 2);
 const WEEK_MS = 7 * 24 * 3600 * 1000;
@@ -45,10 +45,6 @@ interface StudioQuery {
   params: Record<string, string>;
 }
 
-function stored(micros: number): string {
-  return `${new Date(Math.floor(micros / 1000)).toISOString().slice(0, 23)}${String(micros % 1000).padStart(3, '0')}Z`;
-}
-
 function edgeEvent(n: number, total: number): StoredEvent {
   const micros = (END - Math.floor((((n * 7919) % total) / total) * WEEK_MS)) * 1000 - (n % 1000);
   const project = n % 2 === 0 ? 'default' : `proj${String(n % 99).padStart(3, '0')}`;
@@ -58,22 +54,7 @@ function edgeEvent(n: number, total: number): StoredEvent {
     request: { method: n % 3 === 0 ? 'POST' : 'GET', path, search: n % 4 === 0 ? '?select=*' : '', url: `https://${project}.supabase.co${path}`, headers: { user_agent: 'bench' }, cf: { country: ['DE', 'US', 'FR', 'BR'][n % 4] } },
     response: { status_code: status, origin_time: n % 400, headers: { content_type: 'application/json' } },
   };
-  return { id: `edge-${n}`, timestamp: stored(micros), event_message: `${metadata.request.method} | ${status} | ${metadata.request.url}`, project, metadata, shape: eventShape(metadata) };
-}
-
-function otherEvent(source: string, n: number): StoredEvent {
-  const micros = (END - Math.floor((((n * 7919) % OTHER_SOURCE_EVENTS) / OTHER_SOURCE_EVENTS) * WEEK_MS)) * 1000;
-  const project = n % 2 === 0 ? 'default' : 'other';
-  const metadata: Record<string, unknown> = {
-    parsed: { error_severity: ['LOG', 'ERROR', 'WARNING', 'FATAL'][n % 4], sql_state_code: '00000' },
-    level: n % 5 === 0 ? 'error' : 'info',
-    function_id: '8c1f5e2a-7b3d-4c6e-9f0a-2b4d6e8f0a1c',
-    project_ref: project,
-    project,
-    status: String(STATUS[n % STATUS.length]),
-  };
-  const eventMessage = source === 'auth_logs' ? JSON.stringify({ auth_event: { actor_id: `u${n % 50}`, action: 'login' } }) : `${source} ${n % 7 === 0 ? 'ObjectNotFound' : 'ok'} ${n}`;
-  return { id: `${source}-${n}`, timestamp: stored(micros), event_message: eventMessage, project, metadata, shape: eventShape(metadata) };
+  return { id: `edge-${n}`, timestamp: storedTimestamp(micros), event_message: `${metadata.request.method} | ${status} | ${metadata.request.url}`, project, metadata, shape: eventShape(metadata) };
 }
 
 /** One query's row count (from a first request that must succeed), then REQUESTS sequential latencies. */
@@ -93,7 +74,7 @@ async function main(): Promise<void> {
   const all: number[] = [];
   await withBenchStore(base, 'sandbox', async ({ elasticsearch, kafkaBrokers, indexPrefix: prefix }) => {
     await bulkLoad(elasticsearch, legacyIndexName(prefix, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
-    for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await bulkLoad(elasticsearch, legacyIndexName(prefix, source), OTHER_SOURCE_EVENTS, (n) => otherEvent(source, n));
+    for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await bulkLoad(elasticsearch, legacyIndexName(prefix, source), OTHER_SOURCE_EVENTS, (n) => otherSourceEvent(source, n, END, 'default'));
     const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0 };
     const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
