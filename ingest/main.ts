@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from '../shared/config.ts';
+import { logFatalErrors } from '../shared/fatal-errors.ts';
 import { createLogger } from '../shared/logger.ts';
 import { ServerAccessError } from '../shared/startup-checks.ts';
 import { startIngestWorker } from './worker.ts';
@@ -16,6 +17,7 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger('ingest', config.LOG_LEVEL);
+  logFatalErrors(logger);
   const worker = await startIngestWorker(config, logger).catch((error: unknown) => {
     if (error instanceof ConfigError) {
       console.error(error.message);

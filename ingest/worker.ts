@@ -1,4 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
+import type { ConsumerRunConfig } from 'kafkajs';
 import { ConfigError, partitionPeriodOf, retentionDaysOf, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection, type ElasticsearchConnection } from '../shared/elasticsearch.ts';
 import { ensureEventIndexTemplate } from '../shared/event-index.ts';
@@ -16,6 +17,7 @@ import { BulkCoalescer } from './bulk-coalescer.ts';
 import { WritePipeline } from './write-pipeline.ts';
 import { DeadLetterTransactions } from './dead-letter-transactions.ts';
 import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
+import { CONSUMER_RESTART_BUDGET, ConsumerRestarts, isTransientCrash } from './consumer-restarts.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
 import { BROKER_OUTAGE_RETRY, createKafka } from './kafka.ts';
 import { createIngestMetrics } from './metrics.ts';
@@ -96,14 +98,33 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     deadLetters.newAssignment();
     logger.info({ assignment: event.payload.memberAssignment }, 'joined the consumer group');
   });
+  const restarts = new ConsumerRestarts(CONSUMER_RESTART_BUDGET);
+  let restartTimer: NodeJS.Timeout | undefined;
+  let stopRequested = false;
+  const failForGood = (error: Error) => {
+    status = 'failed';
+    reportFailure(error);
+  };
   consumer.on(consumer.events.CRASH, (event) => {
-    logger.error({ err: event.payload.error, restart: event.payload.restart }, 'consumer crashed');
-    if (!event.payload.restart) {
-      status = 'failed';
-      reportFailure(event.payload.error);
-    } else {
+    const { error, restart } = event.payload;
+    if (restart) {
+      logger.error({ err: error, restart }, 'consumer crashed');
       status = 'starting';
+      return;
     }
+    const delay = !stopRequested && isTransientCrash(error) ? restarts.next() : undefined;
+    if (delay === undefined) {
+      logger.error({ err: error, restart: false }, 'consumer crashed');
+      failForGood(error);
+      return;
+    }
+    // kafkajs has disconnected the consumer; running it again connects and rejoins the group
+    logger.warn({ err: error, restartInMs: delay }, 'consumer stopped on a broker error kafkajs does not retry; restarting it');
+    status = 'starting';
+    restartTimer = setTimeout(() => {
+      restartTimer = undefined;
+      if (!stopRequested) consumer.run(runOptions).catch((runError: unknown) => failForGood(runError instanceof Error ? runError : new Error(String(runError))));
+    }, delay);
   });
 
   const statusServer = await startStatusServer(config.INGEST_HOST, config.INGEST_PORT, () => ({ status, heldPartitions }), metrics.registry, opsAccess(config.OPS_TOKEN));
@@ -121,7 +142,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
       },
     ]),
   );
-  await consumer.run({
+  const runOptions: ConsumerRunConfig = {
     autoCommit: false,
     eachBatchAutoResolve: false,
     partitionsConsumedConcurrently: config.INGEST_CONCURRENT_PARTITIONS,
@@ -155,7 +176,8 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
           metrics.heldPartitions.set(heldPartitions);
         },
       }),
-  });
+  };
+  await consumer.run(runOptions);
   const lagPoll: ConsumerLagPoll | undefined =
     config.INGEST_LAG_POLL_MS > 0
       ? startConsumerLagPoll({ kafka, groupId: config.INGEST_GROUP_ID, topics: [...new Set(routes.map((route) => route.topic))], gauge: metrics.consumerLag, intervalMs: config.INGEST_LAG_POLL_MS, logger })
@@ -180,6 +202,8 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     stop: () =>
       (stopping ??= (async () => {
         status = 'stopping';
+        stopRequested = true;
+        clearTimeout(restartTimer);
         await lagPoll?.stop();
         await retention?.stop();
         // chunks being written finish and commit; queued ones stay uncommitted and come again

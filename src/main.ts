@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
+import { logFatalErrors } from '../shared/fatal-errors.ts';
 import { createLogger } from '../shared/logger.ts';
 import { checkElasticsearch, checkKafka } from '../shared/startup-checks.ts';
 import { buildServer } from './server.ts';
@@ -9,6 +10,7 @@ import { buildServer } from './server.ts';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger('query-service', config.LOG_LEVEL);
+  logFatalErrors(logger);
   if (!config.ELASTICSEARCH_URL || !config.KAFKA_BROKERS) {
     throw new Error('the query service needs ELASTICSEARCH_URL and KAFKA_BROKERS (npm start sets both when it runs the local stack)');
   }

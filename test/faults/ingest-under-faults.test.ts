@@ -154,7 +154,8 @@ describe(`ingest under faults (${EVENTS.toLocaleString('en')} events)`, () => {
     const spawnWorker = async (name: string) => {
       const worker = await WorkerProcess.spawn(name, workerEnv, { logFile: process.env.FAULTS_WORKER_LOGS ? `${process.env.FAULTS_WORKER_LOGS}/${name.split(' ')[0]}.log` : undefined });
       workers.add(worker);
-      worker.child.once('exit', (code, signal) => {
+      // 'close', not 'exit': by then stderr is read to its end, so the tail holds the worker's last words
+      worker.child.once('close', (code, signal) => {
         if (signal !== 'SIGKILL' && !(signal === 'SIGTERM' || code === 0)) unexpectedExits.push(`${name} exited by itself (${code ?? signal}):\n${worker.logTail()}`);
       });
       return worker;

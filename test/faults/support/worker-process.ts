@@ -33,7 +33,7 @@ export class WorkerProcess {
     });
     const port = await new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`worker ${name} did not print its address within ${timeoutMs} ms:\n${lines.slice(-20).join('\n')}`)), timeoutMs);
-      child.once('exit', (code, signal) => {
+      child.once('close', (code, signal) => {
         clearTimeout(timer);
         reject(new Error(`worker ${name} exited during start-up (${code ?? signal}):\n${lines.slice(-20).join('\n')}`));
       });
