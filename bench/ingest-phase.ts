@@ -16,7 +16,7 @@ import '../ingest/codecs.ts';
 import { percentile } from './latency.ts';
 import type { IngestBenchResult, IngestRate } from './results.ts';
 import { rsyslogMissing, startRsyslogPeer, type PeerMode } from './rsyslog-peer.ts';
-import { cpuSeconds, peakRssBytes, rssBytes, sleep, startWorkerProcess, workerCounter, type BenchLocations, type WorkerProcess } from './worker-process.ts';
+import { cpuSeconds, peakRssBytes, rssBytes, sleep, startWorkerProcess, workerBulkTotals, workerCounter, type BenchLocations, type WorkerProcess } from './worker-process.ts';
 
 type EsClient = ReturnType<typeof createElasticsearchClient>;
 
@@ -44,6 +44,10 @@ const DEFAULT_CEILING = { inFlight: 2, maxEvents: 5000, maxBytes: 10 * 1024 * 10
 // one record batch per send: under the broker's 1 MB message limit with the largest demo events
 const PRODUCE_CHUNK = 400;
 const MARKER_EVERY = 50;
+/** Events bulk-loaded, unmeasured, before the first clock starts. */
+const WARM_UP_EVENTS = 100_000;
+/** Events the freshness worker indexes before its stream starts. */
+const FRESHNESS_WARM_UP_EVENTS = 5_000;
 
 /** A produced message and where Kafka put it: the worker's id of an event without one comes from its position. */
 interface Produced {
@@ -85,7 +89,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
   const result: IngestBenchResult = { events: options.events, bytes: 0, rates };
   const record = (rate: IngestRate) => {
     rates.push(rate);
-    say(`${rate.label}: ${Math.round(rate.eventsPerSecond)} events/s, ${rate.megabytesPerSecond.toFixed(1)} MB/s over ${rate.seconds.toFixed(1)} s${rate.cpuSecondsPer100k === undefined ? '' : `, ${rate.cpuSecondsPer100k.toFixed(2)} CPU s per 100k`}${rate.peakRssMb === undefined ? '' : `, peak RSS ${rate.peakRssMb.toFixed(0)} MB`}`);
+    say(`${rate.label}: ${Math.round(rate.eventsPerSecond)} events/s, ${rate.megabytesPerSecond.toFixed(1)} MB/s over ${rate.seconds.toFixed(1)} s${rate.cpuSecondsPer100k === undefined ? '' : `, ${rate.cpuSecondsPer100k.toFixed(2)} CPU s per 100k`}${rate.peakRssMb === undefined ? '' : `, peak RSS ${rate.peakRssMb.toFixed(0)} MB`}${rate.bulks === undefined ? '' : `; ${rate.bulks.requests} bulk requests of ${Math.round(rate.bulks.eventsPerRequest)} events, ${rate.bulks.meanInFlight.toFixed(2)} in flight on average`}`);
   };
   // letters only, so no prefix is the start of another (peer / peersameshape)
   const indexPrefix = (label: string) => {
@@ -122,6 +126,12 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     say('ceiling: building the documents our worker would write (before the clock)');
     const ceilingPrefix = indexPrefix('ceiling');
     const bulks = ceilingBulks(produced, config, ceilingPrefix, ceilingSettings);
+    // a node just started runs its indexing code unoptimised for a while: whoever went first would pay for it
+    const warmUpPrefix = indexPrefix('warmup');
+    const warmUpEvents = produced.slice(0, Math.min(WARM_UP_EVENTS, produced.length));
+    say(`warming Elasticsearch up: ${warmUpEvents.length} of the events bulk-loaded into throwaway indices (not measured)`);
+    await loadCeiling(client, warmUpPrefix, ceilingBulks(warmUpEvents, config, warmUpPrefix, ceilingSettings), ceilingSettings.inFlight, warmUpEvents.length, config.ELASTICSEARCH_INDEX_REPLICAS);
+    await dropIndices(client, warmUpPrefix);
     say(`ceiling: ${bulks.bodies.length} bulk requests, ${ceilingSettings.inFlight} in flight, into ${bulks.indices.length} indices with refresh off`);
     record(rateOf('ceiling', await loadCeiling(client, ceilingPrefix, bulks, ceilingSettings.inFlight, options.events, config.ELASTICSEARCH_INDEX_REPLICAS), { note: `${ceilingSettings.inFlight} bulks in flight of ≤${ceilingSettings.maxEvents} events / ${ceilingSettings.maxBytes / 1048576} MB, refresh off during the load` }));
     await dropIndices(client, ceilingPrefix);
@@ -141,7 +151,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
       workers.push(worker);
       try {
         const measured = await drainByWorker(worker, client, prefix, options.events, (line) => say(`${label}: ${line}`));
-        record(rateOf(label, measured.seconds, { cpuSecondsPer100k: (measured.cpuSeconds / options.events) * 100_000, peakRssMb: measured.peakRssBytes / 1e6, note: 'worker process, from its first consumed event to the last searchable' }));
+        record(rateOf(label, measured.seconds, { cpuSecondsPer100k: (measured.cpuSeconds / options.events) * 100_000, peakRssMb: measured.peakRssBytes / 1e6, bulks: measured.bulks, note: 'worker process, from its first consumed event to the last searchable' }));
       } finally {
         await worker.stop();
       }
@@ -331,6 +341,7 @@ interface Drained {
   seconds: number;
   cpuSeconds: number;
   peakRssBytes: number;
+  bulks?: IngestRate['bulks'];
 }
 
 /** From the worker's first consumed event to all `expected` searchable; exactly `expected` must be there (no duplicates, no losses). */
@@ -342,6 +353,7 @@ async function drainByWorker(worker: WorkerProcess, client: EsClient, prefix: st
   }
   const started = performance.now();
   const cpuAtStart = cpuSeconds(pid);
+  const bulksAtStart = await workerBulkTotals(worker.port);
   let lastReport = started;
   for (;;) {
     const count = await searchable(client, prefix);
@@ -354,7 +366,10 @@ async function drainByWorker(worker: WorkerProcess, client: EsClient, prefix: st
     await sleep(50);
   }
   const seconds = (performance.now() - started) / 1000;
-  const drained = { seconds, cpuSeconds: cpuSeconds(pid) - cpuAtStart, peakRssBytes: peakRssBytes(pid) };
+  const drained: Drained = { seconds, cpuSeconds: cpuSeconds(pid) - cpuAtStart, peakRssBytes: peakRssBytes(pid) };
+  const bulks = await workerBulkTotals(worker.port);
+  const requests = bulks.requests - bulksAtStart.requests;
+  if (requests > 0) drained.bulks = { requests, eventsPerRequest: expected / requests, meanInFlight: (bulks.seconds - bulksAtStart.seconds) / seconds };
   await sleep(1500);
   const count = await searchable(client, prefix);
   if (count !== expected) throw new Error(`${count} documents searchable after the worker drained the topics, expected exactly ${expected}`);
@@ -434,11 +449,18 @@ async function measureFreshness(context: {
   const producer = context.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   try {
-    // the first events wait for the group to form: warm up until one is searchable
-    await producer.send({ topic: routes[0]!.topic, messages: [{ value: JSON.stringify({ event_message: 'warm-up', id: 'warm-up' }) }] });
-    while ((await searchable(client, locations.indexPrefix)) === 0) await sleep(100);
-    say(`freshness: steady stream of ${rate} events/s for ${seconds} s, every ${MARKER_EVERY}th a marker`);
+    // steady state, not start-up: the group formed, every source's fields mapped, the partitions made
     const topicOf = new Map(routes.map((route) => [route.source, route.topic]));
+    const warmUp = new Map<string, Message[]>();
+    let warmUpCount = 0;
+    for (const { source, event } of demoEvents({ count: FRESHNESS_WARM_UP_EVENTS, from: new Date(Date.now() - 3_600_000), to: new Date(), projects: ['default'], seed: 11 })) {
+      const messages = warmUp.get(topicOf.get(source)!) ?? [];
+      messages.push({ value: JSON.stringify({ ...event, id: `warm-up-${(warmUpCount += 1)}` }) });
+      warmUp.set(topicOf.get(source)!, messages);
+    }
+    for (const [topic, messages] of warmUp) await producer.send({ topic, acks: -1, messages });
+    while ((await searchable(client, locations.indexPrefix)) < warmUpCount) await sleep(100);
+    say(`freshness: steady stream of ${rate} events/s for ${seconds} s, every ${MARKER_EVERY}th a marker`);
     const latencies = await steadyLatencies(producer, client, locations.indexPrefix, (source) => topicOf.get(source)!, rate, seconds);
     const sorted = [...latencies].sort((a, b) => a - b);
     return { eventsPerSecond: rate, samples: sorted.length, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) };

@@ -12,6 +12,8 @@ export interface IngestRate {
   seconds: number;
   cpuSecondsPer100k?: number;
   peakRssMb?: number;
+  /** Our worker's bulk requests while it drained: how many, events per request, requests in flight on average. */
+  bulks?: { requests: number; eventsPerRequest: number; meanInFlight: number };
   note?: string;
 }
 

@@ -92,6 +92,13 @@ export async function workerCounter(port: number, name: 'ingest_events_consumed_
   }
 }
 
+/** The worker's bulk requests so far (every outcome): how many, and their summed duration in seconds. */
+export async function workerBulkTotals(port: number): Promise<{ requests: number; seconds: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const sum = (series: string) => [...text.matchAll(new RegExp(`^ingest_bulk_duration_seconds_${series}\\{[^}]*\\} ([0-9.e+-]+)`, 'gm'))].reduce((total, match) => total + Number(match[1]), 0);
+  return { requests: sum('count'), seconds: sum('sum') };
+}
+
 function statusField(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith(`${field}:`));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;

@@ -72,12 +72,35 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     if (!payload.isRunning() || payload.isStale() || pipeline.isStopping) return;
     const decoded = decodeChunk(chunk, batch.topic, batch.partition, route, dependencies);
     const bytes = chunk.reduce((sum, message) => sum + (message.value?.length ?? 0) + 64, 0);
-    pipeline.enqueue(key, bytes, (work) => writeChunk(payload, route, decoded, work, dependencies));
+    const queued: QueuedChunk = { decoded, bytes };
+    pipeline.enqueueJoining(key, bytes, queued, (open) => joinChunk(open, queued, settings), (item, work) => writeChunk(payload, route, item.decoded, work, dependencies));
     // kafkajs fetches from the resolved offset on; the commit waits for Elasticsearch (writeChunk)
     payload.resolveOffset(chunk[chunk.length - 1]!.offset);
     await pipeline.admit(payload.heartbeat);
   }
   await payload.heartbeat();
+}
+
+interface QueuedChunk {
+  decoded: DecodedChunk;
+  bytes: number;
+}
+
+/**
+ * Appends the next chunk of the same partition to one queued and not started yet, within the chunk
+ * bounds; false (nothing changed) when it does not fit or does not follow it (a rewind went back).
+ */
+function joinChunk(open: QueuedChunk, next: QueuedChunk, settings: BatchSettings): boolean {
+  const into = open.decoded;
+  const from = next.decoded;
+  if (BigInt(from.firstOffset) <= BigInt(into.lastOffset)) return false;
+  if (open.bytes + next.bytes > settings.bulkMaxBytes || into.events.length + from.events.length > settings.bulkMaxEvents) return false;
+  into.events.push(...from.events);
+  into.letters.push(...from.letters);
+  into.undecodable.groups.push(...from.undecodable.groups);
+  into.lastOffset = from.lastOffset;
+  open.bytes += next.bytes;
+  return true;
 }
 
 interface DecodedChunk {

@@ -17,8 +17,20 @@ export interface ChunkWork {
   mayCommit(): boolean;
 }
 
+interface QueuedBytes {
+  bytes: number;
+}
+
+interface OpenWork<T> {
+  item: T;
+  chunk: ChunkWork;
+  entry: QueuedBytes;
+}
+
 export class WritePipeline {
   private readonly tails = new Map<string, Promise<void>>();
+  /** Per partition, its last queued work while it has not started: later input may join it. */
+  private readonly open = new Map<string, OpenWork<unknown>>();
   private readonly partitionEpochs = new Map<string, number>();
   private epoch = 0;
   private queuedBytes = 0;
@@ -48,10 +60,45 @@ export class WritePipeline {
 
   /** Runs `work` after the partition's earlier chunks; its bytes count against the bound until it ends. */
   enqueue(key: string, bytes: number, work: (chunk: ChunkWork) => Promise<void>): void {
+    this.queue(key, bytes, work);
+  }
+
+  /**
+   * Like enqueue, for work that can take more input until it starts. Under a steady stream kafkajs
+   * hands over many small batches per partition, and a partition writes one queued chunk per bulk
+   * round trip: queued one by one, a busy partition would fall further behind with every fetch. So
+   * while the partition's last queued work has not started (and still belongs to this assignment),
+   * `join(queued)` may take the new input into it; only when it declines is new work queued.
+   */
+  enqueueJoining<T>(key: string, bytes: number, item: T, join: (queued: T) => boolean, run: (item: T, chunk: ChunkWork) => Promise<void>): void {
+    const open = this.open.get(key) as OpenWork<T> | undefined;
+    if (open && open.chunk.isCurrent() && join(open.item)) {
+      open.entry.bytes += bytes;
+      this.queuedBytes += bytes;
+      return;
+    }
+    const work: OpenWork<T> = { item, chunk: undefined as unknown as ChunkWork, entry: undefined as unknown as QueuedBytes };
+    const closeIt = () => {
+      if (this.open.get(key) === work) this.open.delete(key);
+    };
+    [work.chunk, work.entry] = this.queue(
+      key,
+      bytes,
+      (chunk) => {
+        closeIt();
+        return run(item, chunk);
+      },
+      closeIt,
+    );
+    this.open.set(key, work);
+  }
+
+  private queue(key: string, bytes: number, work: (chunk: ChunkWork) => Promise<void>, ended?: () => void): [ChunkWork, QueuedBytes] {
     const epoch = this.epoch;
     const partitionEpoch = this.partitionEpochs.get(key) ?? 0;
     const mayCommit = () => epoch === this.epoch && partitionEpoch === (this.partitionEpochs.get(key) ?? 0);
     const chunk: ChunkWork = { isCurrent: () => !this.stopping && mayCommit(), mayCommit };
+    const entry: QueuedBytes = { bytes };
     this.queuedBytes += bytes;
     const previous = this.tails.get(key) ?? Promise.resolve();
     const tail = previous
@@ -61,11 +108,13 @@ export class WritePipeline {
         this.onError(error);
       })
       .finally(() => {
-        this.queuedBytes -= bytes;
+        ended?.();
+        this.queuedBytes -= entry.bytes;
         if (this.tails.get(key) === tail) this.tails.delete(key);
         this.wake?.();
       });
     this.tails.set(key, tail);
+    return [chunk, entry];
   }
 
   /** Waits while more than the bound is queued (the fetch loop's backpressure), heartbeating every second. */

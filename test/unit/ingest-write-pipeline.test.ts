@@ -94,4 +94,43 @@ describe('write pipeline', () => {
     // drain stops new work: a chunk queued behind a stop is not started
     expect(ran).toEqual([]);
   });
+  it("lets a partition's later input join its queued work until that work starts, never work that started or belongs to an old assignment", async () => {
+    const log: string[] = [];
+    const pipeline = new WritePipeline(1_000_000, (error) => { throw error; });
+    const first = gate(log, 'first');
+    const written: string[][] = [];
+    const gates = new Map<string, ReturnType<typeof gate>>();
+    const run = async (items: string[]) => {
+      const name = items.join('+');
+      const running = gate(log, name);
+      gates.set(name, running);
+      await running.work();
+      written.push([...items]);
+    };
+    const joinInto = (next: string) => (queued: string[]) => (queued.push(next), true);
+    pipeline.enqueue('a', 10, first.work);
+    // queued behind the running chunk: the next two join it
+    pipeline.enqueueJoining('a', 10, ['x'], joinInto('x'), run);
+    pipeline.enqueueJoining('a', 10, ['y'], joinInto('y'), run);
+    pipeline.enqueueJoining('a', 10, ['z'], joinInto('z'), run);
+    expect(pipeline.bytes).toBe(40);
+    first.open();
+    await tick();
+    expect(log).toEqual(['start first', 'end first', 'start x+y+z']);
+    // x+y+z has started: new input queues behind it, and the queued work still takes joins
+    pipeline.enqueueJoining('a', 10, ['p'], joinInto('p'), run);
+    pipeline.enqueueJoining('a', 10, ['q'], () => false, run);
+    gates.get('x+y+z')!.open();
+    await tick();
+    expect(log.at(-1)).toBe('start p');
+    // a rebalance: the queued q belongs to the old assignment and takes no more input
+    pipeline.reassigned();
+    pipeline.enqueueJoining('a', 10, ['r'], joinInto('r'), run);
+    gates.get('p')!.open();
+    await tick();
+    gates.get('r')!.open();
+    await pipeline.drain();
+    expect(written).toEqual([['x', 'y', 'z'], ['p'], ['r']]);
+    expect(pipeline.bytes).toBe(0);
+  });
 });
