@@ -23,6 +23,8 @@ export interface QueryPhaseOptions {
   concurrencies?: number[];
   /** Concurrencies of the 20 studio SQL queries and the LQL queries (slow in the engine); default `concurrencies`. */
   sandboxConcurrencies?: number[];
+  /** Measure only the first N of the 20 studio SQL queries (a quick run); default all. */
+  studioQueries?: number;
   /** Length of one load point; a series too slow for it runs a fixed count per connection instead. Default 10. */
   secondsPerPoint?: number;
   /** Only the series whose name matches (profiling one path); default every series. */
@@ -155,7 +157,9 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
       say('loading the other sources (10,000 events each) for the studio queries');
       await loadOtherSources(elasticsearch, prefix, endMs);
     }
-    const studio = (JSON.parse(readFileSync(path.join(repositoryRoot, 'test/fixtures/examples/studio-queries.json'), 'utf8')) as StudioQuery[]).map((query) => shiftStudioQuery(query, endMs));
+    const studio = (JSON.parse(readFileSync(path.join(repositoryRoot, 'test/fixtures/examples/studio-queries.json'), 'utf8')) as StudioQuery[])
+      .slice(0, options.studioQueries)
+      .map((query) => shiftStudioQuery(query, endMs));
     let loaded = 0;
     for (const events of options.datasets) {
       if (!reused) {

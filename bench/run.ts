@@ -8,7 +8,8 @@
  *   bench/results/<date>[-quick].json, .md, .png
  *
  *   npm run bench                  full: 1,000,000 events ingested; 1,000,000 and 10,000,000 queried (about an hour)
- *   npm run bench -- --quick       every phase at reduced sizes (100,000; 100,000 and 1,000,000), a few minutes
+ *   npm run bench -- --quick       every phase at reduced sizes (50,000 ingested; 50,000 and 250,000 queried;
+ *                                  1 s per point, 5 of the studio queries at c=16 only), about five minutes
  *   npm run bench -- --only ingest|queries
  *   npm run bench -- --no-peer     skip rsyslog
  */
@@ -35,7 +36,10 @@ const { values: options } = parseArgs({
 });
 if (options.only !== undefined && !['ingest', 'queries'].includes(options.only)) throw new Error(`--only: use ingest or queries, not "${options.only}"`);
 
-const SIZES = options.quick ? { ingest: 100_000, datasets: [100_000, 1_000_000], secondsPerPoint: 5 } : { ingest: 1_000_000, datasets: [1_000_000, 10_000_000], secondsPerPoint: 10 };
+// quick: every phase and every kind of series, at sizes and lengths that fit in about five minutes
+const SIZES = options.quick
+  ? { ingest: 50_000, freshnessSeconds: 10, datasets: [50_000, 250_000], secondsPerPoint: 1, sandboxConcurrencies: [16], studioQueries: 5 }
+  : { ingest: 1_000_000, freshnessSeconds: 30, datasets: [1_000_000, 10_000_000], secondsPerPoint: 10, sandboxConcurrencies: undefined, studioQueries: undefined };
 const started = new Date();
 const say = (line: string) => console.error(`bench: ${line}`);
 
@@ -66,7 +70,7 @@ try {
   };
   if (options.only !== 'queries') {
     say(`phase 1 of 2: ingest, ${SIZES.ingest.toLocaleString('en-US')} events`);
-    run.ingest = await runIngestPhase({ config, brokers: servers.brokers, elasticsearchUrl: servers.elasticsearchUrl, events: SIZES.ingest, say: (line) => say(`ingest: ${line}`), peer: !options['no-peer'] });
+    run.ingest = await runIngestPhase({ config, brokers: servers.brokers, elasticsearchUrl: servers.elasticsearchUrl, events: SIZES.ingest, freshnessSeconds: SIZES.freshnessSeconds, say: (line) => say(`ingest: ${line}`), peer: !options['no-peer'] });
     const ours = run.ingest.rates.find((rate) => rate.label === 'ours');
     if (ours?.peakRssMb !== undefined) run.memory.push({ process: 'worker', phase: `ingest ${SIZES.ingest.toLocaleString('en-US')} events`, peakRssMb: ours.peakRssMb });
   }
@@ -75,6 +79,8 @@ try {
     run.queries = await runQueryPhase({
       datasets: SIZES.datasets,
       secondsPerPoint: SIZES.secondsPerPoint,
+      sandboxConcurrencies: SIZES.sandboxConcurrencies,
+      studioQueries: SIZES.studioQueries,
       servers: { elasticsearchUrl: servers.elasticsearchUrl, kafkaBrokers: servers.brokers },
       progress: (line) => say(`queries: ${line}`),
     });
