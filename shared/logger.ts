@@ -29,12 +29,18 @@ export interface LoggerOptions {
   human?: boolean;
   /** Where the lines go instead of stderr (tests). */
   destination?: DestinationStream;
+  /**
+   * False for a logger whose lines are built from known fields only (the per-request access line):
+   * censoring costs a walk of every logged object, a sixth of a cached answer's CPU in the profile.
+   */
+  redact?: boolean;
 }
 
 /** Logs on stderr, so stdout stays free for the lines people and scripts read (ready:, addresses). */
 export function createLogger(name: string, level: string, options: LoggerOptions = {}): Logger {
   const destination = options.destination ?? (options.human ? humanDestination() : pino.destination(2));
-  return pino({ name, level, base: { pid: process.pid }, redact: { paths: SERVER_SECRET_LOG_PATHS, censor: '[redacted]' } }, destination);
+  const redact = options.redact === false ? undefined : { paths: SERVER_SECRET_LOG_PATHS, censor: '[redacted]' };
+  return pino({ name, level, base: { pid: process.pid }, ...(redact ? { redact } : {}) }, destination);
 }
 
 function humanDestination(): DestinationStream {

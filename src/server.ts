@@ -31,6 +31,8 @@ import { SqlParserThread } from './sql/parser-pool.ts';
 export interface ServerDependencies {
   config: Config;
   logger: Logger;
+  /** Writes one line per answered request; default: through `logger`. */
+  accessLogger?: Logger;
   elasticsearch: Client;
   kafkaBrokers: string[];
   /** TLS options for the brokers when they speak TLS (SSL, SASL_SSL); /health asks them over it. */
@@ -65,7 +67,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     connectionTimeout: config.HTTP_CONNECTION_TIMEOUT_MS,
     genReqId: requestIdOf,
-    logController: new RequestLog(),
+    logController: new RequestLog(deps.accessLogger),
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
     clientErrorHandler: clientErrorHandler(
       { maxHeadBytes: config.HTTP_MAX_HEADER_BYTES, headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },

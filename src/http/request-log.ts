@@ -1,4 +1,5 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from '../../shared/logger.ts';
 
 /** Paths probes and scrapers call every few seconds: logged at debug, so the log shows the API's traffic. */
 const OPERATIONAL_PATHS = new Set(['/health', '/ready', '/metrics']);
@@ -8,12 +9,18 @@ const OPERATIONAL_PATHS = new Set(['/health', '/ready', '/metrics']);
  * "completed" line: method, path without the query string (it may carry long SQL), status, time.
  */
 export class RequestLog extends LogController {
+  /** `access` writes the line of an answered request (known fields only, so it may skip censoring); failures go to the request's own logger. */
+  constructor(private readonly access?: Logger) {
+    super();
+  }
+
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const path = request.url.split('?', 1)[0]!;
     const line = { method: request.method, path, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
     if (error) reply.log.error({ ...line, err: error }, 'request failed');
+    else if (this.access) this.access[OPERATIONAL_PATHS.has(path) ? 'debug' : 'info']({ reqId: request.id, ...line }, 'request answered');
     else reply.log[OPERATIONAL_PATHS.has(path) ? 'debug' : 'info'](line, 'request answered');
   }
 }
