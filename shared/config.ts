@@ -77,6 +77,8 @@ export const configSchema = z.object({
   SANDBOX_MAX_SCAN_EVENTS: z.coerce.number().int().min(1).max(5_000_000).default(100_000),
   SANDBOX_ENGINE_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i, 'use a size such as 512MB or 1GiB').default('1GiB'),
   SANDBOX_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).default(2),
+  // each engine process runs one residual query at a time: one process held every sandboxed SQL query to about 25 requests a second
+  SANDBOX_ENGINE_PROCESSES: z.coerce.number().int().min(1).max(32).default(2),
   // sandboxed SQL is parsed in a worker thread; a parse running longer is refused
   SANDBOX_PARSE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
   // how long the cached field types of an index (what can be pushed down) are trusted

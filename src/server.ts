@@ -26,6 +26,7 @@ import { openApiPlugin } from './plugins/openapi.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { readyPlugin } from './plugins/ready.ts';
 import { requestIdPlugin } from './plugins/request-id.ts';
+import { ParsedQueryCache } from './sql/parsed-query-cache.ts';
 import { SqlParserThread } from './sql/parser-pool.ts';
 
 export interface ServerDependencies {
@@ -115,10 +116,11 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls, allowed: allowedOps });
   const sqlParser = new SqlParserThread(config.SANDBOX_PARSE_TIMEOUT_MS);
   app.addHook('onClose', async () => sqlParser.close());
+  const parsedQueries = new ParsedQueryCache((text, options) => sqlParser.parse(text, options));
   // DuckDB runs in child processes started on the first sandboxed query, not with every server
   let engine: Promise<EmbeddedEngine> | undefined;
   const startedEngine = () =>
-    (engine ??= EmbeddedEngine.start({ memoryLimit: deps.config.SANDBOX_ENGINE_MEMORY_LIMIT, threads: deps.config.SANDBOX_ENGINE_THREADS, logger: deps.logger }).catch((error: unknown) => {
+    (engine ??= EmbeddedEngine.start({ memoryLimit: deps.config.SANDBOX_ENGINE_MEMORY_LIMIT, threads: deps.config.SANDBOX_ENGINE_THREADS, poolSize: deps.config.SANDBOX_ENGINE_PROCESSES, logger: deps.logger }).catch((error: unknown) => {
       engine = undefined;
       throw error;
     }));
@@ -137,7 +139,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS },
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),
       engine: startedEngine,
-      parseSql: (text, options) => sqlParser.parse(text, options),
+      parseSql: (text, options) => parsedQueries.get(text, options),
     },
   });
   return app;
