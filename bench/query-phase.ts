@@ -23,6 +23,8 @@ export interface QueryPhaseOptions {
   concurrencies?: number[];
   /** Concurrencies of the 20 studio SQL queries and the LQL queries (slow in the engine); default `concurrencies`. */
   sandboxConcurrencies?: number[];
+  /** Seconds of load that warm each series up before its first point (after three probes); default 1, 0 for none. */
+  warmUpSeconds?: number;
   /** Measure only the first N of the 20 studio SQL queries (a quick run); default all. */
   studioQueries?: number;
   /** Length of one load point; a series too slow for it runs a fixed count per connection instead. Default 10. */
@@ -201,7 +203,7 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
             measured.set(side, series);
             const counter = counters.get(side) ?? { next: side === 'direct' ? 500_000_000 : 1 };
             counters.set(side, counter);
-            if (series.points.length === 0) await warmUp(resolved, side, counter);
+            if (series.points.length === 0) await warmUp(resolved, side, counter, options.warmUpSeconds ?? 1);
             const knownRate = Math.max(0, ...series.points.map((point) => point.requestsPerSecond));
             const point = await runLoad(resolved, { concurrency, seconds, minPerConnection: 2, knownRate: series.points.length > 0 ? knownRate : undefined }, counter);
             series.points.push(point);
@@ -232,12 +234,12 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
 }
 
 /** First requests of a series: they must succeed; a cached series fills the cache, and a short run warms the JIT. */
-async function warmUp(target: LoadTarget, side: QuerySeries['side'], counter: { next: number }): Promise<void> {
+async function warmUp(target: LoadTarget, side: QuerySeries['side'], counter: { next: number }, seconds: number): Promise<void> {
   for (let i = 0; i < 3; i += 1) {
     await probe(target, counter.next);
     counter.next += 1;
   }
-  if (side !== 'direct') await runLoad(target, { concurrency: 4, seconds: 1, minPerConnection: 1, knownRate: 0 }, counter);
+  if (side !== 'direct' && seconds > 0) await runLoad(target, { concurrency: 4, seconds, minPerConnection: 1, knownRate: 0 }, counter);
 }
 
 interface SeriesContext {
