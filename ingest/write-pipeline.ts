@@ -17,14 +17,15 @@ export interface ChunkWork {
   mayCommit(): boolean;
 }
 
-interface QueuedBytes {
+/** Work in a partition's queue, and the bytes it holds against the bound until it ends. */
+interface QueuedWork {
+  chunk: ChunkWork;
   bytes: number;
 }
 
 interface OpenWork<T> {
   item: T;
-  chunk: ChunkWork;
-  entry: QueuedBytes;
+  queued: QueuedWork;
 }
 
 export class WritePipeline {
@@ -72,33 +73,26 @@ export class WritePipeline {
    */
   enqueueJoining<T>(key: string, bytes: number, item: T, join: (queued: T) => boolean, run: (item: T, chunk: ChunkWork) => Promise<void>): void {
     const open = this.open.get(key) as OpenWork<T> | undefined;
-    if (open && open.chunk.isCurrent() && join(open.item)) {
-      open.entry.bytes += bytes;
+    if (open && open.queued.chunk.isCurrent() && join(open.item)) {
+      open.queued.bytes += bytes;
       this.queuedBytes += bytes;
       return;
     }
-    const work: OpenWork<T> = { item, chunk: undefined as unknown as ChunkWork, entry: undefined as unknown as QueuedBytes };
-    const closeIt = () => {
-      if (this.open.get(key) === work) this.open.delete(key);
+    let work: OpenWork<T> | undefined;
+    const close = () => {
+      if (work && this.open.get(key) === work) this.open.delete(key);
     };
-    [work.chunk, work.entry] = this.queue(
-      key,
-      bytes,
-      (chunk) => {
-        closeIt();
-        return run(item, chunk);
-      },
-      closeIt,
-    );
+    const queued = this.queue(key, bytes, (chunk) => (close(), run(item, chunk)), close);
+    work = { item, queued };
     this.open.set(key, work);
   }
 
-  private queue(key: string, bytes: number, work: (chunk: ChunkWork) => Promise<void>, ended?: () => void): [ChunkWork, QueuedBytes] {
+  private queue(key: string, bytes: number, work: (chunk: ChunkWork) => Promise<void>, ended?: () => void): QueuedWork {
     const epoch = this.epoch;
     const partitionEpoch = this.partitionEpochs.get(key) ?? 0;
     const mayCommit = () => epoch === this.epoch && partitionEpoch === (this.partitionEpochs.get(key) ?? 0);
     const chunk: ChunkWork = { isCurrent: () => !this.stopping && mayCommit(), mayCommit };
-    const entry: QueuedBytes = { bytes };
+    const queued: QueuedWork = { chunk, bytes };
     this.queuedBytes += bytes;
     const previous = this.tails.get(key) ?? Promise.resolve();
     const tail = previous
@@ -109,12 +103,12 @@ export class WritePipeline {
       })
       .finally(() => {
         ended?.();
-        this.queuedBytes -= entry.bytes;
+        this.queuedBytes -= queued.bytes;
         if (this.tails.get(key) === tail) this.tails.delete(key);
         this.wake?.();
       });
     this.tails.set(key, tail);
-    return [chunk, entry];
+    return queued;
   }
 
   /** Waits while more than the bound is queued (the fetch loop's backpressure), heartbeating every second. */
