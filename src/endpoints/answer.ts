@@ -9,13 +9,13 @@ import { executePlan } from '../executor/index.ts';
 import { elasticsearchQuerySeconds } from '../metrics.ts';
 import { planEndpointQuery, type Plan } from '../planner/index.ts';
 import type { SandboxLimits } from '../planner/sandbox/index.ts';
-import { redactPii } from '../redaction.ts';
 import type { PartitionPeriod } from '../../shared/partitions.ts';
 import type { SourceName } from '../../shared/sources.ts';
 import type { SandboxQueryOptions } from '../sql/index.ts';
 import { parseLql } from '../lql/index.ts';
 import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
+import { encodeAnswer } from './answer-body.ts';
 import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters } from './request.ts';
 
 export interface AnswerDependencies {
@@ -53,11 +53,6 @@ export interface Answer {
   body: Buffer;
   cache: 'HIT' | 'MISS' | 'BYPASS';
   ageSeconds: number;
-}
-
-/** The answer's JSON body, encoded once: a cached answer is sent as these bytes again and again. */
-export function encodeAnswer(rows: unknown[]): Buffer {
-  return Buffer.from(`{"result":${JSON.stringify(rows)}}`);
 }
 
 /**
@@ -101,7 +96,7 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
       engine: dependencies.sandbox.engine,
       engineTimeoutMs: dependencies.queryTimeoutMs,
     });
-    return encodeAnswer(redact ? redactPii(rows) : rows);
+    return encodeAnswer(rows, { redact });
   };
   if (endpoint.cache === null || key === undefined) return { body: await run(), cache: 'BYPASS', ageSeconds: 0 };
   const cached = await dependencies.resultCache.fetch({ key, policy: endpoint.cache, run });
