@@ -109,6 +109,16 @@ export class InvalidQuery extends BadParameter {
   }
 }
 
+/** The query names a field no stored event of its source has (an LQL path outside the source's schema). */
+export class UnknownField extends BadParameter {
+  constructor(
+    readonly path: string,
+    readonly source: string,
+  ) {
+    super(`${path} is not a field of ${source}: no stored event has it (a field becomes known when the first event carrying it is stored)`, 'unknown_field');
+  }
+}
+
 /** The query would pull more events out of the store than the sandbox allows. */
 export class QueryTooBroad extends BadParameter {
   constructor(message: string) {

@@ -6,6 +6,7 @@ import type { ResultCache } from '../cache/result-cache.ts';
 import type { EmbeddedEngine } from '../executor/engine/embedded-engine.ts';
 import type { FieldCatalogs } from '../executor/field-catalogs.ts';
 import { executePlan } from '../executor/index.ts';
+import { UnknownField } from '../errors.ts';
 import { elasticsearchQuerySeconds } from '../metrics.ts';
 import { planEndpointQuery, type Plan } from '../planner/index.ts';
 import type { SandboxLimits } from '../planner/sandbox/index.ts';
@@ -82,8 +83,17 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
   const plan = async (): Promise<Plan> => {
     const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix, partitionPeriods: dependencies.partitionPeriods };
     if (!parsed) return planEndpointQuery(endpoint, parameters, context);
-    const catalogs = await dependencies.sandbox.fieldCatalogs.forSources(dependencies.indexPrefix, sources);
-    return planEndpointQuery(endpoint, parameters, context, { ...parsed, limits: dependencies.sandbox.limits, catalogs });
+    const planWith = async (fresh: boolean) => {
+      const catalogs = await dependencies.sandbox.fieldCatalogs.forSources(dependencies.indexPrefix, sources, { fresh });
+      return planEndpointQuery(endpoint, parameters, context, { ...parsed, limits: dependencies.sandbox.limits, catalogs });
+    };
+    try {
+      return await planWith(false);
+    } catch (error) {
+      // the kept field types may predate the field's first event: read them again before refusing
+      if (error instanceof UnknownField) return planWith(true);
+      throw error;
+    }
   };
   let firstPlan: Plan | undefined = await plan();
   const run = async () => {

@@ -19,16 +19,16 @@ export class FieldCatalogs {
     private readonly timeoutMs: number,
   ) {}
 
-  /** Each source's field types, over all its partitions. */
-  async forSources(indexPrefix: string, sources: readonly SourceName[]): Promise<Map<string, FieldCatalog>> {
-    const entries = await Promise.all([...new Set(sources)].map(async (source) => [source, await this.forIndex(sourceIndexPattern(indexPrefix, source))] as const));
+  /** Each source's field types, over all its partitions; `fresh` reads them again whatever is kept. */
+  async forSources(indexPrefix: string, sources: readonly SourceName[], options: { fresh?: boolean } = {}): Promise<Map<string, FieldCatalog>> {
+    const entries = await Promise.all([...new Set(sources)].map(async (source) => [source, await this.forIndex(sourceIndexPattern(indexPrefix, source), options.fresh ?? false)] as const));
     return new Map(entries);
   }
 
-  private async forIndex(index: string): Promise<FieldCatalog> {
+  private async forIndex(index: string, fresh: boolean): Promise<FieldCatalog> {
     const now = this.clock.now();
     const hit = this.cached.get(index);
-    if (hit && now - hit.readAt < this.ttlMs) return hit.catalog;
+    if (hit && !fresh && now - hit.readAt < this.ttlMs) return hit.catalog;
     const catalog = fieldCatalog(await fieldTypes(index, { elasticsearch: this.client, timeoutMs: this.timeoutMs }));
     this.cached.set(index, { catalog, readAt: now });
     return catalog;

@@ -1,7 +1,7 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { cteByName, tableNames, type EndpointDefinition, type SourceCte, type WindowedSourceCte } from '../../queries/endpoint.ts';
 import { clampToDateNanos, isoToNanosText, nanosTextFromMillis } from '../../shared/stored-timestamp.ts';
-import { BadParameter, InvalidQuery, LqlSyntax, UnknownTable } from '../errors.ts';
+import { BadParameter, InvalidQuery, LqlSyntax, UnknownField, UnknownTable } from '../errors.ts';
 import type { LqlChart, LqlComparison, LqlFilter, LqlQuery, LqlRange, LqlTime, LqlTimestampFilter, LqlValue } from '../lql/syntax.ts';
 import { NUMERIC_FIELD_TYPES, inNestedRecords, nestedAncestor, type FieldCatalog } from './field-catalog.ts';
 import type { ChartScan, Plan, SelectedColumn } from './plan.ts';
@@ -33,11 +33,14 @@ export function planLqlQuery(endpoint: EndpointDefinition, params: ValidatedPara
   const cte = lqlTable(endpoint, query);
   const within = lqlTimeBounds(query.filters, context.now);
   const scopeless = eventScan(cte, params, context, { table: cte.name, predicates: [], order: 'timestamp_desc', take: { kind: 'limit', rows: 0 }, within });
-  const catalog = context.catalogs.get(cte.source) ?? { typeOf: () => undefined };
+  const known = context.catalogs.get(cte.source);
+  const catalog = known ?? { typeOf: () => undefined };
   const columns = new Set(cte.columns.map((column) => column.name));
+  if (known) assertKnownPaths(query, cte.source, known, columns);
   const predicates = query.filters.map((filter) => filterQuery(filter, catalog, columns, context.now));
 
   if (query.chart) {
+    assertChartBuckets(query.chart, within, context.now);
     const scan = chartScan(cte.name, scopeless.index, [...scopeless.scope, ...predicates], query.chart, catalog, columns);
     return { scans: [scan], answer: { kind: 'chart', table: scan.table }, rowCap: endpoint.maxRows };
   }
@@ -75,6 +78,23 @@ function checkedPath(path: string, columns: ReadonlySet<string>): string {
     throw new InvalidQuery(`${path} is not a field a query may read; use ${[...columns].filter((column) => column !== 'metadata').join(', ')} or m.<path> inside metadata`);
   }
   return `metadata.${path}`;
+}
+
+/**
+ * Every metadata path the query names must be one some stored event of the source has, as the
+ * reference refuses a path outside its source schema: a misspelt field gets a 400 naming it instead
+ * of quietly matching nothing.
+ */
+function assertKnownPaths(query: LqlQuery, source: string, catalog: FieldCatalog, columns: ReadonlySet<string>): void {
+  const named = [
+    ...query.filters.flatMap((filter) => (filter.kind === 'timestamp' ? [] : [filter.path])),
+    // a chart's rows are its buckets: selected columns are not read then
+    ...(query.chart ? [] : query.select.flatMap((select) => (select.kind === 'field' && select.path !== 'metadata' ? [select.path] : []))),
+    ...(query.chart?.path !== undefined && query.chart.path !== '*' ? [query.chart.path] : []),
+  ];
+  for (const path of named.map((name) => checkedPath(name, columns))) {
+    if (path.startsWith('metadata.') && catalog.typeOf(path) === undefined) throw new UnknownField(path, source);
+  }
 }
 
 function filterQuery(filter: LqlFilter, catalog: FieldCatalog, columns: ReadonlySet<string>, now: number): Query {
@@ -272,6 +292,22 @@ function lqlTimeBounds(filters: readonly LqlFilter[], now: number): TimeBounds {
     if (to) bounds.toMs = Math.min(bounds.toMs ?? Infinity, Math.ceil(to.micros / 1000));
   }
   return bounds;
+}
+
+/** The most buckets a chart over a bounded time range may have, as the reference allows. */
+export const MAX_CHART_BUCKETS = 250;
+const PERIOD_MS = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
+
+/** A chart whose own time filters bound it below must fit MAX_CHART_BUCKETS periods up to its upper bound (now when open). */
+function assertChartBuckets(chart: LqlChart, within: TimeBounds, now: number): void {
+  if (within.fromMs === undefined) return;
+  const period = PERIOD_MS[chart.period];
+  const to = Math.min(within.toMs ?? now, 8_640_000_000_000_000);
+  const buckets = Math.floor(to / period) - Math.floor(within.fromMs / period) + 1;
+  if (buckets > MAX_CHART_BUCKETS) {
+    const range = `${new Date(Math.max(within.fromMs, -8_640_000_000_000_000)).toISOString()}..${new Date(to).toISOString()}`;
+    throw new InvalidQuery(`c:group_by(t::${chart.period}) over ${range} makes ${buckets.toLocaleString('en')} buckets, more than ${MAX_CHART_BUCKETS}; narrow the t: range or chart by a longer period`);
+  }
 }
 
 const PERCENTILES = { p50: '50.0', p95: '95.0', p99: '99.0' } as const;

@@ -5,6 +5,7 @@ import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
 import { ensureEventIndex, type StoredEvent } from '../../shared/event-index.ts';
 import { eventShape } from '../../shared/event-shape.ts';
 import { legacyIndexName } from '../../shared/partitions.ts';
+import { BadParameter } from '../../src/errors.ts';
 import { FieldCatalogs } from '../../src/executor/field-catalogs.ts';
 import { executePlan } from '../../src/executor/index.ts';
 import { parseLql } from '../../src/lql/index.ts';
@@ -12,10 +13,11 @@ import { planEndpointQuery } from '../../src/planner/index.ts';
 import { testConfig, uniqueName } from '../support/stack.ts';
 
 /**
- * Every accepted reference case whose filters are on fields (not on time, not charts) runs on real
- * Elasticsearch: its own index holds events generated on both sides of each of its filters, and the
- * events the service returns must be exactly those the case's stated meaning accepts, evaluated
- * here from that meaning (not from our syntax tree).
+ * Every accepted reference case (field filters, time filters, charts) runs on real Elasticsearch:
+ * its own index holds events generated on both sides of each of its filters, and the events (or
+ * buckets) returned must be exactly those the case's stated meaning accepts, evaluated here from
+ * that meaning (not from our syntax tree). Every rejected case is refused with a 400 error, those
+ * decided by the data against an index holding the fields the case's schema names.
  */
 interface MeaningFilter {
   path: string;
@@ -28,16 +30,15 @@ interface ReferenceCase {
   id: string;
   lql: string;
   expect: 'accept' | 'reject';
+  schema?: Record<string, string> | null;
   partial?: boolean;
   meaning?: { from: string | null; filters: MeaningFilter[]; chart: unknown };
 }
 
 const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 const all: ReferenceCase[] = JSON.parse(readFileSync(new URL('../fixtures/examples/lql-cases.json', import.meta.url), 'utf8'));
-/** Cases whose meaning our tree deliberately differs from (a schema cast); the unit tests list them. */
-const DIVERGENT = new Set(['p_list_includes_float_quoted']);
 /** Accepted cases (partial ones too: their meaning is stated even where the reference's own test checks less); `f:` names tables logs.all does not have. */
-const runnable = all.filter((c) => c.expect === 'accept' && c.meaning && !c.meaning.from && !DIVERGENT.has(c.id));
+const runnable = all.filter((c) => c.expect === 'accept' && c.meaning && !c.meaning.from);
 const isTime = (f: MeaningFilter) => f.path === 'timestamp';
 const cases = runnable.filter((c) => !c.meaning!.chart && !c.meaning!.filters.some(isTime));
 const timeCases = runnable.filter((c) => !c.meaning!.chart && c.meaning!.filters.some(isTime));
@@ -394,3 +395,41 @@ describe(`LQL reference charts on real Elasticsearch (${chartCases.length} cases
     }
   }, 600_000);
 });
+
+/** What each rejection decided by the data or the endpoint must be refused as; the others are syntax. */
+const REFUSED_AS: Record<string, string> = {
+  p_err_field_not_in_schema: 'unknown_field',
+  p_err_nested_not_in_schema: 'unknown_field',
+  v_non_numeric_chart: 'invalid_query',
+  v_too_many_ticks: 'invalid_query',
+  http_lql_multi_cte_no_from: 'lql_syntax',
+  http_lql_unknown_cte: 'unknown_table',
+};
+
+describe(`LQL reference rejections (${all.filter((c) => c.expect === 'reject').length} cases)`, () => {
+  it('each is refused with a 400 error and the expected code, against an index holding the fields its schema names', async () => {
+    for (const reference of all.filter((c) => c.expect === 'reject')) {
+      const indexPrefix = `${prefix}${(runs += 1)}-`;
+      const index = legacyIndexName(indexPrefix, 'edge_logs');
+      await ensureEventIndex(client, index, 0);
+      const metadata: Record<string, unknown> = {};
+      for (const [path, type] of Object.entries(reference.schema ?? {})) {
+        if (path.startsWith('metadata.')) metadata[path.slice('metadata.'.length)] = type === 'string' ? 'text' : 1;
+      }
+      await client.index({ index, id: 'e1', refresh: true, document: { id: 'e1', timestamp: '2024-01-01T00:30:00.000000Z', event_message: 'message', project: 'p', metadata, shape: eventShape(metadata) } });
+      // the endpoint cases are about f: itself; the others name their table as a caller of logs.all must
+      const text = reference.id.startsWith('http_lql_') ? reference.lql : `f:edge_logs ${reference.lql}`;
+      let refusal: unknown;
+      try {
+        const catalogs = await new FieldCatalogs(client, 0, { now: () => Date.now() }, 30_000).forSources(indexPrefix, ['edge_logs']);
+        planEndpointQuery(logsAll, { project: 'p' }, { now: NOW, projects: null, indexPrefix }, { language: 'lql', query: parseLql(text), limits: { maxScanEvents: 1000 }, catalogs });
+      } catch (error) {
+        refusal = error;
+      }
+      await client.indices.delete({ index });
+      expect(refusal, `${reference.id}: ${text}`).toBeInstanceOf(BadParameter);
+      expect((refusal as BadParameter).code, `${reference.id}: ${text}`).toBe(REFUSED_AS[reference.id] ?? 'lql_syntax');
+    }
+  }, 120_000);
+});
+

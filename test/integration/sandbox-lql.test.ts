@@ -158,6 +158,24 @@ describe('LQL errors', () => {
     expect(refused).toBeGreaterThan(LQL_ATTACKS.length / 2);
   }, 120_000);
 
+  it('a chart over more than 250 buckets of a bounded range is refused, naming the count', async () => {
+    const response = await lql('f:edge_logs t:2023-12-31T00:00:00Z..2024-01-01T01:00:00Z c:count(*) c:group_by(t::minute)');
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error).toMatchObject({ code: 'invalid_query', message: expect.stringMatching(/1,501 buckets, more than 250/) });
+    expect((await lql('f:edge_logs t:2023-12-31T00:00:00Z..2024-01-01T01:00:00Z c:count(*) c:group_by(t::hour)')).statusCode).toBe(200);
+  });
+
+  it('a path no stored event has is 400 unknown_field; a field first stored after the types were read is found', async () => {
+    const unknown = await lql('f:function_logs m.nonexistent:value');
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.json().error).toMatchObject({ code: 'unknown_field', message: expect.stringContaining('metadata.nonexistent is not a field of function_logs') });
+    // the field types of function_logs are now kept (FIELD_CATALOG_SECONDS); an event with a new field arrives
+    const field = `fresh_${Date.now().toString(36)}`;
+    const base = dataset.events.get('function_logs')!.find((event) => event.id.startsWith('default-'))!;
+    await server.index('function_logs', [{ ...base, id: 'default-fresh-field', metadata: { ...(base.metadata as Record<string, unknown>), [field]: 'yes' } }]);
+    expect(await ids(`f:function_logs m.${field}:yes`)).toEqual(['default-fresh-field']);
+  });
+
   it('never reads another project, whatever the query says', async () => {
     const response = await lql('f:edge_logs project:other');
     expect(response.json().result).toEqual([]);

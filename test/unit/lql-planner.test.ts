@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { logsAll } from '../../queries/logs-all.ts';
 import { usageApiCounts } from '../../queries/usage-api-counts.ts';
-import { InvalidQuery, LqlSyntax, UnknownTable } from '../../src/errors.ts';
+import { InvalidQuery, LqlSyntax, UnknownField, UnknownTable } from '../../src/errors.ts';
 import { parseLql } from '../../src/lql/index.ts';
 import type { LqlFilter, LqlQuery } from '../../src/lql/syntax.ts';
 import { fieldCatalog } from '../../src/planner/field-catalog.ts';
@@ -9,7 +9,7 @@ import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
 import type { ChartScan, EventScan } from '../../src/planner/plan.ts';
 
 const now = Date.UTC(2024, 0, 10, 12, 30);
-const catalog = fieldCatalog({ 'metadata.request': 'nested', 'metadata.request.path': 'keyword', 'metadata.level': 'keyword', 'metadata.latency': 'long', 'metadata.tags': 'keyword', 'metadata.ok': 'boolean' });
+const catalog = fieldCatalog({ 'metadata.request': 'nested', 'metadata.request.path': 'keyword', 'metadata.level': 'keyword', 'metadata.latency': 'long', 'metadata.tags': 'keyword', 'metadata.ok': 'boolean', 'metadata.created_at': 'keyword', 'metadata.user_name': 'keyword' });
 const catalogs = new Map([['edge_logs', catalog], ['postgres_logs', catalog]]);
 
 function plan(query: Partial<LqlQuery>, endpoint: typeof logsAll | typeof usageApiCounts = logsAll, params: Record<string, unknown> = { project: 'p1' }): Plan {
@@ -119,3 +119,41 @@ describe('LQL time filters narrow the partitions read', () => {
     expect(scan.index.split(',')).toEqual(['lp-edge_logs-2024.01.09*', 'lp-edge_logs-2024.01.08w', 'lp-edge_logs']);
   });
 });
+
+describe('what the reference refuses outside the syntax', () => {
+  const planned = (lql: string, catalogsOf = catalogs) =>
+    planEndpointQuery(logsAll, { project: 'p1' }, { now, projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: parseLql(`f:edge_logs ${lql}`), limits: { maxScanEvents: 1000 }, catalogs: catalogsOf });
+
+  it('a metadata path no stored event has is refused, naming it, in a filter, a select or a chart', () => {
+    for (const lql of ['m.nonexistent:value', 'm.nonexistent.field:value', '-m.nonexistent:NULL', 's:m.nonexistent', 'c:max(m.nonexistent)', 'nonexistent:1', 'm.request.nonexistent:~x']) {
+      expect(() => planned(lql), lql).toThrow(UnknownField);
+    }
+    expect(() => planned('m.nonexistent:value')).toThrow('metadata.nonexistent is not a field of edge_logs');
+    for (const lql of ['m.request.path:x', 'm.request:NULL', 'created_at:x', 'event_message:x', 'id:x', 's:m.tags s:timestamp', 'c:max(m.latency)', 'm.level:error..critical']) {
+      expect(() => planned(lql), lql).not.toThrow();
+    }
+  });
+
+  it('without a catalog of the source (none read) no path is refused for being unknown', () => {
+    expect(() => planned('m.nonexistent:value', new Map())).not.toThrow();
+  });
+
+  it('a chart over a bounded range may have at most 250 buckets of its period', () => {
+    const refused = (lql: string) => expect(() => planned(lql), lql).toThrow(InvalidQuery);
+    const allowed = (lql: string) => expect(() => planned(lql), lql).not.toThrow();
+    refused('t:2023-01-01T00:00:00..2023-01-15T00:00:00 c:count(*) c:group_by(t::minute)');
+    expect(() => planned('t:2023-01-01T00:00:00..2023-01-15T00:00:00 c:count(*) c:group_by(t::minute)')).toThrow('makes 20,161 buckets, more than 250');
+    // open above: up to now
+    refused('t:>2023-01-01T00:00:00 c:count(*) c:group_by(t::minute)');
+    allowed('t:2023-01-01T00:00:00..2023-01-15T00:00:00 c:count(*) c:group_by(t::day)');
+    // 250 hours exactly fit; one more does not
+    allowed('t:2023-01-01T00:00:00..2023-01-11T09:59:59 c:count(*) c:group_by(t::hour)');
+    refused('t:2023-01-01T00:00:00..2023-01-11T10:00:00 c:count(*) c:group_by(t::hour)');
+    allowed('t:last@2hours c:count(*)');
+    refused('t:last@5hours c:count(*) c:group_by(t::minute)');
+    // not bounded below: no count to make
+    allowed('t:<2023-01-01T00:00:00 c:count(*) c:group_by(t::second)');
+    allowed('c:count(*) c:group_by(t::second)');
+  });
+});
+

@@ -6,7 +6,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { LqlSyntax } from '../../src/errors.ts';
+import { BadParameter, LqlSyntax } from '../../src/errors.ts';
+import { fieldCatalog } from '../../src/planner/field-catalog.ts';
+import { planEndpointQuery } from '../../src/planner/index.ts';
+import { logsAll } from '../../queries/logs-all.ts';
 import { parseLql } from '../../src/lql/index.ts';
 import type { LqlFilter, LqlQuery, LqlTime, LqlValue } from '../../src/lql/syntax.ts';
 
@@ -216,6 +219,15 @@ describe('LQL reference cases', () => {
     const c = CASES.find((candidate) => candidate.id === id);
     expect(c?.expect).toBe('reject');
     expect(() => parseLql(c!.lql)).not.toThrow();
+  });
+
+  // the schema-dependent refusals, planned against the schema each case states (the CTE ones are in the HTTP tests)
+  it.each(['p_err_field_not_in_schema', 'p_err_nested_not_in_schema', 'v_non_numeric_chart', 'v_too_many_ticks'])('%s is refused by the planner with a 400 error', (id) => {
+    const c = CASES.find((candidate) => candidate.id === id)!;
+    const types = Object.fromEntries(Object.entries((c as { schema?: Record<string, string> | null }).schema ?? {}).map(([path, type]) => [path, type === 'string' ? 'keyword' : type === 'datetime' ? 'date_nanos' : type]));
+    const catalogs = new Map([['edge_logs', fieldCatalog(types)]]);
+    const plan = () => planEndpointQuery(logsAll, { project: 'p1' }, { now: Date.UTC(2024, 0, 10), projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: { ...parseLql(c.lql), from: { name: 'edge_logs', offset: 1 } }, limits: { maxScanEvents: 1000 }, catalogs });
+    expect(plan).toThrow(BadParameter);
   });
 
   it.each(Object.entries(CAST_BY_PLANNER))('%s keeps the written value for the planner to cast', (id, value) => {
