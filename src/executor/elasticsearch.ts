@@ -1,5 +1,6 @@
 import { errors, type Client, type estypes } from '@elastic/elasticsearch';
 import { BadParameter, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
+import { expressionReads } from '../../shared/partitions.ts';
 
 export interface StoreOptions {
   elasticsearch: Client;
@@ -67,8 +68,10 @@ export function storeError(error: unknown, timeoutMs: number): Error {
 
 /**
  * A partition the worker created a moment ago (the first event of a new day) exists before its shard
- * has started, and a search over it fails whole with no_shard_available. That lasts well under a
- * second, so such a search is tried again within this budget before the caller hears 503.
+ * has started, and a search over it fails whole with no_shard_available. Such a shard holds nothing
+ * yet (no event is written before its primary starts), so the search is made again without that
+ * index. A shard missing for any other reason (a node restarting with events on it) is waited for
+ * within this budget, then the caller hears 503: an answer without its events would be wrong.
  */
 export const SHARD_START_RETRY_MS = 1000;
 
@@ -78,18 +81,72 @@ export function isShardNotStarted(error: unknown): boolean {
   return findStoreCause(error.body, 'no_shard_available_action_exception') !== undefined || /Search rejected due to missing shards/.test(JSON.stringify(error.body ?? ''));
 }
 
+/** A primary shard as `_cat/shards` lists it. */
+export interface PrimaryShardState {
+  index: string;
+  state: string;
+  /** Why it was last unassigned; kept while it initialises. */
+  unassignedReason?: string;
+}
+
+/**
+ * The indices among `shards` whose primary has not started since the index was created, when those
+ * are the only primaries not started; undefined when any other primary is missing (its events would
+ * be missing from an answer) or none is.
+ */
+export function neverStartedIndices(shards: readonly PrimaryShardState[]): string[] | undefined {
+  const missing = shards.filter((shard) => shard.state !== 'STARTED' && shard.state !== 'RELOCATING');
+  if (missing.length === 0 || missing.some((shard) => shard.unassignedReason !== 'INDEX_CREATED')) return undefined;
+  return [...new Set(missing.map((shard) => shard.index))];
+}
+
+function indexExpressions(index: estypes.Indices): string[] {
+  return (Array.isArray(index) ? index : index.split(',')).map((expression) => expression.trim()).filter((expression) => expression !== '');
+}
+
+/** The primaries of the indices `expressions` reads (exclusions left aside: they only narrow the list). */
+async function primaryShards(expressions: readonly string[], options: StoreOptions, timeoutMs: number): Promise<PrimaryShardState[]> {
+  const included = expressions.filter((expression) => !expression.startsWith('-'));
+  const rows = await options.elasticsearch.cat.shards(
+    // every name as a wildcard: a concrete name that does not exist would fail the listing
+    { index: included.map((expression) => (expression.endsWith('*') ? expression : `${expression}*`)), format: 'json', h: 'index,prirep,state,unassigned.reason' },
+    { requestTimeout: timeoutMs },
+  );
+  return (rows as Array<Record<string, string | undefined>>)
+    .filter((row) => row.prirep === 'p' && row.index !== undefined && expressionReads(included, row.index))
+    .map((row) => ({ index: row.index!, state: row.state ?? '', unassignedReason: row['unassigned.reason'] }));
+}
+
 /** One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning. */
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
   const started = process.hrtime.bigint();
   const elapsedMs = () => Number(process.hrtime.bigint() - started) / 1e6;
+  const remainingMs = () => Math.max(1, Math.round(options.timeoutMs - elapsedMs()));
+  // every search the planner makes names its indices; one that does not is searched as it is
+  let expressions = request.index === undefined ? undefined : indexExpressions(request.index);
   try {
-    for (let pause = 50; ; pause *= 2) {
+    for (let pause = 50, leftOut = 0; ; ) {
       try {
         // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
-        return await options.elasticsearch.search<Record<string, unknown>>({ ...request, allow_partial_search_results: false }, { requestTimeout: Math.max(1, Math.round(options.timeoutMs - elapsedMs())) });
+        return await options.elasticsearch.search<Record<string, unknown>>({ ...request, index: expressions, allow_partial_search_results: false }, { requestTimeout: remainingMs() });
       } catch (error) {
-        if (!isShardNotStarted(error) || elapsedMs() + pause > Math.min(SHARD_START_RETRY_MS, options.timeoutMs)) throw error;
+        if (!isShardNotStarted(error)) throw error;
+        // a few new partitions at a time (one per source at midnight); beyond that, wait like any other missing shard
+        const empty = expressions && leftOut < 20 ? neverStartedIndices(await primaryShards(expressions, options, remainingMs())) : undefined;
+        if (empty && expressions) {
+          leftOut += empty.length;
+          // a name listed as itself is dropped; one a wildcard reads is excluded after it
+          const kept = expressions.filter((expression) => !empty.includes(expression));
+          const narrowed = [...kept, ...empty.filter((index) => kept.some((expression) => expression.includes('*') && !expression.startsWith('-') && expressionReads([expression], index))).map((index) => `-${index}`)];
+          // never an empty list: Elasticsearch reads every index for one
+          if (narrowed.some((expression) => !expression.startsWith('-'))) {
+            expressions = narrowed;
+            continue;
+          }
+        }
+        if (elapsedMs() + pause > Math.min(SHARD_START_RETRY_MS, options.timeoutMs)) throw error;
         await new Promise((resolve) => setTimeout(resolve, pause));
+        pause *= 2;
       }
     }
   } catch (error) {

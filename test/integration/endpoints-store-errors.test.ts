@@ -55,64 +55,58 @@ describe('log store failures', () => {
 
   describe('a partition whose shard has not started yet', () => {
     let server: EndpointTestServer;
+    const today = () => `${server.config.INDEX_PREFIX}edge_logs-2024.01.01`;
+    const rest = [{ url: 'https://abc.supabase.co/rest/v1/t', path: '/rest/v1/t' }];
+    const ids = (response: { json(): unknown }) => (response.json() as { result: Array<{ id: string }> }).result.map((row) => row.id).sort();
 
     beforeAll(async () => {
       server = await startEndpointServer({ now: NOW });
-      // yesterday's partition holds the events and stays available; today's is created by each test
-      await server.index('edge_logs', [
-        edgeEvent('e0', '2023-12-31T23:40:00.000000Z', 'abc', [{ url: 'https://abc.supabase.co/rest/v1/t', path: '/rest/v1/t' }]),
-        edgeEvent('e1', '2023-12-31T23:50:00.000000Z', 'abc', [{ url: 'https://abc.supabase.co/rest/v1/t', path: '/rest/v1/t' }]),
-      ]);
+      // yesterday's partition holds events and stays available; today's is made by each test
+      await server.index('edge_logs', [edgeEvent('e0', '2023-12-31T23:40:00.000000Z', 'abc', rest), edgeEvent('e1', '2023-12-31T23:50:00.000000Z', 'abc', rest)]);
     });
 
     afterAll(async () => {
       await server.close();
     });
 
-    /**
-     * Today's partition as the worker creates it for a new day's first event, with its shard held
-     * unassigned until `release` (a new, empty primary cannot start on a node its filter excludes).
-     */
-    async function heldPartition(): Promise<{ release: () => Promise<void> }> {
-      const index = `${server.config.INDEX_PREFIX}edge_logs-2024.01.01`;
-      await server.elasticsearch.indices.create({ index, settings: { 'index.routing.allocation.require._name': 'no-such-node' }, wait_for_active_shards: 0 });
-      return {
-        release: async () => {
-          await server.elasticsearch.indices.putSettings({ index, settings: { 'index.routing.allocation.require._name': null } });
-        },
-      };
-    }
-
     afterEach(async () => {
-      await server.elasticsearch.indices.delete({ index: `${server.config.INDEX_PREFIX}edge_logs-2024.01.01` }, { ignore: [404] });
+      await server.elasticsearch.indices.delete({ index: today() }, { ignore: [404] });
     });
 
-    // first, while no answer for this request can be in the result cache
-    it('answers 503 naming the cause once the budget is spent, never the other partitions\' events alone', async () => {
-      const { release } = await heldPartition();
+    /** Lets today's partition's shard start: its no-node filter taken off. */
+    const release = () => server.elasticsearch.indices.putSettings({ index: today(), settings: { 'index.routing.allocation.require._name': null } });
+
+    /**
+     * Today's partition as the worker creates it for a new day's first event, with its new, empty
+     * primary held unassigned (its filter names no node) as a loaded node may hold it for a while.
+     */
+    async function newPartitionHeld(): Promise<void> {
+      await server.elasticsearch.indices.create({ index: today(), settings: { 'index.routing.allocation.require._name': 'no-such-node' }, wait_for_active_shards: 0 });
+    }
+
+    it('a new partition whose shard has not started holds no event: the answer leaves it out, at once', async () => {
+      await newPartitionHeld();
       try {
         // Elasticsearch on its own answers 200 with the shard missing: the failure is only in _shards
         const direct = await server.elasticsearch.search({ index: `${server.config.INDEX_PREFIX}edge_logs-*`, size: 0 });
         expect(direct._shards.failed).toBe(1);
-        const started = Date.now();
         const response = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers });
-        expect(response.statusCode).toBe(503);
-        expect(response.json()).toMatchObject({ error: { code: 'store_unavailable', message: expect.stringMatching(/not available yet/) } });
-        // the budget is 1 s; generous for a loaded machine, but far from the 30 s query timeout
-        expect(Date.now() - started).toBeLessThan(5000);
+        expect(response.statusCode, response.body).toBe(200);
+        expect(ids(response)).toEqual(['e0', 'e1']);
+        const usage = await server.app.inject({ url: '/api/endpoints/query/usage.api-counts?interval=hourly&project=abc', headers });
+        expect(usage.statusCode, usage.body).toBe(200);
+        for (const sandbox of [{ lql: 'f:edge_logs ~GET' }, { sql: 'select id from edge_logs order by timestamp' }]) {
+          const answer = await server.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', headers: { ...headers, 'content-type': 'application/json' }, payload: { project: 'abc', ...sandbox } });
+          expect(answer.statusCode, answer.body).toBe(200);
+          expect(ids(answer)).toEqual(['e0', 'e1']);
+        }
       } finally {
         await release();
       }
     });
 
-    it('is searched again while the shard starts, and answers 200 when it does within the retry budget', async () => {
-      const { release } = await heldPartition();
-      const answer = server.app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers });
-      await new Promise((resolve) => setTimeout(resolve, 150));
-      await release();
-      const response = await answer;
-      expect(response.statusCode).toBe(200);
-      expect((response.json() as { result: Array<{ id: string }> }).result.map((row) => row.id).sort()).toEqual(['e0', 'e1']);
-    });
+    // A shard holding events that has not started (a node restarting) is waited for, then 503, never
+    // left out: a single node always forces an existing primary back, so the fault suite checks that
+    // while its Elasticsearch restarts (test/faults/query-under-faults.test.ts), not this file.
   });
 });

@@ -1,7 +1,7 @@
 import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
 import { QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
-import { storeError } from '../../src/executor/elasticsearch.ts';
+import { neverStartedIndices, storeError } from '../../src/executor/elasticsearch.ts';
 import { keyLookUpFailure } from '../../src/auth/authenticator.ts';
 
 function refusal(statusCode: number, body: unknown): errors.ResponseError {
@@ -64,5 +64,21 @@ describe('key look-up failures', () => {
   it('anything else is passed on as it is (a bug to see, not a store state to hide)', () => {
     const refused = refusal(400, { error: { type: 'action_request_validation_exception' }, status: 400 });
     expect(keyLookUpFailure(refused)).toBe(refused);
+  });
+});
+
+describe('neverStartedIndices', () => {
+  const started = (index: string) => ({ index, state: 'STARTED' });
+  it('names the new indices whose primary has not started when they are the only ones', () => {
+    expect(neverStartedIndices([started('a'), { index: 'b', state: 'INITIALIZING', unassignedReason: 'INDEX_CREATED' }, { index: 'c', state: 'UNASSIGNED', unassignedReason: 'INDEX_CREATED' }])).toEqual(['b', 'c']);
+    expect(neverStartedIndices([{ index: 'b', state: 'RELOCATING' }, { index: 'b', state: 'UNASSIGNED', unassignedReason: 'INDEX_CREATED' }])).toEqual(['b']);
+  });
+
+  it('gives nothing when another primary is missing (its events would be missing) or none is', () => {
+    expect(neverStartedIndices([{ index: 'b', state: 'UNASSIGNED', unassignedReason: 'INDEX_CREATED' }, { index: 'c', state: 'UNASSIGNED', unassignedReason: 'NODE_LEFT' }])).toBeUndefined();
+    expect(neverStartedIndices([{ index: 'c', state: 'INITIALIZING', unassignedReason: 'INDEX_REOPENED' }])).toBeUndefined();
+    expect(neverStartedIndices([{ index: 'c', state: 'INITIALIZING' }])).toBeUndefined();
+    expect(neverStartedIndices([started('a')])).toBeUndefined();
+    expect(neverStartedIndices([])).toBeUndefined();
   });
 });
