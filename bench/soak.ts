@@ -116,6 +116,7 @@ async function main(): Promise<void> {
 
   const statuses = new Map<number, number>();
   const failures: string[] = [];
+  let said = 0;
   const latencies: number[] = [];
   const byKind = new Map<string, number[]>();
   let sent = 0;
@@ -128,10 +129,12 @@ async function main(): Promise<void> {
         const response = await fetch(`${address}${query.path}`, { headers: { 'x-api-key': KEY, ...(query.redact ? { 'svc-endpoint-redact-pii': 'true' } : {}) } });
         const body = await response.text();
         status = response.status;
-        if (status >= 500 && failures.length < 10) failures.push(`${query.kind}: ${status} ${body.slice(0, 200)}`);
+        if (status >= 500 && failures.length < 10) failures.push(`${Math.round((Date.now() - started) / 1000)} s, ${query.kind}: ${status} ${body.slice(0, 300)}`);
       } catch (error) {
-        if (failures.length < 10) failures.push(`${query.kind}: ${(error as Error).message}`);
+        if (failures.length < 10) failures.push(`${Math.round((Date.now() - started) / 1000)} s, ${query.kind}: ${(error as Error).message}`);
       }
+      // said as it happens, so a long run shows its first failures without waiting for the end
+      if (failures.length > said) say(`failure: ${failures[said++]}`);
       const elapsed = performance.now() - begun;
       latencies.push(elapsed);
       const kindLatencies = byKind.get(query.kind) ?? [];

@@ -77,7 +77,10 @@ export const SHARD_START_RETRY_MS = 1000;
 
 /** Whether Elasticsearch refused a search only because a shard has no started copy (searches never accept partial results here). */
 export function isShardNotStarted(error: unknown): boolean {
-  if (!(error instanceof errors.ResponseError) || error.statusCode !== 503) return false;
+  if (!(error instanceof errors.ResponseError)) return false;
+  // a shard still recovering refuses field_caps with this, as a 404
+  if (findStoreCause(error.body, 'illegal_index_shard_state_exception') !== undefined) return true;
+  if (error.statusCode !== 503) return false;
   return findStoreCause(error.body, 'no_shard_available_action_exception') !== undefined || /Search rejected due to missing shards/.test(JSON.stringify(error.body ?? ''));
 }
 
@@ -117,38 +120,51 @@ async function primaryShards(expressions: readonly string[], options: StoreOptio
     .map((row) => ({ index: row.index!, state: row.state ?? '', unassignedReason: row['unassigned.reason'] }));
 }
 
+/**
+ * Runs `attempt` over the index expressions of one request. When it fails because a shard has no
+ * started copy: partitions whose primary has not started since they were created hold nothing and
+ * are left out at once; any other missing shard is waited for within SHARD_START_RETRY_MS, then the
+ * failure stands.
+ */
+async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: StoreOptions, elapsedMs: () => number, attempt: (expressions: string[]) => Promise<T>): Promise<T> {
+  const remainingMs = () => Math.max(1, Math.round(options.timeoutMs - elapsedMs()));
+  let expressions = indexExpressions(index);
+  for (let pause = 50, leftOut = 0; ; ) {
+    try {
+      return await attempt(expressions);
+    } catch (error) {
+      if (!isShardNotStarted(error)) throw error;
+      // a few new partitions at a time (one per source at midnight); beyond that, wait like any other missing shard
+      const empty = leftOut < 20 ? neverStartedIndices(await primaryShards(expressions, options, remainingMs())) : undefined;
+      if (empty) {
+        leftOut += empty.length;
+        // a name listed as itself is dropped; one a wildcard reads is excluded after it
+        const kept = expressions.filter((expression) => !empty.includes(expression));
+        const narrowed = [...kept, ...empty.filter((name) => kept.some((expression) => expression.includes('*') && !expression.startsWith('-') && expressionReads([expression], name))).map((name) => `-${name}`)];
+        // never an empty list: Elasticsearch reads every index for one
+        if (narrowed.some((expression) => !expression.startsWith('-'))) {
+          expressions = narrowed;
+          continue;
+        }
+      }
+      if (elapsedMs() + pause > Math.min(SHARD_START_RETRY_MS, options.timeoutMs)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause *= 2;
+    }
+  }
+}
+
 /** One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning. */
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
   const started = process.hrtime.bigint();
   const elapsedMs = () => Number(process.hrtime.bigint() - started) / 1e6;
-  const remainingMs = () => Math.max(1, Math.round(options.timeoutMs - elapsedMs()));
-  // every search the planner makes names its indices; one that does not is searched as it is
-  let expressions = request.index === undefined ? undefined : indexExpressions(request.index);
+  // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
+  const attempt = (index: estypes.Indices | undefined) =>
+    options.elasticsearch.search<Record<string, unknown>>({ ...request, index, allow_partial_search_results: false }, { requestTimeout: Math.max(1, Math.round(options.timeoutMs - elapsedMs())) });
   try {
-    for (let pause = 50, leftOut = 0; ; ) {
-      try {
-        // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
-        return await options.elasticsearch.search<Record<string, unknown>>({ ...request, index: expressions, allow_partial_search_results: false }, { requestTimeout: remainingMs() });
-      } catch (error) {
-        if (!isShardNotStarted(error)) throw error;
-        // a few new partitions at a time (one per source at midnight); beyond that, wait like any other missing shard
-        const empty = expressions && leftOut < 20 ? neverStartedIndices(await primaryShards(expressions, options, remainingMs())) : undefined;
-        if (empty && expressions) {
-          leftOut += empty.length;
-          // a name listed as itself is dropped; one a wildcard reads is excluded after it
-          const kept = expressions.filter((expression) => !empty.includes(expression));
-          const narrowed = [...kept, ...empty.filter((index) => kept.some((expression) => expression.includes('*') && !expression.startsWith('-') && expressionReads([expression], index))).map((index) => `-${index}`)];
-          // never an empty list: Elasticsearch reads every index for one
-          if (narrowed.some((expression) => !expression.startsWith('-'))) {
-            expressions = narrowed;
-            continue;
-          }
-        }
-        if (elapsedMs() + pause > Math.min(SHARD_START_RETRY_MS, options.timeoutMs)) throw error;
-        await new Promise((resolve) => setTimeout(resolve, pause));
-        pause *= 2;
-      }
-    }
+    // every search the planner makes names its indices
+    if (request.index === undefined) return await attempt(undefined);
+    return await leavingNewPartitionsOut(request.index, options, elapsedMs, attempt);
   } catch (error) {
     throw storeError(error, options.timeoutMs);
   } finally {
@@ -158,9 +174,14 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
 
 /** The mapped type of every field of an index (`conflict` where its indices disagree). */
 export async function fieldTypes(index: string, options: Pick<StoreOptions, 'elasticsearch' | 'timeoutMs'>): Promise<Record<string, string>> {
+  const started = process.hrtime.bigint();
+  const elapsedMs = () => Number(process.hrtime.bigint() - started) / 1e6;
   let response: estypes.FieldCapsResponse;
   try {
-    response = await options.elasticsearch.fieldCaps({ index, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: options.timeoutMs });
+    // a new partition's mapping is the template's, which its older neighbours have as well
+    response = await leavingNewPartitionsOut(index, options, elapsedMs, (expressions) =>
+      options.elasticsearch.fieldCaps({ index: expressions, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: Math.max(1, Math.round(options.timeoutMs - elapsedMs())) }),
+    );
   } catch (error) {
     throw storeError(error, options.timeoutMs);
   }

@@ -1,7 +1,7 @@
 import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
 import { QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
-import { neverStartedIndices, storeError } from '../../src/executor/elasticsearch.ts';
+import { isShardNotStarted, neverStartedIndices, storeError } from '../../src/executor/elasticsearch.ts';
 import { keyLookUpFailure } from '../../src/auth/authenticator.ts';
 
 function refusal(statusCode: number, body: unknown): errors.ResponseError {
@@ -80,5 +80,16 @@ describe('neverStartedIndices', () => {
     expect(neverStartedIndices([{ index: 'c', state: 'INITIALIZING' }])).toBeUndefined();
     expect(neverStartedIndices([started('a')])).toBeUndefined();
     expect(neverStartedIndices([])).toBeUndefined();
+  });
+});
+
+describe('isShardNotStarted', () => {
+  it('knows a search refused for missing shards and field_caps refused by a shard still recovering', () => {
+    expect(isShardNotStarted(refusal(503, { error: { type: 'search_phase_execution_exception', root_cause: [{ type: 'no_shard_available_action_exception' }] } }))).toBe(true);
+    expect(isShardNotStarted(refusal(503, { error: { type: 'search_phase_execution_exception', caused_by: { reason: 'Search rejected due to missing shards [[i][0]].' } } }))).toBe(true);
+    // as Elasticsearch 8.19 answers field_caps while a new index's shard recovers
+    expect(isShardNotStarted(refusal(404, { error: { root_cause: [{ type: 'illegal_index_shard_state_exception', reason: 'CurrentState[RECOVERING] operations only allowed when shard state is one of [POST_RECOVERY, STARTED]' }], type: 'illegal_index_shard_state_exception' }, status: 404 }))).toBe(true);
+    expect(isShardNotStarted(refusal(404, { error: { type: 'index_not_found_exception' } }))).toBe(false);
+    expect(isShardNotStarted(refusal(503, { error: { type: 'cluster_block_exception' } }))).toBe(false);
   });
 });
