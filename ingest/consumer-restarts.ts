@@ -1,3 +1,5 @@
+import { backoffMs } from './bulk.ts';
+
 /**
  * kafkajs restarts a crashed consumer only when the crash error is retriable, but some of its
  * non-retriable errors only mean a broker was away for a moment: finding the group coordinator
@@ -61,7 +63,7 @@ export class ConsumerRestarts {
     const at = this.now();
     while (this.times.length > 0 && this.times[0]! <= at - this.budget.windowMs) this.times.shift();
     if (this.times.length >= this.budget.maxRestarts) return undefined;
-    const delay = Math.min(this.budget.maxDelayMs, this.budget.initialDelayMs * 2 ** this.times.length);
+    const delay = backoffMs(this.times.length, this.budget.initialDelayMs, this.budget.maxDelayMs);
     this.times.push(at);
     return delay;
   }
