@@ -68,7 +68,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     connectionTimeout: config.HTTP_CONNECTION_TIMEOUT_MS,
     genReqId: requestIdOf,
-    logController: new RequestLog(deps.accessLogger),
+    logController: new RequestLog(deps.accessLogger ?? logger),
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
     clientErrorHandler: clientErrorHandler(
       { maxHeadBytes: config.HTTP_MAX_HEADER_BYTES, headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },

@@ -120,14 +120,20 @@ async function primaryShards(expressions: readonly string[], options: StoreOptio
     .map((row) => ({ index: row.index!, state: row.state ?? '', unassignedReason: row['unassigned.reason'] }));
 }
 
+/** Time spent on one request so far, and what is left of its timeout (at least 1 ms, as a request timeout must be). */
+function requestClock(timeoutMs: number): { elapsedMs(): number; remainingMs(): number } {
+  const started = process.hrtime.bigint();
+  const elapsedMs = () => Number(process.hrtime.bigint() - started) / 1e6;
+  return { elapsedMs, remainingMs: () => Math.max(1, Math.round(timeoutMs - elapsedMs())) };
+}
+
 /**
  * Runs `attempt` over the index expressions of one request. When it fails because a shard has no
  * started copy: partitions whose primary has not started since they were created hold nothing and
  * are left out at once; any other missing shard is waited for within SHARD_START_RETRY_MS, then the
  * failure stands.
  */
-async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: StoreOptions, elapsedMs: () => number, attempt: (expressions: string[]) => Promise<T>): Promise<T> {
-  const remainingMs = () => Math.max(1, Math.round(options.timeoutMs - elapsedMs()));
+async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: StoreOptions, clock: ReturnType<typeof requestClock>, attempt: (expressions: string[]) => Promise<T>): Promise<T> {
   let expressions = indexExpressions(index);
   for (let pause = 50, leftOut = 0; ; ) {
     try {
@@ -135,19 +141,19 @@ async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: Store
     } catch (error) {
       if (!isShardNotStarted(error)) throw error;
       // a few new partitions at a time (one per source at midnight); beyond that, wait like any other missing shard
-      const empty = leftOut < 20 ? neverStartedIndices(await primaryShards(expressions, options, remainingMs())) : undefined;
+      const empty = leftOut < 20 ? neverStartedIndices(await primaryShards(expressions, options, clock.remainingMs())) : undefined;
       if (empty) {
         leftOut += empty.length;
-        // a name listed as itself is dropped; one a wildcard reads is excluded after it
+        // a name listed as itself is dropped; one a remaining wildcard reads is excluded after it
         const kept = expressions.filter((expression) => !empty.includes(expression));
-        const narrowed = [...kept, ...empty.filter((name) => kept.some((expression) => expression.includes('*') && !expression.startsWith('-') && expressionReads([expression], name))).map((name) => `-${name}`)];
+        const included = kept.filter((expression) => !expression.startsWith('-'));
         // never an empty list: Elasticsearch reads every index for one
-        if (narrowed.some((expression) => !expression.startsWith('-'))) {
-          expressions = narrowed;
+        if (included.length > 0) {
+          expressions = [...kept, ...empty.filter((name) => expressionReads(included, name)).map((name) => `-${name}`)];
           continue;
         }
       }
-      if (elapsedMs() + pause > Math.min(SHARD_START_RETRY_MS, options.timeoutMs)) throw error;
+      if (clock.elapsedMs() + pause > Math.min(SHARD_START_RETRY_MS, options.timeoutMs)) throw error;
       await new Promise((resolve) => setTimeout(resolve, pause));
       pause *= 2;
     }
@@ -156,31 +162,28 @@ async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: Store
 
 /** One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning. */
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
-  const started = process.hrtime.bigint();
-  const elapsedMs = () => Number(process.hrtime.bigint() - started) / 1e6;
+  const clock = requestClock(options.timeoutMs);
   // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
-  const attempt = (index: estypes.Indices | undefined) =>
-    options.elasticsearch.search<Record<string, unknown>>({ ...request, index, allow_partial_search_results: false }, { requestTimeout: Math.max(1, Math.round(options.timeoutMs - elapsedMs())) });
+  const attempt = (index: estypes.Indices | undefined) => options.elasticsearch.search<Record<string, unknown>>({ ...request, index, allow_partial_search_results: false }, { requestTimeout: clock.remainingMs() });
   try {
     // every search the planner makes names its indices
     if (request.index === undefined) return await attempt(undefined);
-    return await leavingNewPartitionsOut(request.index, options, elapsedMs, attempt);
+    return await leavingNewPartitionsOut(request.index, options, clock, attempt);
   } catch (error) {
     throw storeError(error, options.timeoutMs);
   } finally {
-    options.observe?.(elapsedMs() / 1e3);
+    options.observe?.(clock.elapsedMs() / 1e3);
   }
 }
 
 /** The mapped type of every field of an index (`conflict` where its indices disagree). */
 export async function fieldTypes(index: string, options: Pick<StoreOptions, 'elasticsearch' | 'timeoutMs'>): Promise<Record<string, string>> {
-  const started = process.hrtime.bigint();
-  const elapsedMs = () => Number(process.hrtime.bigint() - started) / 1e6;
+  const clock = requestClock(options.timeoutMs);
   let response: estypes.FieldCapsResponse;
   try {
     // a new partition's mapping is the template's, which its older neighbours have as well
-    response = await leavingNewPartitionsOut(index, options, elapsedMs, (expressions) =>
-      options.elasticsearch.fieldCaps({ index: expressions, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: Math.max(1, Math.round(options.timeoutMs - elapsedMs())) }),
+    response = await leavingNewPartitionsOut(index, options, clock, (expressions) =>
+      options.elasticsearch.fieldCaps({ index: expressions, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: clock.remainingMs() }),
     );
   } catch (error) {
     throw storeError(error, options.timeoutMs);

@@ -10,7 +10,7 @@ const OPERATIONAL_PATHS = new Set(['/health', '/ready', '/metrics']);
  */
 export class RequestLog extends LogController {
   /** `access` writes the line of an answered request (known fields only, so it may skip censoring); failures go to the request's own logger. */
-  constructor(private readonly access?: Logger) {
+  constructor(private readonly access: Logger) {
     super();
   }
 
@@ -20,7 +20,6 @@ export class RequestLog extends LogController {
     const path = request.url.split('?', 1)[0]!;
     const line = { method: request.method, path, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
     if (error) reply.log.error({ ...line, err: error }, 'request failed');
-    else if (this.access) this.access[OPERATIONAL_PATHS.has(path) ? 'debug' : 'info']({ reqId: request.id, ...line }, 'request answered');
-    else reply.log[OPERATIONAL_PATHS.has(path) ? 'debug' : 'info'](line, 'request answered');
+    else this.access[OPERATIONAL_PATHS.has(path) ? 'debug' : 'info']({ reqId: request.id, ...line }, 'request answered');
   }
 }
