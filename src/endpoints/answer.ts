@@ -6,7 +6,8 @@ import type { ResultCache } from '../cache/result-cache.ts';
 import type { EmbeddedEngine } from '../executor/engine/embedded-engine.ts';
 import type { FieldCatalogs } from '../executor/field-catalogs.ts';
 import { executePlan } from '../executor/index.ts';
-import { UnknownField } from '../errors.ts';
+import { ApiError, UnknownField } from '../errors.ts';
+import { redactText } from '../redaction.ts';
 import { elasticsearchQuerySeconds } from '../metrics.ts';
 import { planEndpointQuery, type Plan } from '../planner/index.ts';
 import type { SandboxLimits } from '../planner/sandbox/index.ts';
@@ -67,9 +68,20 @@ export interface Answer {
 export async function answerEndpointQuery(request: EndpointRequest, dependencies: AnswerDependencies): Promise<Answer> {
   const { endpoint, principal } = request;
   assertEndpointAllowed(principal, endpoint);
+  const redact = redactionRequested(request.redactHeader, endpoint);
+  try {
+    return await computeAnswer(request, redact, dependencies);
+  } catch (error) {
+    // messages quote the caller's values and the engine's (a cast that failed on an address): redacted like rows
+    if (redact && error instanceof ApiError) error.message = redactText(error.message);
+    throw error;
+  }
+}
+
+async function computeAnswer(request: EndpointRequest, redact: boolean, dependencies: AnswerDependencies): Promise<Answer> {
+  const { endpoint, principal } = request;
   const sandbox = endpoint.sandboxable ? sandboxRequest(request.supplied) : undefined;
   const parameters = validateParameters(endpoint, request.supplied);
-  const redact = redactionRequested(request.redactHeader, endpoint);
   const key = endpoint.cache === null ? undefined : cacheKey(endpoint, parameters, redact, principal, sandbox);
   const hit = key === undefined ? undefined : dependencies.resultCache.lookUp(key);
   if (hit) return { body: hit.body, cache: 'HIT', ageSeconds: hit.ageSeconds };
