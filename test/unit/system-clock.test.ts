@@ -2,26 +2,28 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logger.ts';
 import { ResultCache } from '../../src/cache/result-cache.ts';
 import { SystemClock, type ScheduledTask } from '../../src/cache/clock.ts';
+import { waitFor } from '../support/ingest.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves once `condition` holds (checked every 50 ms); the test's timeout bounds the wait. */
+const until = (description: string, condition: () => boolean) => waitFor(description, async () => (condition() ? true : undefined), 20_000, 50);
 
 /** The production clock: real time and node-schedule jobs, with periods short enough to watch. */
 describe('SystemClock on node-schedule', () => {
   const tasks: ScheduledTask[] = [];
   afterEach(() => tasks.splice(0).forEach((task) => task.cancel()));
 
-  it('runs a task once per period until cancelled', async () => {
+  it('runs a task again and again until cancelled, then never again', async () => {
     const ticks: number[] = [];
-    const task = new SystemClock().every(1, async () => void ticks.push(Date.now()));
+    const task = new SystemClock().every(1, async () => void ticks.push(ticks.length));
     tasks.push(task);
-    await sleep(3500);
+    await until('three runs', () => ticks.length >= 3);
     task.cancel();
     const counted = ticks.length;
-    expect(counted).toBeGreaterThanOrEqual(3);
-    expect(counted).toBeLessThanOrEqual(4);
+    // longer than a period: a schedule still alive would have run once more
     await sleep(1500);
     expect(ticks.length).toBe(counted);
-  }, 15_000);
+  }, 30_000);
 
   it('hands a failed run to its error handler and keeps the schedule', async () => {
     const failures: unknown[] = [];
@@ -30,10 +32,9 @@ describe('SystemClock on node-schedule', () => {
       runs += 1;
       throw new Error(`run ${runs} failed`);
     }));
-    await sleep(2600);
-    expect(runs).toBeGreaterThanOrEqual(2);
-    expect(failures.map((error) => (error as Error).message)).toEqual(Array.from({ length: runs }, (_, n) => `run ${n + 1} failed`));
-  }, 15_000);
+    await until('two failed runs handled', () => failures.length >= 2);
+    expect(failures.map((error) => (error as Error).message)).toEqual(Array.from({ length: failures.length }, (_, n) => `run ${n + 1} failed`));
+  }, 30_000);
 
   it('warms a cached result in the background: later reads are hits with the newer rows', async () => {
     const cache = new ResultCache({ maxBytes: 1 << 20, clock: new SystemClock(), logger: createLogger('test', 'silent') });
@@ -41,14 +42,14 @@ describe('SystemClock on node-schedule', () => {
     const request = { key: 'usage', policy: { ttlSeconds: 30, warmEverySeconds: 1 }, run: async () => Buffer.from(JSON.stringify([{ run: ++runs }])) };
     try {
       expect(await cache.fetch(request)).toMatchObject({ status: 'MISS', body: Buffer.from('[{"run":1}]') });
-      await sleep(2600);
-      // nobody asked in between: only the warmer can have run the query again
-      expect(runs).toBeGreaterThanOrEqual(2);
+      // nobody asks in between: only the warmer can run the query again
+      const stored = () => JSON.parse(cache.lookUp('usage')?.body.toString() ?? '[{}]')[0].run as number | undefined;
+      await until('a warmed result stored', () => (stored() ?? 0) >= 2);
       const warmed = await cache.fetch(request);
       expect(warmed.status).toBe('HIT');
-      expect(JSON.parse(warmed.body.toString())).toEqual([{ run: runs }]);
+      expect(JSON.parse(warmed.body.toString())[0].run).toBeGreaterThanOrEqual(2);
     } finally {
       cache.close();
     }
-  }, 15_000);
+  }, 30_000);
 });
