@@ -8,6 +8,7 @@ import { startLocalStack, type LocalStack } from '../stack/index.ts';
 /** Where a query benchmark keeps its events: an index prefix of its own on the given or a started stack. */
 export interface BenchStore {
   elasticsearch: Client;
+  elasticsearchUrl: string;
   kafkaBrokers: string[];
   indexPrefix: string;
 }
@@ -26,7 +27,7 @@ export async function withBenchStore(base: Config, label: string, run: (store: B
   const indexPrefix = `bench-${label}-${randomBytes(4).toString('hex')}-`;
   const elasticsearch = createElasticsearchClient({ ...elasticsearchConnection(base, urls.elasticsearch), requestTimeoutMs: 120_000 });
   try {
-    await run({ elasticsearch, kafkaBrokers: urls.kafka!, indexPrefix });
+    await run({ elasticsearch, elasticsearchUrl: urls.elasticsearch!, kafkaBrokers: urls.kafka!, indexPrefix });
   } finally {
     const indices = Object.keys(await elasticsearch.indices.get({ index: `${indexPrefix}*`, allow_no_indices: true }));
     if (indices.length > 0) await elasticsearch.indices.delete({ index: indices });
