@@ -30,6 +30,8 @@ export interface AnswerDependencies {
   resultCache: ResultCache;
   sandbox: {
     limits: SandboxLimits;
+    /** The most characters of engine SQL a sandboxed query may translate to. */
+    maxTranslatedChars: number;
     fieldCatalogs: FieldCatalogs;
     /** The embedded engine, started on first use. */
     engine: () => Promise<EmbeddedEngine>;
@@ -105,6 +107,7 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
       observe: (seconds) => elasticsearchQuerySeconds.observe({ endpoint: endpoint.name }, seconds),
       engine: dependencies.sandbox.engine,
       engineTimeoutMs: dependencies.queryTimeoutMs,
+      maxTranslatedChars: dependencies.sandbox.maxTranslatedChars,
     });
     return encodeAnswer(rows, { redact });
   };
