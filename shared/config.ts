@@ -75,6 +75,8 @@ export const configSchema = z.object({
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(60),
   // query service: sandboxed sql / lql (scans pull at most this many events each; the engine runs the rest)
   SANDBOX_MAX_SCAN_EVENTS: z.coerce.number().int().min(1).max(5_000_000).default(100_000),
+  // sandboxed sql: the most characters of engine SQL one query may translate to (checked as it is built, before any scan)
+  SANDBOX_MAX_TRANSLATED_CHARS: z.coerce.number().int().min(10_000).max(64 * 1024 * 1024).default(2_000_000),
   SANDBOX_ENGINE_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i, 'use a size such as 512MB or 1GiB').default('1GiB'),
   SANDBOX_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).default(2),
   // each engine process runs one residual query at a time: one process held every sandboxed SQL query to about 25 requests a second

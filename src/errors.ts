@@ -128,8 +128,8 @@ export class QueryTooBroad extends BadParameter {
 
 /** The query is too costly to run: the store's or the engine's limits refused it. */
 export class QueryTooExpensive extends BadParameter {
-  constructor(message: string) {
-    super(message, 'query_too_expensive');
+  constructor(message: string, readonly position?: QueryPosition) {
+    super(at(message, position), 'query_too_expensive');
   }
 }
 

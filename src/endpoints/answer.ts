@@ -31,6 +31,8 @@ export interface AnswerDependencies {
   resultCache: ResultCache;
   sandbox: {
     limits: SandboxLimits;
+    /** The most characters of engine SQL a sandboxed query may translate to. */
+    maxTranslatedChars: number;
     fieldCatalogs: FieldCatalogs;
     /** The embedded engine, started on first use. */
     engine: () => Promise<EmbeddedEngine>;
@@ -117,6 +119,7 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       observe: (seconds) => elasticsearchQuerySeconds.observe({ endpoint: endpoint.name }, seconds),
       engine: dependencies.sandbox.engine,
       engineTimeoutMs: dependencies.queryTimeoutMs,
+      maxTranslatedChars: dependencies.sandbox.maxTranslatedChars,
     });
     return encodeAnswer(rows, { redact });
   };

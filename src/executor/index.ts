@@ -1,9 +1,9 @@
 import type { estypes } from '@elastic/elasticsearch';
-import { QueryTooBroad } from '../errors.ts';
+import { QueryTooBroad, QueryTooExpensive, SandboxViolation } from '../errors.ts';
 import type { AggregationScan, EventScan, Plan, Scan, SelectedColumn } from '../planner/plan.ts';
 import { sandboxScannedEventsTotal, sandboxScansTotal } from '../metrics.ts';
 import { translateToDuckDb } from '../sql/duckdb/index.ts';
-import type { SqlType, TableColumn } from '../sql/types.ts';
+import type { SqlType, TableColumn, TableSchema } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
 import type { EmbeddedEngine, EngineTable } from './engine/embedded-engine.ts';
 import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference.ts';
@@ -15,12 +15,17 @@ export interface ExecutorOptions extends StoreOptions {
   engine: () => Promise<EmbeddedEngine>;
   /** How long the residual query may run in the engine. */
   engineTimeoutMs: number;
+  /** The most characters of engine SQL a residual query may translate to (SANDBOX_MAX_TRANSLATED_CHARS). */
+  maxTranslatedChars: number;
 }
 
 /** Runs a plan: its scans on Elasticsearch, then (for sandboxed queries) the residual query; returns the answer's rows. */
 export async function executePlan(plan: Plan, options: ExecutorOptions): Promise<unknown[]> {
   const answer = plan.answer;
-  if (answer.kind === 'residual') return (await residualRows(plan, options)).slice(0, plan.rowCap);
+  if (answer.kind === 'residual') {
+    checkTranslatedSize(plan, options.maxTranslatedChars);
+    return (await residualRows(plan, options)).slice(0, plan.rowCap);
+  }
   const scan = plan.scans.find((candidate) => candidate.table === answer.table);
   if (!scan) throw new Error(`plan answers from ${answer.table}, which none of its scans produces`);
   if (answer.kind === 'chart') return (await chartRows(scan, options)).slice(0, plan.rowCap);
@@ -52,9 +57,37 @@ async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unkno
   return runResidual(plan, tables, options);
 }
 
+/**
+ * The residual query (and the fallback of an aggregation, which may replace it) translated over the
+ * scans' declared columns before any scan runs, so a query over the budget or another sandbox limit
+ * costs no store work. The types inside record columns come from the scanned rows: unknown here, so
+ * type errors wait for the translation after the scans, which checks the budget again.
+ */
+function checkTranslatedSize(plan: Plan, maxChars: number): void {
+  const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
+  const candidates = aggregation ? [plan, { ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }] : [plan];
+  for (const { scans, residual } of candidates) {
+    try {
+      translateToDuckDb(residual!.query, { tables: scans.map(declaredSchema), parameters: residual!.parameters, now: residual!.now, maxChars });
+    } catch (error) {
+      if (error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
+    }
+  }
+}
+
+/** A scan's table as the engine will load it, before its rows are known. */
+function declaredSchema(scan: Scan): TableSchema {
+  return scan.kind === 'aggregation' ? { name: scan.table, columns: scan.columns } : inferTableSchema(scan.table, declaredColumns(scan.columns), []);
+}
+
 async function runResidual(plan: Plan, tables: EngineTable[], options: ExecutorOptions): Promise<unknown[]> {
   const residual = plan.residual!;
-  const { sql } = translateToDuckDb(residual.query, { tables: tables.map((table) => table.schema), parameters: residual.parameters, now: residual.now });
+  const { sql } = translateToDuckDb(residual.query, {
+    tables: tables.map((table) => table.schema),
+    parameters: residual.parameters,
+    now: residual.now,
+    maxChars: options.maxTranslatedChars,
+  });
   const engine = await options.engine();
   const result = await engine.run({ tables, sql, timeoutMs: options.engineTimeoutMs });
   return result.rows;

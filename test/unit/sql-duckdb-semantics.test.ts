@@ -5,6 +5,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../shared/config.ts';
 import { translateToDuckDb } from '../../src/sql/duckdb/index.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
@@ -49,7 +50,7 @@ const NOW = Date.parse('2024-02-01T00:00:00Z');
 
 function translate(sql: string, parameters: Record<string, string> = {}) {
   const tree = parseSandboxQuery(sql, { allowedTables: TABLES.map((t) => t.name), parameterNames: Object.keys(parameters) });
-  return translateToDuckDb(tree, { tables: TABLES, parameters, now: NOW });
+  return translateToDuckDb(tree, { tables: TABLES, parameters, now: NOW, maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS });
 }
 
 async function rows(sql: string, parameters: Record<string, string> = {}): Promise<Record<string, unknown>[]> {
@@ -218,5 +219,47 @@ describe('functions', () => {
 
   it('a string is not silently compared with a number', () => {
     expect(() => translate(`select 1 from events where event_message = 1`)).toThrow(/No matching signature for operator = for argument types STRING, INT64/);
+  });
+});
+
+describe('a value read several times is printed once', () => {
+  // each argument below is more than a column or a literal, so the translation binds it once
+  const cases: [string, unknown][] = [
+    [`substr(substr(concat('ab', 'cdef'), 2), -2, 1)`, 'e'],
+    [`substr(concat('a', null), 1)`, null],
+    [`cast(concat('1', '2') as int64)`, '12'],
+    [`safe_cast(concat('1', '.5') as int64)`, null],
+    [`cast(concat('TR', 'UE') as bool)`, true],
+    [`cast(timestamp_add(timestamp '2024-01-01 00:00:00.5', interval 1 second) as string)`, '2024-01-01 00:00:01.500+00'],
+    [`format_timestamp('%e|%s|%E*S', timestamp_add(timestamp '2024-01-07 10:00:00.25', interval 1 second))`, ' 7|1704621601|01.25'],
+    [`split(concat('a,', 'b'))[offset(1)]`, 'b'],
+    [`split(concat('a,', 'b'))[safe_offset(5)]`, null],
+    [`1 / (1 / (2 - 1))`, 1],
+    [`mod(length(concat('abc', 'd')), 3)`, '1'],
+    [`sqrt(length(concat('abcd', '')))`, 2],
+    [`lpad(concat('a', 'b'), 4, concat('-', ''))`, '--ab'],
+    [`repeat(concat('a', 'b'), length('xx'))`, 'abab'],
+    [`greatest(concat('a', 'b'), 'aa', concat('b', ''))`, 'b'],
+    [`replace(concat('a-b', ''), concat('-', ''), '+')`, 'a+b'],
+    [`regexp_extract(concat('xab', 'c'), 'a(b)')`, 'b'],
+    [`json_value(concat('{"a":', ' 5}'), '$.a')`, '5'],
+    [`generate_array(length('a'), length('abc'))`, ['1', '2', '3']],
+  ];
+  for (const [expr, expected] of cases) {
+    it(expr, async () => expect(await value(expr)).toEqual(expected));
+  }
+
+  it('grouped by, and ordered by, a bound expression', async () => {
+    expect(await rows(`select substr(concat(event_message, 'x'), 2) as s, count(*) as n from events group by s order by s`)).toEqual([
+      { s: null, n: '1' },
+      { s: 'etax', n: '1' },
+      { s: 'lphax', n: '1' },
+    ]);
+  });
+
+  it('reading an enclosing query\'s column and an aggregate', async () => {
+    const correlated = `select id, (select substr(concat(o.name, e.id), 2) from other o where o.id = e.id) as x from events e order by id`;
+    expect(await rows(correlated)).toEqual([{ id: 'ev1', x: 'neev1' }, { id: 'ev2', x: null }, { id: 'ev3', x: 'hreeev3' }]);
+    expect(await rows(`select substr(string_agg(id, ',' order by id), 2) as s from events`)).toEqual([{ s: 'v1,ev2,ev3' }]);
   });
 });

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../shared/config.ts';
 import { duckDbTypeName } from '../../src/executor/engine/duckdb-type.ts';
 import { translateToDuckDb } from '../../src/sql/duckdb/index.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
@@ -161,7 +162,7 @@ afterAll(() => connection?.closeSync());
 async function runStudio(id: string): Promise<{ rows: Record<string, unknown>[]; columns: { name: string; type: SqlType }[] }> {
   const entry = studio.find((q) => q.id === id)!;
   const tree = parseSandboxQuery(entry.sql, { allowedTables: TABLES.map((t) => t.name), parameterNames: Object.keys(entry.params) });
-  const { sql, columns } = translateToDuckDb(tree, { tables: TABLES, parameters: entry.params, now: Date.parse('2024-01-01T02:00:00Z') });
+  const { sql, columns } = translateToDuckDb(tree, { tables: TABLES, parameters: entry.params, now: Date.parse('2024-01-01T02:00:00Z'), maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS });
   const reader = await connection.runAndReadAll(sql);
   return { rows: reader.getRowObjectsJson() as Record<string, unknown>[], columns };
 }

@@ -5,6 +5,8 @@
 import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
 import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../syntax.ts';
 import type { SqlType } from '../types.ts';
+import { bindOnce } from './bind.ts';
+import type { SqlBudget } from './budget.ts';
 import { translateCall } from './functions.ts';
 import {
   dateLiteral,
@@ -16,7 +18,7 @@ import {
   quoteString,
   timestampLiteral,
 } from './literals.ts';
-import { accessField, sameName, type ColumnShape, type Scope, type Typed } from './scope.ts';
+import { accessField, itemsNamed, sameName, type ColumnShape, type Scope, type Typed } from './scope.ts';
 import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, isNumeric, isOrderable, typeName } from './types.ts';
 
 /** A select-list column, as GROUP BY, HAVING, QUALIFY and ORDER BY may name it. */
@@ -46,20 +48,13 @@ export interface ExprContext {
   aliases?: SelectColumn[];
   /** Set when an aggregate or window function was translated. */
   seen: { aggregate: boolean };
+  /** The whole query's translation budget, which every expression is checked against as it is built. */
+  budget: SqlBudget;
 }
-
-/**
- * Some BigQuery semantics need a value twice in DuckDB (a NULL test and the value, a range test and
- * the element), so nesting such forms grows the text geometrically. A query whose translation
- * passes this size is refused rather than printed.
- */
-export const MAX_EXPRESSION_SQL = 1_000_000;
 
 export function translateExpr(expr: Expr, ctx: ExprContext): Typed {
   const value = translateNode(expr, ctx);
-  if (value.sql.length > MAX_EXPRESSION_SQL) {
-    throw new SandboxViolation(`an expression is too deeply nested to run (its translation passes ${MAX_EXPRESSION_SQL} characters)`, expr.position);
-  }
+  ctx.budget.check(value.sql.length, expr.position);
   return value;
 }
 
@@ -109,7 +104,7 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
     case 'in_list': {
       const value = translateExpr(expr.expr, ctx);
       const list = expr.list.map((item) => comparable(value, translateExpr(item, ctx), 'IN', expr.position).sql);
-      return { sql: `(${value.sql} ${expr.negated ? 'NOT IN' : 'IN'} (${list.join(', ')}))`, type: BOOL };
+      return { sql: `(${value.sql} ${expr.negated ? 'NOT IN' : 'IN'} (${ctx.budget.join(list, ', ', expr.position)}))`, type: BOOL };
     }
     case 'in_subquery': {
       const value = translateExpr(expr.expr, ctx);
@@ -133,7 +128,7 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
     case 'call':
       return translateCall(expr, ctx);
     case 'cast':
-      return castValue(translateExpr(expr.expr, ctx), expr.type, expr.safe, expr.position);
+      return castValue(translateExpr(expr.expr, ctx), expr.type, expr.safe, ctx.budget, expr.position);
     case 'case':
       return caseExpr(expr, ctx);
     case 'extract':
@@ -150,7 +145,7 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
       });
       if (fields.length === 0) throw new InvalidQuery(`an empty STRUCT() is not supported`, expr.position);
       return {
-        sql: `struct_pack(${fields.map((f) => `${quoteIdentifier(f.name)} := ${f.value.sql}`).join(', ')})`,
+        sql: `struct_pack(${ctx.budget.join(fields.map((f) => `${quoteIdentifier(f.name)} := ${f.value.sql}`), ', ', expr.position)})`,
         type: { kind: 'struct', fields: fields.map((f) => ({ name: f.name, type: f.value.type })) },
       };
     }
@@ -159,7 +154,7 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
       const element = elements.reduce<SqlType | undefined>((type, e) => type && commonType(type, e.type), UNKNOWN);
       if (!element) throw new InvalidQuery(`array elements have no common type`, expr.position);
       if (element.kind === 'array') throw new InvalidQuery(`BigQuery has no arrays of arrays`, expr.position);
-      return { sql: `[${elements.map((e) => e.sql).join(', ')}]`, type: { kind: 'array', element } };
+      return { sql: `[${ctx.budget.join(elements.map((e) => e.sql), ', ', expr.position)}]`, type: { kind: 'array', element } };
     }
     case 'array_subquery': {
       const sub = singleColumn(ctx.subquery(expr.query, ctx.scope), 'ARRAY subquery', expr.position);
@@ -184,7 +179,7 @@ export function implicitName(expr: Expr): string | undefined {
 }
 
 function findAlias(aliases: SelectColumn[], name: string, position?: QueryPosition): SelectColumn | undefined {
-  const matches = aliases.filter((c) => !c.anonymous && sameName(c.name, name));
+  const matches = itemsNamed(aliases, name).filter((c) => !c.anonymous);
   if (matches.length > 1) throw new InvalidQuery(`${name} is ambiguous: the select list has more than one column of that name`, position);
   return matches[0];
 }
@@ -241,7 +236,7 @@ function typedLiteral(type: Extract<Expr, { kind: 'typed_literal' }>['type'], va
     case 'DATE':
       return { sql: dateLiteral(value, position), type: DATE };
     case 'NUMERIC':
-      if (!/^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$/.test(value)) throw new InvalidQuery(`invalid NUMERIC literal ${JSON.stringify(value)}`, position);
+      if (!/^\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*$/.test(value)) throw new InvalidQuery(`invalid NUMERIC literal ${JSON.stringify(value)}`, position);
       return { sql: `CAST(${quoteString(value.trim())} AS DECIMAL(38,9))`, type: { kind: 'numeric' } };
     case 'JSON':
       try {
@@ -307,19 +302,19 @@ function binary(expr: Extract<Expr, { kind: 'binary' }>, ctx: ExprContext): Type
   }
   const numericLeft = expect(left, ['int64', 'float64', 'numeric'], `operator ${operator}`, position);
   const numericRight = expect(right, ['int64', 'float64', 'numeric'], `operator ${operator}`, position);
-  return arithmetic(operator as '+' | '-' | '*' | '/', numericLeft, numericRight, position);
+  return arithmetic(operator as '+' | '-' | '*' | '/', numericLeft, numericRight, ctx.budget, position);
 }
 
 /** + - * keep INT64 (DuckDB's BIGINT overflow is an error, as in BigQuery); / is always FLOAT64 and fails on zero. */
-function arithmetic(operator: '+' | '-' | '*' | '/', left: Typed, right: Typed, position?: QueryPosition): Typed {
+function arithmetic(operator: '+' | '-' | '*' | '/', left: Typed, right: Typed, budget: SqlBudget, position?: QueryPosition): Typed {
   const type = commonType(left.type, right.type)!;
   if (operator !== '/') return { sql: `(${left.sql} ${operator} ${right.sql})`, type: type.kind === 'unknown' ? INT64 : type };
   if (type.kind === 'numeric') throw new SandboxViolation(`division of NUMERIC values is not supported`, position);
-  const divisor = `CAST(${right.sql} AS DOUBLE)`;
-  return {
-    sql: `(CASE WHEN ${divisor} = 0 THEN error('division by zero') ELSE CAST(${left.sql} AS DOUBLE) / ${divisor} END)`,
-    type: FLOAT64,
-  };
+  const sql = bindOnce(budget, [left.sql, right.sql], ([dividend, divisor]) => {
+    const denominator = `CAST(${divisor} AS DOUBLE)`;
+    return `(CASE WHEN ${denominator} = 0 THEN error('division by zero') ELSE CAST(${dividend} AS DOUBLE) / ${denominator} END)`;
+  });
+  return { sql, type: FLOAT64 };
 }
 
 /** DuckDB interval constructors per unit; QUARTER is three months. */
@@ -371,7 +366,7 @@ function caseExpr(expr: Extract<Expr, { kind: 'case' }>, ctx: ExprContext): Type
   const otherwise = expr.else && translateExpr(expr.else, ctx);
   const results = [...whens.map((w) => w.result), ...(otherwise ? [otherwise] : [])];
   const type = unifyTypes(results, 'CASE', expr.position);
-  const branches = whens.map((w) => `WHEN ${w.condition.sql} THEN ${w.result.sql}`).join(' ');
+  const branches = ctx.budget.join(whens.map((w) => `WHEN ${w.condition.sql} THEN ${w.result.sql}`), ' ', expr.position);
   return { sql: `(CASE ${operand ? `${operand.sql} ` : ''}${branches}${otherwise ? ` ELSE ${otherwise.sql}` : ''} END)`, type };
 }
 
@@ -391,20 +386,21 @@ function orFail(test: string, value: string, message: string, safe: boolean): st
   return `(CASE WHEN ${test} THEN ${value} ELSE ${safe ? 'NULL' : `error(${message})`} END)`;
 }
 
-export function castValue(value: Typed, target: CastType, safe: boolean, position?: QueryPosition): Typed {
+export function castValue(value: Typed, target: CastType, safe: boolean, budget: SqlBudget, position?: QueryPosition): Typed {
   const from = value.type.kind;
   const cast = safe ? 'TRY_CAST' : 'CAST';
   const refuse = (): never => {
     throw new InvalidQuery(`Invalid cast from ${typeName(value.type)} to ${target}`, position);
   };
-  const notNull = `${value.sql} IS NULL`;
+  // the checked casts read the value several times
+  const checked = (text: (v: string) => string): string => bindOnce(budget, [value.sql], ([v]) => text(v!));
   switch (target) {
     case 'STRING': {
       if (from === 'string' || from === 'unknown') return { sql: from === 'unknown' ? 'CAST(NULL AS VARCHAR)' : value.sql, type: STRING };
       if (from === 'int64' || from === 'bool' || from === 'date') return { sql: `CAST(${value.sql} AS VARCHAR)`, type: STRING };
       // DuckDB writes a whole DOUBLE as 1.0, BigQuery as 1
       if (from === 'float64') return { sql: `regexp_replace(CAST(${value.sql} AS VARCHAR), '\\.0$', '')`, type: STRING };
-      if (from === 'timestamp' || from === 'datetime') return { sql: civilText(value.sql, from === 'timestamp'), type: STRING };
+      if (from === 'timestamp' || from === 'datetime') return { sql: checked((v) => civilText(v, from === 'timestamp')), type: STRING };
       return refuse();
     }
     case 'INT64': {
@@ -415,8 +411,8 @@ export function castValue(value: Typed, target: CastType, safe: boolean, positio
       if (from === 'float64' || from === 'numeric') return { sql: `${cast}(round(${value.sql}) AS BIGINT)`, type: INT64 };
       if (from === 'string') {
         // BigQuery reads decimal or hex digits only: '1.5' or ' 1' are errors, which DuckDB would accept
-        const wellFormed = `(${notNull} OR regexp_full_match(${value.sql}, '[+-]?([0-9]+|0[xX][0-9a-fA-F]+)'))`;
-        return { sql: orFail(wellFormed, `${cast}(${value.sql} AS BIGINT)`, `'Bad int64 value: ' || ${value.sql}`, safe), type: INT64 };
+        const sql = checked((v) => orFail(`(${v} IS NULL OR regexp_full_match(${v}, '[+-]?([0-9]+|0[xX][0-9a-fA-F]+)'))`, `${cast}(${v} AS BIGINT)`, `'Bad int64 value: ' || ${v}`, safe));
+        return { sql, type: INT64 };
       }
       return refuse();
     }
@@ -432,8 +428,8 @@ export function castValue(value: Typed, target: CastType, safe: boolean, positio
       if (from === 'int64' || from === 'unknown') return { sql: `CAST(${value.sql} AS BOOLEAN)`, type: BOOL };
       if (from === 'string') {
         // only 'true' and 'false' (any case); DuckDB would also take 'yes', '1', 't'
-        const text = `lower(${value.sql})`;
-        return { sql: orFail(`(${notNull} OR ${text} IN ('true', 'false'))`, `(${text} = 'true')`, `'Bad bool value: ' || ${value.sql}`, safe), type: BOOL };
+        const sql = checked((v) => orFail(`(${v} IS NULL OR lower(${v}) IN ('true', 'false'))`, `(lower(${v}) = 'true')`, `'Bad bool value: ' || ${v}`, safe));
+        return { sql, type: BOOL };
       }
       return refuse();
     }
@@ -503,11 +499,12 @@ function subscript(expr: Extract<Expr, { kind: 'subscript' }>, ctx: ExprContext)
   // DuckDB lists are 1-based, read negative indexes from the end and give NULL out of range; BigQuery's
   // OFFSET is 0-based, ORDINAL 1-based, and out of range is an error unless SAFE_
   const zeroBased = expr.mode === 'offset' || expr.mode === 'safe_offset';
-  const position = zeroBased ? `(${index.sql} + 1)` : index.sql;
-  const inRange = `${position} BETWEEN 1 AND len(${array.sql})`;
   const safe = expr.mode === 'safe_offset' || expr.mode === 'safe_ordinal';
-  const message = `'Array index ' || CAST(${index.sql} AS VARCHAR) || ' is out of bounds'`;
-  const sql = `(CASE WHEN ${array.sql} IS NULL OR ${index.sql} IS NULL THEN NULL WHEN ${inRange} THEN list_extract(${array.sql}, ${position}) ELSE ${safe ? 'NULL' : `error(${message})`} END)`;
+  const sql = bindOnce(ctx.budget, [array.sql, index.sql], ([list, offset]) => {
+    const position = zeroBased ? `(${offset} + 1)` : offset!;
+    const message = `'Array index ' || CAST(${offset} AS VARCHAR) || ' is out of bounds'`;
+    return `(CASE WHEN ${list} IS NULL OR ${offset} IS NULL THEN NULL WHEN ${position} BETWEEN 1 AND len(${list}) THEN list_extract(${list}, ${position}) ELSE ${safe ? 'NULL' : `error(${message})`} END)`;
+  });
   return { sql, type: array.type.element };
 }
 
@@ -520,8 +517,8 @@ export function orderItemSql(sql: string, item: OrderItem): string {
 export function windowSql(spec: WindowSpec, ctx: ExprContext): string {
   const inner: ExprContext = { ...ctx, windows: false, clause: 'OVER' };
   const parts: string[] = [];
-  if (spec.partitionBy.length) parts.push(`PARTITION BY ${spec.partitionBy.map((e) => translateExpr(e, inner).sql).join(', ')}`);
-  if (spec.orderBy.length) parts.push(`ORDER BY ${spec.orderBy.map((o) => orderItemSql(translateExpr(o.expr, inner).sql, o)).join(', ')}`);
+  if (spec.partitionBy.length) parts.push(`PARTITION BY ${ctx.budget.join(spec.partitionBy.map((e) => translateExpr(e, inner).sql), ', ')}`);
+  if (spec.orderBy.length) parts.push(`ORDER BY ${ctx.budget.join(spec.orderBy.map((o) => orderItemSql(translateExpr(o.expr, inner).sql, o)), ', ')}`);
   if (spec.frame) {
     const bound = (b: NonNullable<typeof spec.frame>['start']): string => {
       switch (b.kind) {

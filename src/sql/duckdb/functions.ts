@@ -14,6 +14,7 @@ import {
   windowSql,
   type ExprContext,
 } from './expressions.ts';
+import { bindOnce } from './bind.ts';
 import { LAMBDA_PARAMETER, MICROS_PER, float64Literal, quoteString, timestampLiteral } from './literals.ts';
 import type { Typed } from './scope.ts';
 import { formatTimestampSql, parseTimestampFormats } from './time-format.ts';
@@ -63,9 +64,19 @@ function datePart(call: Call, i: number): string {
   return fail(call, `argument ${i + 1} must be a date part such as MINUTE or HOUR`);
 }
 
-/** Scalar functions that return NULL when any argument is NULL in BigQuery but not in DuckDB. */
-function nullIfAnyNull(args: Typed[], sql: string): string {
-  return `(CASE WHEN ${args.map((a) => `${a.sql} IS NULL`).join(' OR ')} THEN NULL ELSE ${sql} END)`;
+/** Scalar functions that return NULL when any argument is NULL in BigQuery but not in DuckDB; each argument printed once. */
+function nullIfAnyNull(call: Call, args: Typed[], sql: (refs: string[]) => string): string {
+  return bindOnce(call.ctx.budget, args.map((a) => a.sql), (refs) => `(CASE WHEN ${refs.map((ref) => `${ref} IS NULL`).join(' OR ')} THEN NULL ELSE ${sql(refs)} END)`);
+}
+
+/** `sql` over the arguments' texts, each printed once however often `sql` reads it. */
+function once(call: Call, args: Typed[], sql: (refs: string[]) => string): string {
+  return bindOnce(call.ctx.budget, args.map((a) => a.sql), sql);
+}
+
+/** The arguments' texts joined, within the query's budget. */
+function joined(call: Call, args: readonly string[], separator: string): string {
+  return call.ctx.budget.join(args, separator, call.expr.position);
 }
 
 function regexArgs(call: Call): [Typed, Typed] {
@@ -98,18 +109,21 @@ function truncate(call: Call, value: Typed, part: string): string {
   return `date_trunc('${unit}', ${value.sql})`;
 }
 
-/** The JSON text and the JSONPath argument; only `$`, `.name` and `[n]` steps, which both engines read alike. */
-function jsonArguments(call: Call): { text: string; path: string } {
+/**
+ * `sql` over the JSON text (read several times, so printed once) and the JSONPath argument; only
+ * `$`, `.name` and `[n]` steps, which both engines read alike.
+ */
+function withJson(call: Call, sql: (text: string, path: string) => string): string {
   const json = typed(call, 0, 'string', 'json');
   const path = call.expr.args.length > 1 ? literalText(call, 1, 'JSONPath') : '$';
   if (!/^\$(\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*$/.test(path)) fail(call, `JSONPath ${JSON.stringify(path)} is not supported (use $.a.b or $.a[0])`);
-  return { text: json.type.kind === 'json' ? `CAST(${json.sql} AS VARCHAR)` : json.sql, path: quoteString(path) };
+  const text = json.type.kind === 'json' ? `CAST(${json.sql} AS VARCHAR)` : json.sql;
+  return bindOnce(call.ctx.budget, [text], ([value]) => sql(value!, quoteString(path)));
 }
 
 /** JSON_QUERY / JSON_EXTRACT: the value's compact JSON text (strings keep their quotes); NULL for text that is not JSON. */
 function jsonText(call: Call): Typed {
-  const { text, path } = jsonArguments(call);
-  return { sql: `(CASE WHEN json_valid(${text}) THEN CAST(json_extract(${text}, ${path}) AS VARCHAR) END)`, type: STRING };
+  return { sql: withJson(call, (text, path) => `(CASE WHEN json_valid(${text}) THEN CAST(json_extract(${text}, ${path}) AS VARCHAR) END)`), type: STRING };
 }
 
 /**
@@ -117,22 +131,21 @@ function jsonText(call: Call): Typed {
  * element is an object or array); NULL when the value is not an array.
  */
 function jsonArray(call: Call, scalars: boolean): Typed {
-  const { text, path } = jsonArguments(call);
-  const elements = `CAST(json_extract(${text}, ${path}) AS JSON[])`;
-  const e = LAMBDA_PARAMETER;
-  const converted = scalars
-    ? `(CASE WHEN list_bool_or(list_transform(${elements}, lambda ${e}: json_type(${e}) IN ('OBJECT', 'ARRAY'))) THEN NULL ELSE list_transform(${elements}, lambda ${e}: json_extract_string(${e}, '$')) END)`
-    : `list_transform(${elements}, lambda ${e}: CAST(${e} AS VARCHAR))`;
-  return { sql: `(CASE WHEN json_valid(${text}) AND json_type(${text}, ${path}) = 'ARRAY' THEN ${converted} END)`, type: { kind: 'array', element: STRING } };
+  const sql = withJson(call, (text, path) => {
+    const elements = `CAST(json_extract(${text}, ${path}) AS JSON[])`;
+    const e = LAMBDA_PARAMETER;
+    const converted = scalars
+      ? `(CASE WHEN list_bool_or(list_transform(${elements}, lambda ${e}: json_type(${e}) IN ('OBJECT', 'ARRAY'))) THEN NULL ELSE list_transform(${elements}, lambda ${e}: json_extract_string(${e}, '$')) END)`
+      : `list_transform(${elements}, lambda ${e}: CAST(${e} AS VARCHAR))`;
+    return `(CASE WHEN json_valid(${text}) AND json_type(${text}, ${path}) = 'ARRAY' THEN ${converted} END)`;
+  });
+  return { sql, type: { kind: 'array', element: STRING } };
 }
 
 function jsonScalar(call: Call): Typed {
-  const { text, path: quotedPath } = jsonArguments(call);
   // BigQuery: the unquoted scalar; NULL for an object, an array or text that is not JSON
-  return {
-    sql: `(CASE WHEN json_valid(${text}) AND json_type(${text}, ${quotedPath}) NOT IN ('OBJECT', 'ARRAY') THEN json_extract_string(${text}, ${quotedPath}) END)`,
-    type: STRING,
-  };
+  const sql = withJson(call, (text, path) => `(CASE WHEN json_valid(${text}) AND json_type(${text}, ${path}) NOT IN ('OBJECT', 'ARRAY') THEN json_extract_string(${text}, ${path}) END)`);
+  return { sql, type: STRING };
 }
 
 function minMax(call: Call, fn: 'min' | 'max'): Typed {
@@ -145,7 +158,7 @@ function greatestLeast(call: Call, fn: 'greatest' | 'least'): Typed {
   const args = call.expr.args.map((_, i) => call.arg(i));
   const type = unifyTypes(args, call.expr.name.toUpperCase(), call.expr.position);
   // DuckDB skips NULL arguments; BigQuery returns NULL
-  return { sql: nullIfAnyNull(args, `${fn}(${args.map((a) => a.sql).join(', ')})`), type };
+  return { sql: nullIfAnyNull(call, args, (refs) => `${fn}(${refs.join(', ')})`), type };
 }
 
 function timestampFromEpoch(call: Call, unit: 'second' | 'millisecond' | 'microsecond'): Typed {
@@ -175,7 +188,7 @@ function offsetFunction(name: 'lag' | 'lead'): FunctionTranslation {
       if (!commonType(value.type, fallback.type)) fail(call, `the default must have type ${typeName(value.type)}`);
       args.push(fallback.sql);
     }
-    return { sql: `${name}(${args.join(', ')})${call.over}`, type: value.type };
+    return { sql: `${name}(${joined(call, args, ', ')})${call.over}`, type: value.type };
   });
 }
 
@@ -212,13 +225,13 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   string_agg: aggregate([1, 2], (call) => {
     const value = typed(call, 0, 'string');
     const separator = call.expr.args.length > 1 ? typed(call, 1, 'string').sql : `','`;
-    const order = call.expr.orderBy?.length ? ` ORDER BY ${call.expr.orderBy.map((o) => orderItemSql(translateExpr(o.expr, call.ctx).sql, o)).join(', ')}` : '';
+    const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => orderItemSql(translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
     return { sql: `string_agg(${call.expr.distinct ? 'DISTINCT ' : ''}${value.sql}, ${separator}${order})${call.over}`, type: STRING };
   }),
   array_agg: aggregate([1, 1], (call) => {
     const value = call.arg(0);
     if (value.type.kind === 'array') fail(call, 'BigQuery has no arrays of arrays');
-    const order = call.expr.orderBy?.length ? ` ORDER BY ${call.expr.orderBy.map((o) => orderItemSql(translateExpr(o.expr, call.ctx).sql, o)).join(', ')}` : '';
+    const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => orderItemSql(translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
     const distinct = call.expr.distinct ? 'DISTINCT ' : '';
     if (call.expr.ignoreNulls) return { sql: `list(${distinct}${value.sql}${order}) FILTER (WHERE ${value.sql} IS NOT NULL)${call.over}`, type: { kind: 'array', element: value.type } };
     // BigQuery refuses to build an array holding NULL; DuckDB would keep it
@@ -275,7 +288,7 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   }),
   coalesce: scalar([1, 255], (call) => {
     const args = call.expr.args.map((_, i) => call.arg(i));
-    return { sql: `coalesce(${args.map((a) => a.sql).join(', ')})`, type: unifyTypes(args, 'COALESCE', call.expr.position) };
+    return { sql: `coalesce(${joined(call, args.map((a) => a.sql), ', ')})`, type: unifyTypes(args, 'COALESCE', call.expr.position) };
   }),
   nullif: scalar([2, 2], (call) => {
     const [value, other] = [call.arg(0), call.arg(1)];
@@ -289,7 +302,7 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   concat: scalar([1, 255], (call) => {
     const args = call.expr.args.map((_, i) => typed(call, i, 'string'));
     // DuckDB's concat skips NULLs; BigQuery's (like ||) returns NULL
-    return { sql: `(${args.map((a) => a.sql).join(' || ')})`, type: STRING };
+    return { sql: `(${joined(call, args.map((a) => a.sql), ' || ')})`, type: STRING };
   }),
   length: scalar([1, 1], (call) => {
     const value = typed(call, 0, 'string', 'bytes');
@@ -309,7 +322,7 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   replace: scalar([3, 3], (call) => {
     const args = [typed(call, 0, 'string'), typed(call, 1, 'string'), typed(call, 2, 'string')];
     // BigQuery leaves the string alone when the searched text is empty
-    return { sql: `(CASE WHEN ${args[1]!.sql} = '' THEN ${args[0]!.sql} ELSE replace(${args.map((a) => a.sql).join(', ')}) END)`, type: STRING };
+    return { sql: once(call, args, ([value, from, to]) => `(CASE WHEN ${from} = '' THEN ${value} ELSE replace(${value}, ${from}, ${to}) END)`), type: STRING };
   }),
   split: scalar([1, 2], (call) => {
     const value = typed(call, 0, 'string');
@@ -326,7 +339,8 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
     const groups = captureGroups(literalText(call, 1, 'regular expression'));
     if (groups > 1) fail(call, 'the regular expression may have at most one capturing group');
     // the capture group if there is one, else the whole match; NULL (not '') when nothing matches
-    return { sql: `(CASE WHEN regexp_matches(${value.sql}, ${pattern.sql}) THEN regexp_extract(${value.sql}, ${pattern.sql}, ${groups}) END)`, type: STRING };
+    const sql = once(call, [value, pattern], ([text, regex]) => `(CASE WHEN regexp_matches(${text}, ${regex}) THEN regexp_extract(${text}, ${regex}, ${groups}) END)`);
+    return { sql, type: STRING };
   }),
   regexp_replace: scalar([3, 3], (call) => {
     const [value, pattern] = regexArgs(call);
@@ -375,26 +389,26 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   mod: scalar([2, 2], (call) => {
     const [a, b] = [typed(call, 0, 'int64'), typed(call, 1, 'int64')];
     // the sign of the dividend, as DuckDB's %; a zero divisor is an error in BigQuery
-    return { sql: `(CASE WHEN ${b.sql} = 0 THEN error('division by zero: MOD(x, 0)') ELSE ${a.sql} % ${b.sql} END)`, type: INT64 };
+    return { sql: once(call, [a, b], ([x, y]) => `(CASE WHEN ${y} = 0 THEN error('division by zero: MOD(x, 0)') ELSE ${x} % ${y} END)`), type: INT64 };
   }),
   div: scalar([2, 2], (call) => {
     const [a, b] = [typed(call, 0, 'int64'), typed(call, 1, 'int64')];
     // DuckDB's // on BIGINT truncates toward zero, as BigQuery's DIV
-    return { sql: `(CASE WHEN ${b.sql} = 0 THEN error('division by zero: DIV(x, 0)') ELSE ${a.sql} // ${b.sql} END)`, type: INT64 };
+    return { sql: once(call, [a, b], ([x, y]) => `(CASE WHEN ${y} = 0 THEN error('division by zero: DIV(x, 0)') ELSE ${x} // ${y} END)`), type: INT64 };
   }),
   safe_divide: scalar([2, 2], (call) => {
     const [a, b] = [typed(call, 0, 'int64', 'float64'), typed(call, 1, 'int64', 'float64')];
-    return { sql: `(CASE WHEN CAST(${b.sql} AS DOUBLE) = 0 THEN NULL ELSE CAST(${a.sql} AS DOUBLE) / CAST(${b.sql} AS DOUBLE) END)`, type: FLOAT64 };
+    return { sql: once(call, [a, b], ([x, y]) => `(CASE WHEN CAST(${y} AS DOUBLE) = 0 THEN NULL ELSE CAST(${x} AS DOUBLE) / CAST(${y} AS DOUBLE) END)`), type: FLOAT64 };
   }),
   ieee_divide: scalar([2, 2], (call) => ({ sql: `(CAST(${typed(call, 0, 'int64', 'float64').sql} AS DOUBLE) / CAST(${typed(call, 1, 'int64', 'float64').sql} AS DOUBLE))`, type: FLOAT64 })),
 
-  sqrt: scalar([1, 1], (call) => mathFunction(call, 'sqrt', 'x < 0')),
-  ln: scalar([1, 1], (call) => mathFunction(call, 'ln', 'x <= 0')),
-  log10: scalar([1, 1], (call) => mathFunction(call, 'log10', 'x <= 0')),
+  sqrt: scalar([1, 1], (call) => mathFunction(call, 'sqrt', (x) => `${x} < 0`)),
+  ln: scalar([1, 1], (call) => mathFunction(call, 'ln', (x) => `${x} <= 0`)),
+  log10: scalar([1, 1], (call) => mathFunction(call, 'log10', (x) => `${x} <= 0`)),
   exp: scalar([1, 1], (call) => mathFunction(call, 'exp')),
   log: scalar([1, 2], (call) => {
     // BigQuery's LOG(x) is the natural logarithm (DuckDB's log is base 10)
-    if (call.expr.args.length === 1) return mathFunction(call, 'ln', 'x <= 0');
+    if (call.expr.args.length === 1) return mathFunction(call, 'ln', (x) => `${x} <= 0`);
     const [x, base] = [typed(call, 0, 'int64', 'float64'), typed(call, 1, 'int64', 'float64')];
     return { sql: `(ln(CAST(${x.sql} AS DOUBLE)) / ln(CAST(${base.sql} AS DOUBLE)))`, type: FLOAT64 };
   }),
@@ -408,7 +422,7 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   reverse: scalar([1, 1], (call) => ({ sql: `reverse(${typed(call, 0, 'string').sql})`, type: STRING })),
   repeat: scalar([2, 2], (call) => {
     const [value, times] = [typed(call, 0, 'string'), typed(call, 1, 'int64')];
-    return { sql: `(CASE WHEN ${times.sql} < 0 THEN error('REPEAT: count must not be negative') ELSE repeat(${value.sql}, ${times.sql}) END)`, type: STRING };
+    return { sql: once(call, [value, times], ([text, count]) => `(CASE WHEN ${count} < 0 THEN error('REPEAT: count must not be negative') ELSE repeat(${text}, ${count}) END)`), type: STRING };
   }),
   left: scalar([2, 2], (call) => ({ sql: `left(${typed(call, 0, 'string').sql}, ${typed(call, 1, 'int64').sql})`, type: STRING })),
   right: scalar([2, 2], (call) => ({ sql: `right(${typed(call, 0, 'string').sql}, ${typed(call, 1, 'int64').sql})`, type: STRING })),
@@ -426,13 +440,14 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
     const type = unifyTypes(arrays, 'ARRAY_CONCAT', call.expr.position);
     if (type.kind !== 'array') fail(call, `expects arrays, got ${typeName(type)}`);
     // NULL if any array is NULL (DuckDB's list_concat would treat it as empty)
-    return { sql: nullIfAnyNull(arrays, `flatten([${arrays.map((a) => a.sql).join(', ')}])`), type };
+    return { sql: nullIfAnyNull(call, arrays, (refs) => `flatten([${refs.join(', ')}])`), type };
   }),
   generate_array: scalar([2, 3], (call) => {
     const [start, end] = [typed(call, 0, 'int64'), typed(call, 1, 'int64')];
-    const step = call.expr.args.length > 2 ? typed(call, 2, 'int64').sql : 'CAST(1 AS BIGINT)';
+    const step = call.expr.args.length > 2 ? typed(call, 2, 'int64') : { sql: 'CAST(1 AS BIGINT)', type: INT64 };
     // BigQuery refuses a zero step; an empty range is an empty array in both
-    return { sql: `(CASE WHEN ${step} = 0 THEN error('GENERATE_ARRAY: step cannot be 0') ELSE generate_series(${start.sql}, ${end.sql}, ${step}) END)`, type: { kind: 'array', element: INT64 } };
+    const sql = once(call, [start, end, step], ([from, to, by]) => `(CASE WHEN ${by} = 0 THEN error('GENERATE_ARRAY: step cannot be 0') ELSE generate_series(${from}, ${to}, ${by}) END)`);
+    return { sql, type: { kind: 'array', element: INT64 } };
   }),
   array_length: scalar([1, 1], (call) => {
     const value = call.arg(0);
@@ -445,7 +460,8 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
     const separator = typed(call, 1, 'string');
     // NULL elements are skipped unless a replacement text is given
     const elements = call.expr.args.length > 2 ? `list_transform(${value.sql}, lambda ${LAMBDA_PARAMETER}: coalesce(${LAMBDA_PARAMETER}, ${typed(call, 2, 'string').sql}))` : value.sql;
-    return { sql: nullIfAnyNull([separator], `array_to_string(${elements}, ${separator.sql})`), type: STRING };
+    // not bound once: DuckDB takes only a constant separator, which a bound one is not
+    return { sql: `(CASE WHEN ${separator.sql} IS NULL THEN NULL ELSE array_to_string(${elements}, ${separator.sql}) END)`, type: STRING };
   }),
 
   // time
@@ -493,7 +509,7 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
     const count = call.expr.args.length;
     if (count === 6) {
       const parts = call.expr.args.map((_, i) => typed(call, i, 'int64').sql);
-      return { sql: `make_timestamp(${parts.join(', ')})`, type: DATETIME };
+      return { sql: `make_timestamp(${joined(call, parts, ', ')})`, type: DATETIME };
     }
     if (count > 2) fail(call, 'takes a timestamp or date (and a time zone), or year, month, day, hour, minute, second');
     const value = typed(call, 0, 'timestamp', 'date', 'datetime');
@@ -524,7 +540,7 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
     return { sql: value.type.kind === 'timestamp' ? value.sql : `CAST(${value.sql} AS TIMESTAMPTZ)`, type: TIMESTAMP };
   }),
   date: scalar([1, 3], (call) => {
-    if (call.expr.args.length === 3) return { sql: `make_date(${[0, 1, 2].map((i) => typed(call, i, 'int64').sql).join(', ')})`, type: DATE };
+    if (call.expr.args.length === 3) return { sql: `make_date(${joined(call, [0, 1, 2].map((i) => typed(call, i, 'int64').sql), ', ')})`, type: DATE };
     const value = typed(call, 0, 'timestamp', 'datetime', 'date', 'string');
     utcOnly(call, 1);
     return { sql: `CAST(${value.sql} AS DATE)`, type: DATE };
@@ -533,7 +549,7 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
     const format = literalText(call, 0, 'format');
     const value = typed(call, 1, 'timestamp');
     utcOnly(call, 2);
-    return { sql: formatTimestampSql(format, value.sql, call.expr.position), type: STRING };
+    return { sql: once(call, [value], ([timestamp]) => formatTimestampSql(format, timestamp!, call.ctx.budget, call.expr.position)), type: STRING };
   }),
   parse_timestamp: scalar([2, 3], (call) => {
     const formats = parseTimestampFormats(literalText(call, 0, 'format'), call.expr.position);
@@ -548,7 +564,7 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
 function formatCivil(call: Call, kind: 'date' | 'datetime'): Typed {
   const format = literalText(call, 0, 'format');
   const value = typed(call, 1, kind);
-  return { sql: formatTimestampSql(format, `CAST(${value.sql} AS TIMESTAMP)`, call.expr.position), type: STRING };
+  return { sql: once(call, [value], ([civil]) => formatTimestampSql(format, `CAST(${civil} AS TIMESTAMP)`, call.ctx.budget, call.expr.position)), type: STRING };
 }
 
 function parseCivil(call: Call, duckDbType: 'DATE' | 'TIMESTAMP', type: SqlType): Typed {
@@ -570,17 +586,23 @@ function statistic(call: Call, fn: string): Typed {
   return { sql: `${fn}(${call.expr.distinct ? 'DISTINCT ' : ''}CAST(${value.sql} AS DOUBLE))${call.over}`, type: FLOAT64 };
 }
 
-/** A DOUBLE function; `domain` (in x) is where BigQuery raises an error where DuckDB gives NaN or NULL. */
-function mathFunction(call: Call, fn: string, domain?: string): Typed {
-  const x = `CAST(${typed(call, 0, 'int64', 'float64').sql} AS DOUBLE)`;
-  if (!domain) return { sql: `${fn}(${x})`, type: FLOAT64 };
-  return { sql: `(CASE WHEN ${domain.replace('x', x)} THEN error('${call.expr.name.toUpperCase()}: argument out of domain') ELSE ${fn}(${x}) END)`, type: FLOAT64 };
+/** A DOUBLE function; `domain` (of x) is where BigQuery raises an error where DuckDB gives NaN or NULL. */
+function mathFunction(call: Call, fn: string, domain?: (x: string) => string): Typed {
+  const value = typed(call, 0, 'int64', 'float64');
+  if (!domain) return { sql: `${fn}(CAST(${value.sql} AS DOUBLE))`, type: FLOAT64 };
+  const sql = once(call, [value], ([v]) => {
+    const x = `CAST(${v} AS DOUBLE)`;
+    return `(CASE WHEN ${domain(x)} THEN error('${call.expr.name.toUpperCase()}: argument out of domain') ELSE ${fn}(${x}) END)`;
+  });
+  return { sql, type: FLOAT64 };
 }
 
 function pad(call: Call, fn: 'lpad' | 'rpad'): Typed {
   const [value, length] = [typed(call, 0, 'string'), typed(call, 1, 'int64')];
-  const filler = call.expr.args.length > 2 ? typed(call, 2, 'string').sql : `' '`;
-  return { sql: `(CASE WHEN ${length.sql} < 0 THEN error('${fn.toUpperCase()}: length must not be negative') ELSE ${fn}(${value.sql}, CAST(${length.sql} AS INTEGER), ${filler}) END)`, type: STRING };
+  const filler = call.expr.args.length > 2 ? typed(call, 2, 'string') : { sql: `' '`, type: STRING };
+  const sql = once(call, [value, length, filler], ([text, size, fill]) =>
+    `(CASE WHEN ${size} < 0 THEN error('${fn.toUpperCase()}: length must not be negative') ELSE ${fn}(${text}, CAST(${size} AS INTEGER), ${fill}) END)`);
+  return { sql, type: STRING };
 }
 
 function intervalArithmetic(call: Call, subtract: boolean): Typed {
@@ -595,10 +617,13 @@ function substring(call: Call): Typed {
   const length = call.expr.args.length > 2 ? typed(call, 2, 'int64') : undefined;
   // BigQuery: 1-based, 0 reads as 1, a negative start counts from the end (clamped to the first
   // character), a negative length is an error
-  const from = `(CASE WHEN ${start.sql} > 0 THEN ${start.sql} WHEN ${start.sql} = 0 THEN 1 ELSE greatest(length(${value.sql}) + ${start.sql} + 1, 1) END)`;
-  if (!length) return { sql: nullIfAnyNull([value, start], `substring(${value.sql}, ${from})`), type: STRING };
-  const checked = `(CASE WHEN ${length.sql} < 0 THEN error('SUBSTR: length must not be negative') ELSE ${length.sql} END)`;
-  return { sql: nullIfAnyNull([value, start, length], `substring(${value.sql}, ${from}, ${checked})`), type: STRING };
+  const from = (text: string, first: string) => `(CASE WHEN ${first} > 0 THEN ${first} WHEN ${first} = 0 THEN 1 ELSE greatest(length(${text}) + ${first} + 1, 1) END)`;
+  if (!length) return { sql: nullIfAnyNull(call, [value, start], ([text, first]) => `substring(${text}, ${from(text!, first!)})`), type: STRING };
+  const sql = nullIfAnyNull(call, [value, start, length], ([text, first, count]) => {
+    const checked = `(CASE WHEN ${count} < 0 THEN error('SUBSTR: length must not be negative') ELSE ${count} END)`;
+    return `substring(${text}, ${from(text!, first!)}, ${checked})`;
+  });
+  return { sql, type: STRING };
 }
 
 function trimFunction(call: Call, fn: 'trim' | 'ltrim' | 'rtrim'): Typed {

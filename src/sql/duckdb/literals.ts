@@ -22,6 +22,9 @@ export function quoteString(value: string, position?: QueryPosition): string {
 /** The parameter name of the printer's DuckDB lambdas; no relation alias may take it (see query.ts). */
 export const LAMBDA_PARAMETER = 'lambda_element';
 
+/** The parameter of the lambdas that bind a value once (bind.ts): another name, so a lambda in their body cannot shadow it. */
+export const BOUND_PARAMETER = 'bound_values';
+
 const INT64_MAX = 2n ** 63n - 1n;
 
 /** An integer literal as BigQuery reads it (decimal or 0x hex), re-rendered as a BIGINT. */
@@ -35,7 +38,8 @@ export function int64Literal(text: string, position?: QueryPosition): string | u
 
 /** A decimal or exponent literal: FLOAT64 in BigQuery (DuckDB would read `1.5` as DECIMAL). */
 export function float64Literal(text: string, position?: QueryPosition): string {
-  if (!/^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text)) throw new InvalidQuery(`malformed number ${JSON.stringify(text)}`, position);
+  // `\d+(\.\d*)?`, not `\d+\.?\d*`, which splits a run of digits every way before failing
+  if (!/^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(text)) throw new InvalidQuery(`malformed number ${JSON.stringify(text)}`, position);
   const value = Number(text);
   if (!Number.isFinite(value)) throw new InvalidQuery(`number ${text} is out of FLOAT64 range`, position);
   return `CAST('${text}' AS DOUBLE)`;
@@ -50,8 +54,8 @@ export const MICROS_PER: Record<'microsecond' | 'millisecond' | 'second' | 'minu
   day: 86_400_000_000n,
 };
 
-const TIMESTAMP_TEXT =
-  /^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[Tt ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,6}))?)?)?\s*(Z|z|UTC|[+-]\d{1,2}(?::?\d{2})?)?\s*$/;
+/** Matched on trimmed text: whitespace on both sides of an optional zone would make a failed match take time quadratic in its length. */
+const TIMESTAMP_TEXT = /^(\d{4})-(\d{1,2})-(\d{1,2})(?:[Tt ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,6}))?)?)?\s*(Z|z|UTC|[+-]\d{1,2}(?::?\d{2})?)?$/;
 
 /**
  * Microseconds since the epoch of a BigQuery timestamp string (`2024-01-01T00:00:00.000Z`,
@@ -59,7 +63,7 @@ const TIMESTAMP_TEXT =
  * Named time zones are not read here.
  */
 export function parseTimestampText(text: string): bigint | undefined {
-  const match = TIMESTAMP_TEXT.exec(text);
+  const match = TIMESTAMP_TEXT.exec(text.trim());
   if (!match) return undefined;
   const [, y, mo, d, h = '0', mi = '0', s = '0', fraction = '', zone = 'Z'] = match;
   const year = Number(y), month = Number(mo), day = Number(d), hour = Number(h), minute = Number(mi), second = Number(s);

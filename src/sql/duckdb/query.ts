@@ -5,6 +5,7 @@
 import { InvalidQuery, SandboxViolation, UnknownTable } from '../../errors.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from '../syntax.ts';
 import type { TableSchema } from '../types.ts';
+import { SqlBudget } from './budget.ts';
 import {
   implicitName,
   orderItemSql,
@@ -13,14 +14,16 @@ import {
   type QueryResult,
   type SelectColumn,
 } from './expressions.ts';
-import { LAMBDA_PARAMETER, quoteIdentifier } from './literals.ts';
-import { Scope, accessField, columnOf, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable, type Typed } from './scope.ts';
+import { BOUND_PARAMETER, LAMBDA_PARAMETER, quoteIdentifier } from './literals.ts';
+import { Scope, accessField, columnOf, itemsNamed, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable, type Typed } from './scope.ts';
 import { commonType, typeName } from './types.ts';
 
 export interface TranslationContext {
   tables: TableSchema[];
   parameters: Record<string, string | undefined>;
   now: number;
+  /** The most characters the DuckDB text may have (SANDBOX_MAX_TRANSLATED_CHARS); checked as it is built. */
+  maxChars: number;
 }
 
 /** The query's own CTEs visible at a point, innermost first. */
@@ -31,10 +34,13 @@ interface CteFrame {
 }
 
 export class QueryTranslator {
-  // a relation named like the lambda parameter would be shadowed inside the printer's lambdas
-  private readonly relations = new Set<string>([LAMBDA_PARAMETER]);
+  // a relation named like a lambda parameter would be shadowed inside the printer's lambdas
+  private readonly relations = new Set<string>([LAMBDA_PARAMETER, BOUND_PARAMETER]);
+  private readonly budget: SqlBudget;
 
-  constructor(private readonly context: TranslationContext) {}
+  constructor(private readonly context: TranslationContext) {
+    this.budget = new SqlBudget(context.maxChars);
+  }
 
   query(query: Query, ctes: CteFrame | undefined, outer: Scope | undefined): QueryResult {
     let frame = ctes;
@@ -52,13 +58,16 @@ export class QueryTranslator {
     } else {
       result = this.setExpression(query.body, frame, outer);
       if (query.orderBy.length) {
-        const order = query.orderBy.map((item) => orderItemSql(String(outputPosition(item.expr, result.columns)), item));
-        result = { ...result, sql: `${result.sql} ORDER BY ${order.join(', ')}` };
+        const columns = result.columns;
+        const ordinals = new Map(columns.map((column, i) => [column, i + 1]));
+        const order = query.orderBy.map((item) => orderItemSql(String(outputPosition(item.expr, columns, ordinals)), item));
+        result = { ...result, sql: `${result.sql} ORDER BY ${this.budget.join(order, ', ', query.position)}` };
       }
     }
-    let sql = `${withSql.length ? `WITH ${withSql.join(', ')} ` : ''}${result.sql}`;
+    let sql = `${withSql.length ? `WITH ${this.budget.join(withSql, ', ', query.position)} ` : ''}${result.sql}`;
     if (query.limit) sql += ` LIMIT ${count(query.limit, 'LIMIT')}`;
     if (query.offset) sql += ` OFFSET ${count(query.offset, 'OFFSET')}`;
+    this.budget.check(sql.length, query.position);
     return { sql, columns: result.columns };
   }
 
@@ -83,7 +92,9 @@ export class QueryTranslator {
       }
       return { ...column, type };
     });
-    return { sql: `(${left.sql}) ${operator} (${right.sql})`, columns };
+    const sql = `(${left.sql}) ${operator} (${right.sql})`;
+    this.budget.check(sql.length, body.right.kind === 'nested_query' ? body.right.query.position : body.right.kind === 'select' ? body.right.position : undefined);
+    return { sql, columns };
   }
 
   private relationAlias(base: string): string {
@@ -109,18 +120,21 @@ export class QueryTranslator {
     });
     const having = select.having && this.condition(select.having, aliasContext('HAVING', false));
     const qualify = select.qualify && this.condition(select.qualify, aliasContext('QUALIFY', true));
+    const ordinals = new Map(columns.map((column, i) => [column, i + 1]));
     const order = orderBy.map((item) => {
       const column = selectColumnNamed(item.expr, columns);
-      return orderItemSql(column ? String(columns.indexOf(column) + 1) : translateExpr(item.expr, aliasContext('ORDER BY', true)).sql, item);
+      return orderItemSql(column ? String(ordinals.get(column)) : translateExpr(item.expr, aliasContext('ORDER BY', true)).sql, item);
     });
 
-    let sql = `SELECT ${select.distinct ? 'DISTINCT ' : ''}${columns.map((c) => `${c.sql} AS ${quoteIdentifier(c.name)}`).join(', ')}`;
-    if (from.length) sql += ` FROM ${from.join(' ')}`;
+    const join = (parts: string[], separator: string) => this.budget.join(parts, separator, select.position);
+    let sql = `SELECT ${select.distinct ? 'DISTINCT ' : ''}${join(columns.map((c) => `${c.sql} AS ${quoteIdentifier(c.name)}`), ', ')}`;
+    if (from.length) sql += ` FROM ${join(from, ' ')}`;
     if (where) sql += ` WHERE ${where}`;
-    if (groupBy.length) sql += ` GROUP BY ${groupBy.join(', ')}`;
+    if (groupBy.length) sql += ` GROUP BY ${join(groupBy, ', ')}`;
     if (having) sql += ` HAVING ${having}`;
     if (qualify) sql += ` QUALIFY ${qualify}`;
-    if (order.length) sql += ` ORDER BY ${order.join(', ')}`;
+    if (order.length) sql += ` ORDER BY ${join(order, ', ')}`;
+    this.budget.check(sql.length, select.position);
     return { sql, columns: columns.map(({ name, type, anonymous }) => ({ name, type, anonymous })) };
   }
 
@@ -135,6 +149,7 @@ export class QueryTranslator {
       aggregates: false,
       windows: false,
       seen: { aggregate: false },
+      budget: this.budget,
     };
   }
 
@@ -146,12 +161,18 @@ export class QueryTranslator {
     return value.sql;
   }
 
+  /** The select list, its running size checked column by column. */
   private selectList(items: SelectItem[], ctx: ExprContext): SelectColumn[] {
     const columns: SelectColumn[] = [];
     let anonymous = 0;
+    let chars = 0;
     for (const item of items) {
       if (item.kind === 'wildcard') {
-        columns.push(...this.wildcard(item, ctx.scope));
+        for (const column of this.wildcard(item, ctx.scope)) {
+          chars += column.sql.length + column.name.length;
+          columns.push(column);
+        }
+        this.budget.check(chars, item.position);
         continue;
       }
       const before = ctx.seen.aggregate;
@@ -165,6 +186,8 @@ export class QueryTranslator {
         sql: value.sql,
         aggregate: ctx.seen.aggregate,
       });
+      chars += value.sql.length + (name?.length ?? 0);
+      this.budget.check(chars, item.expr.position ?? item.position);
       ctx.seen.aggregate ||= before;
     }
     return columns;
@@ -186,12 +209,16 @@ export class QueryTranslator {
         return range.name === undefined ? [] : [{ name: range.name, value: valueOf(range) }];
       });
     }
+    // sets, not nested scans: a * over many joined tables expands to thousands of columns
+    const names = new Set(values.map((v) => v.name.toLowerCase()));
     for (const name of item.except) {
-      if (!values.some((v) => sameName(v.name, name))) throw new InvalidQuery(`Column ${name} in SELECT * EXCEPT list does not exist`, item.position);
+      if (!names.has(name.toLowerCase())) throw new InvalidQuery(`Column ${name} in SELECT * EXCEPT list does not exist`, item.position);
     }
-    const kept = values.filter((v) => !item.except.some((name) => sameName(name, v.name)));
+    const except = new Set(item.except.map((name) => name.toLowerCase()));
+    const kept = values.filter((v) => !except.has(v.name.toLowerCase()));
     // two columns of one relation with the same name could not be told apart in the printed SQL
-    const duplicate = kept.find((v, i) => kept.findIndex((w) => w.value.sql === v.value.sql) !== i);
+    const printed = new Set<string>();
+    const duplicate = kept.find((v) => printed.size === printed.add(v.value.sql).size);
     if (duplicate) throw new InvalidQuery(`SELECT * is ambiguous: the relation has two columns named ${duplicate.name}; name the columns you want`, item.position);
     return kept.map(({ name, value }) => ({ name, type: value.type, sql: value.sql, anonymous: false, aggregate: false }));
   }
@@ -229,7 +256,7 @@ export class QueryTranslator {
     }
     const right = scope.ranges[rightStart];
     if (scope.ranges.length !== rightStart + 1 || right?.kind !== 'table') throw new InvalidQuery('JOIN ... USING needs a table on its right');
-    return join.using!.map((name) => {
+    return this.budget.join(join.using!.map((name) => {
       const leftSide = scope.ranges.slice(0, rightStart).flatMap((range) =>
         range.kind === 'table' ? visibleColumns(range).filter((c) => sameName(c.name, name)).map((c) => columnOf(range, c)) : [],
       );
@@ -237,7 +264,7 @@ export class QueryTranslator {
       if (leftSide.length !== 1 || !rightColumn) throw new InvalidQuery(`column ${name} in USING must exist exactly once on each side of the join`);
       right.hidden.add(rightColumn.name.toLowerCase());
       return `(${leftSide[0]!.sql} = ${columnOf(right, rightColumn).sql})`;
-    }).join(' AND ');
+    }), ' AND ');
   }
 
   private relation(relation: Relation, scope: Scope, ctes: CteFrame | undefined, outer: Scope | undefined, place: 'first' | 'cross' | 'join'): string {
@@ -320,7 +347,7 @@ function selectColumnNamed(expr: Expr, columns: SelectColumn[]): SelectColumn | 
     return columns[ordinal - 1];
   }
   if (expr.kind !== 'identifier' || expr.path.length !== 1) return undefined;
-  const matches = columns.filter((c) => !c.anonymous && sameName(c.name, expr.path[0]!));
+  const matches = itemsNamed(columns, expr.path[0]!).filter((c) => !c.anonymous);
   if (matches.length > 1 && new Set(matches.map((m) => m.sql)).size > 1) {
     throw new InvalidQuery(`${expr.path[0]} is ambiguous: the select list has more than one column of that name`, expr.position);
   }
@@ -328,11 +355,11 @@ function selectColumnNamed(expr: Expr, columns: SelectColumn[]): SelectColumn | 
 }
 
 /** ORDER BY after a set operation names output columns: an ordinal or a name, printed as the position. */
-function outputPosition(expr: Expr, columns: ColumnShape[]): number {
+function outputPosition(expr: Expr, columns: ColumnShape[], ordinals: Map<ColumnShape, number>): number {
   if (expr.kind === 'number' && /^\d+$/.test(expr.text) && Number(expr.text) >= 1 && Number(expr.text) <= columns.length) return Number(expr.text);
   if (expr.kind === 'identifier' && expr.path.length === 1) {
-    const index = columns.findIndex((c) => !c.anonymous && sameName(c.name, expr.path[0]!));
-    if (index >= 0) return index + 1;
+    const column = itemsNamed(columns, expr.path[0]!).find((c) => !c.anonymous);
+    if (column) return ordinals.get(column)!;
   }
   throw new InvalidQuery(`ORDER BY after a set operation must name an output column`, expr.position);
 }

@@ -71,17 +71,15 @@ export class Scope {
     if (range?.kind === 'table') {
       const [columnName, ...fields] = rest;
       if (columnName === undefined) throw new InvalidQuery(`${head} is a table; name one of its columns (${head}.column)`, position);
-      const matches = visibleColumns(range).filter((c) => sameName(c.name, columnName));
+      const matches = visibleColumnsNamed(range, columnName);
       if (matches.length > 1) throw new InvalidQuery(`Name ${columnName} is ambiguous inside ${head}: it has two columns of that name`, position);
       if (!matches[0]) throw new InvalidQuery(`Name ${columnName} not found inside ${head}`, position);
       return { value: columnOf(range, matches[0]), rest: fields };
     }
-    const columns = this.ranges.flatMap((r) =>
-      r.kind === 'table' ? visibleColumns(r).filter((c) => sameName(c.name, head)).map((c) => columnOf(r, c)) : [],
-    );
+    const columns = this.ranges.flatMap((r) => (r.kind === 'table' ? visibleColumnsNamed(r, head).map((c) => columnOf(r, c)) : []));
     if (columns.length > 1) throw new InvalidQuery(`Column name ${head} is ambiguous: more than one table in FROM has it; qualify it`, position);
     if (columns.length === 1) return { value: columns[0]!, rest };
-    const fields = this.ranges.flatMap((r) => (r.kind === 'value' && r.type.kind === 'struct' && r.type.fields.some((f) => sameName(f.name, head)) ? [r] : []));
+    const fields = this.ranges.flatMap((r) => (r.kind === 'value' && r.type.kind === 'struct' && itemsNamed(r.type.fields, head).length > 0 ? [r] : []));
     if (fields.length > 1) throw new InvalidQuery(`Name ${head} is ambiguous: more than one unnested record has a field ${head}; qualify it`, position);
     if (fields.length === 1) return { value: valueOf(fields[0]!), rest: [head, ...rest] };
     // a bare name no table or record has, while an unnested record is in scope: a field no scanned event had
@@ -101,6 +99,29 @@ export class Scope {
 
 export function sameName(a: string, b: string): boolean {
   return a.toLowerCase() === b.toLowerCase();
+}
+
+/** Lists of named things (columns, fields) by lower-cased name, built once per list (no list changes once it is read by name). */
+const BY_NAME = new WeakMap<readonly { name: string }[], Map<string, { name: string }[]>>();
+
+/** The items of `items` named `name` (as sameName compares): a look-up, so resolving names over wide tables and select lists stays linear. */
+export function itemsNamed<T extends { name: string }>(items: readonly T[], name: string): T[] {
+  let index = BY_NAME.get(items);
+  if (!index) {
+    index = new Map();
+    for (const item of items) {
+      const key = item.name.toLowerCase();
+      const same = index.get(key);
+      if (same) same.push(item);
+      else index.set(key, [item]);
+    }
+    BY_NAME.set(items, index);
+  }
+  return (index.get(name.toLowerCase()) ?? []) as T[];
+}
+
+function visibleColumnsNamed(range: Extract<RangeVariable, { kind: 'table' }>, name: string): ColumnShape[] {
+  return itemsNamed(range.columns, name).filter((c) => !c.anonymous && !range.hidden.has(c.name.toLowerCase()));
 }
 
 export function visibleColumns(range: Extract<RangeVariable, { kind: 'table' }>): ColumnShape[] {
@@ -125,7 +146,7 @@ export function accessField(value: Typed, name: string, position?: QueryPosition
   if (value.type.kind !== 'struct') {
     throw new InvalidQuery(`Cannot access field ${name} on a value with type ${typeName(value.type)}`, position);
   }
-  const field = value.type.fields.find((f) => sameName(f.name, name));
+  const [field] = itemsNamed(value.type.fields, name);
   if (!field) return MISSING;
   return { sql: `struct_extract(${value.sql}, ${quoteString(field.name)})`, type: field.type };
 }

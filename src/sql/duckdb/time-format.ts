@@ -4,7 +4,8 @@
  * Not handled (refused, naming the element): %C %c %E#S %E4Y %g %k %l %N %Q %t %n %P, the
  * %O/%E locale forms, and when parsing also %e %s and the week elements %U %W %V %u %w %G.
  */
-import { InvalidQuery, type QueryPosition } from '../../errors.ts';
+import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
+import type { SqlBudget } from './budget.ts';
 import { quoteString } from './literals.ts';
 
 /** Elements DuckDB's strftime writes the way BigQuery does. */
@@ -14,6 +15,9 @@ const SHORTHANDS: Record<string, string> = { F: '%Y-%m-%d', T: '%H:%M:%S', D: '%
 
 type Token = { kind: 'text'; text: string } | { kind: 'element'; name: string };
 
+/** An element's name where a `%` leaves off (sticky: matched at lastIndex, without copying the rest of the format). */
+const ELEMENT = /E\*S|E[36]S|Ez|[A-Za-z%]/y;
+
 function tokenize(format: string, position?: QueryPosition): Token[] {
   const tokens: Token[] = [];
   for (let i = 0; i < format.length; i++) {
@@ -22,9 +26,9 @@ function tokenize(format: string, position?: QueryPosition): Token[] {
       tokens.push({ kind: 'text', text: char });
       continue;
     }
-    const rest = format.slice(i + 1);
-    const element = /^(E\*S|E[36]S|Ez|[A-Za-z%])/.exec(rest)?.[0];
-    if (!element) throw new InvalidQuery(`unsupported format element %${rest.slice(0, 3)} in ${JSON.stringify(format)}`, position);
+    ELEMENT.lastIndex = i + 1;
+    const element = ELEMENT.exec(format)?.[0];
+    if (!element) throw new InvalidQuery(`unsupported format element %${format.slice(i + 1, i + 4)} in ${JSON.stringify(format)}`, position);
     const expansion = SHORTHANDS[element];
     if (expansion) tokens.push(...tokenize(expansion));
     else tokens.push({ kind: 'element', name: element });
@@ -38,11 +42,11 @@ function unsupported(element: string, format: string, position?: QueryPosition):
 }
 
 /**
- * FORMAT_TIMESTAMP(format, ts) in UTC. `timestamp` is DuckDB text of a TIMESTAMPTZ; it is
- * converted to a UTC TIMESTAMP once per piece because strftime of a TIMESTAMPTZ would follow the
- * session zone.
+ * FORMAT_TIMESTAMP(format, ts) in UTC. `timestamp` is DuckDB text of a TIMESTAMPTZ, repeated in
+ * several pieces (bind it first when it is more than a column); it is converted to a UTC TIMESTAMP
+ * in each piece because strftime of a TIMESTAMPTZ would follow the session zone.
  */
-export function formatTimestampSql(format: string, timestamp: string, position?: QueryPosition): string {
+export function formatTimestampSql(format: string, timestamp: string, budget: SqlBudget, position?: QueryPosition): string {
   const utc = `CAST(${timestamp} AS TIMESTAMP)`;
   const pieces: string[] = [];
   let strftime = '';
@@ -78,19 +82,30 @@ export function formatTimestampSql(format: string, timestamp: string, position?:
   }
   flush();
   if (pieces.length === 0) return `(CASE WHEN ${timestamp} IS NULL THEN NULL ELSE '' END)`;
-  return pieces.length === 1 ? pieces[0]! : `(${pieces.join(' || ')})`;
+  return pieces.length === 1 ? pieces[0]! : `(${budget.join(pieces, ' || ', position)})`;
 }
 
 /** Elements strptime reads as BigQuery does. */
 const SAME_IN_STRPTIME = new Set(['Y', 'm', 'd', 'H', 'M', 'S', 'I', 'p', 'j', 'a', 'A', 'b', 'B', 'h', 'y', 'z', '%']);
+
+/** Each %E*S doubles the formats strptime tries: real formats have one. */
+const MAX_OPTIONAL_FRACTIONS = 2;
 
 /**
  * PARSE_TIMESTAMP(format, text): DuckDB strptime formats (several when %E*S makes the fraction
  * optional, strptime tries each). Text without a zone element is read as UTC.
  */
 export function parseTimestampFormats(format: string, position?: QueryPosition): string[] {
+  const tokens = tokenize(format, position);
+  const optional = tokens.filter((token) => token.kind === 'element' && token.name === 'E*S').length;
+  if (optional > MAX_OPTIONAL_FRACTIONS) {
+    throw new SandboxViolation(
+      `the format has ${optional} %E*S elements; a format may have at most ${MAX_OPTIONAL_FRACTIONS} (each doubles the formats the engine tries)`,
+      position,
+    );
+  }
   let formats = [''];
-  for (const token of tokenize(format, position)) {
+  for (const token of tokens) {
     if (token.kind === 'text') {
       formats = formats.map((f) => f + token.text.replaceAll('%', '%%'));
       continue;
