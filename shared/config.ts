@@ -73,10 +73,12 @@ export const configSchema = z.object({
   // query service: per-API-key token bucket on /api/ routes, per process (0 per minute = off)
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(60),
-  // query service: sandboxed sql / lql (scans pull at most this many events each; the engine runs the rest)
+  // query service: sandboxed sql / lql (all scans of one query pull at most this many events together; the engine runs the rest)
   SANDBOX_MAX_SCAN_EVENTS: z.coerce.number().int().min(1).max(5_000_000).default(100_000),
   // sandboxed sql: the most characters of engine SQL one query may translate to (checked as it is built, before any scan)
   SANDBOX_MAX_TRANSLATED_CHARS: z.coerce.number().int().min(10_000).max(64 * 1024 * 1024).default(2_000_000),
+  // reads of the endpoint's tables in one sandboxed SQL query (each one a scan of the store); more are refused before any is run
+  SANDBOX_MAX_SCANS: z.coerce.number().int().min(1).max(64).default(32),
   SANDBOX_ENGINE_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i, 'use a size such as 512MB or 1GiB').default('1GiB'),
   SANDBOX_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).default(2),
   // each engine process runs one residual query at a time: one process held every sandboxed SQL query to about 25 requests a second

@@ -97,7 +97,7 @@ export const sandboxScansTotal = new Counter({
 
 export const sandboxScannedEventsTotal = new Counter({
   name: 'sandbox_scanned_events_total',
-  help: 'Events pulled from Elasticsearch into the embedded engine by sandboxed queries',
+  help: 'Events fetched from Elasticsearch by the scans of sandboxed queries, counted as pages arrive (a query refused as too broad counts what it fetched)',
   registers: [metricsRegistry],
 });
 

@@ -136,7 +136,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     resultCache,
     bodyLimit: config.HTTP_MAX_BODY_BYTES,
     sandbox: {
-      limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS },
+      limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS, maxScans: deps.config.SANDBOX_MAX_SCANS },
       maxTranslatedChars: deps.config.SANDBOX_MAX_TRANSLATED_CHARS,
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),
       engine: startedEngine,

@@ -1,5 +1,5 @@
 import { errors, type Client, type estypes } from '@elastic/elasticsearch';
-import { BadParameter, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
+import { BadParameter, InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
 import { expressionReads } from '../../shared/partitions.ts';
 
 export interface StoreOptions {
@@ -8,6 +8,8 @@ export interface StoreOptions {
   timeoutMs: number;
   /** Observes the time spent in Elasticsearch, in seconds. */
   observe?: (seconds: number) => void;
+  /** Aborts the search (the request's other scans failed or read too much): its connection is closed, and Elasticsearch cancels it. */
+  signal?: AbortSignal;
 }
 
 /** Elasticsearch's reasons for refusing a regexp that the translator let through (too long, too many states). */
@@ -29,6 +31,34 @@ export function findStoreCause(body: unknown, type: string): StoreFailureCause |
     pending.push(...Object.values(node));
   }
   return undefined;
+}
+
+/** Refusals with status 400 that describe the store's state (an operator closed an index), which no change to the query would fix. */
+const STATE_REFUSALS = ['index_closed_exception'];
+
+/** How much of Elasticsearch's reason a caller is told. */
+const MAX_REASON_LENGTH = 300;
+
+/**
+ * Elasticsearch's reason for refusing a query, as a caller may read it: the first root cause,
+ * with the names and ids of the indices it mentions replaced (they are the deployment's, not the caller's).
+ */
+export function refusalReason(body: unknown): string {
+  const root = body as { error?: { reason?: string; root_cause?: StoreFailureCause[] } } | undefined;
+  let reason = root?.error?.root_cause?.[0]?.reason ?? root?.error?.reason ?? 'no reason given';
+  const internal = new Set<string>();
+  const pending: unknown[] = [body];
+  for (let visited = 0; visited < pending.length && visited < 1000; visited += 1) {
+    const node = pending[visited];
+    if (typeof node !== 'object' || node === null) continue;
+    for (const [key, value] of Object.entries(node)) {
+      if ((key === 'index' || key === 'index_uuid') && typeof value === 'string' && value !== '') internal.add(value);
+      else pending.push(value);
+    }
+  }
+  // longest first, so a name is never left half replaced by a shorter one inside it
+  for (const name of [...internal].sort((a, b) => b.length - a.length)) reason = reason.split(name).join('(index)');
+  return reason.length > MAX_REASON_LENGTH ? `${reason.slice(0, MAX_REASON_LENGTH)}...` : reason;
 }
 
 /** What Elasticsearch's refusal means for the caller: the query's fault (400), the store's state (503), or time (504). */
@@ -55,6 +85,10 @@ export function storeError(error: unknown, timeoutMs: number): Error {
     }
     if (isShardNotStarted(error)) {
       return new StoreUnavailable('part of the log store is not available yet (a shard of an index being created or recovering); retry shortly');
+    }
+    // a query the store cannot parse or apply (a regex on a number, a clause it does not accept): the caller's to change
+    if (error.statusCode === 400 && !STATE_REFUSALS.some((type) => findStoreCause(error.body, type))) {
+      return new InvalidQuery(`the log store refused the query: ${refusalReason(error.body)}; change the query`);
     }
     if (error.statusCode === 429 || error.statusCode === 503 || error.statusCode === 502) {
       return new StoreUnavailable(`the log store (Elasticsearch) is overloaded or unavailable (status ${error.statusCode}); retry shortly`);
@@ -164,7 +198,7 @@ async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: Store
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
   const clock = requestClock(options.timeoutMs);
   // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
-  const attempt = (index: estypes.Indices | undefined) => options.elasticsearch.search<Record<string, unknown>>({ ...request, index, allow_partial_search_results: false }, { requestTimeout: clock.remainingMs() });
+  const attempt = (index: estypes.Indices | undefined) => options.elasticsearch.search<Record<string, unknown>>({ ...request, index, allow_partial_search_results: false }, { requestTimeout: clock.remainingMs(), signal: options.signal });
   try {
     // every search the planner makes names its indices
     if (request.index === undefined) return await attempt(undefined);

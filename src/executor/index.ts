@@ -1,14 +1,15 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { QueryTooBroad, QueryTooExpensive, SandboxViolation } from '../errors.ts';
-import type { AggregationScan, EventScan, Plan, Scan, SelectedColumn } from '../planner/plan.ts';
-import { sandboxScannedEventsTotal, sandboxScansTotal } from '../metrics.ts';
+import type { AggregationScan, Plan, Scan, SelectedColumn } from '../planner/plan.ts';
+import { sandboxScansTotal } from '../metrics.ts';
 import { translateToDuckDb } from '../sql/duckdb/index.ts';
 import type { SqlType, TableColumn, TableSchema } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
 import type { EmbeddedEngine, EngineTable } from './engine/embedded-engine.ts';
 import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference.ts';
-import { logRows } from './rows/logs.ts';
+import { columnRows } from './rows/logs.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
+import { ScanBudget } from './scan-budget.ts';
 
 export interface ExecutorOptions extends StoreOptions {
   /** Runs residual queries; started on first use, so a service that never sees one never pays for it. */
@@ -29,9 +30,9 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
   const scan = plan.scans.find((candidate) => candidate.table === answer.table);
   if (!scan) throw new Error(`plan answers from ${answer.table}, which none of its scans produces`);
   if (answer.kind === 'chart') return (await chartRows(scan, options)).slice(0, plan.rowCap);
-  if (answer.kind === 'selected') return selectedRows(await eventRows(scan, options, true), answer.columns).slice(0, plan.rowCap);
+  if (answer.kind === 'selected') return selectedRows(await eventRows(scan, options), answer.columns).slice(0, plan.rowCap);
   // the saved selection's rows are exactly its four columns, whatever else the CTE declares
-  const rows = answer.format === 'log_rows' ? await eventRows(scan, options, false) : usageRowsOf(await aggregationsOf(scan, options), scan);
+  const rows = answer.format === 'log_rows' ? await eventRows(scan, options) : usageRowsOf(await aggregationsOf(scan, options), scan);
   return rows.slice(0, plan.rowCap);
 }
 
@@ -48,10 +49,17 @@ async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unkno
     sandboxScansTotal.inc({ kind: 'aggregation' });
     return runResidual(plan, [{ schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups }], options);
   }
+  const budget = new ScanBudget(plan.maxScannedEvents ?? Number.POSITIVE_INFINITY);
   const tables: EngineTable[] = await Promise.all(
     plan.scans.map(async (scan) => {
-      const rows = await tableRows(scan, options);
-      return { schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows };
+      try {
+        const rows = await tableRows(scan, options, budget);
+        return { schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows };
+      } catch (error) {
+        // the answer is lost with this scan: the others stop reading now
+        budget.cancel(error);
+        throw error;
+      }
     }),
   );
   return runResidual(plan, tables, options);
@@ -170,54 +178,48 @@ function holdsUnknown(type: SqlType): boolean {
 }
 
 /** A scan's rows as the engine loads them: timestamps in microseconds, metadata in the record-array form. */
-async function tableRows(scan: Scan, options: ExecutorOptions): Promise<Record<string, unknown>[]> {
+async function tableRows(scan: Scan, options: ExecutorOptions, budget: ScanBudget): Promise<Record<string, unknown>[]> {
   sandboxScansTotal.inc({ kind: scan.kind === 'events' ? (scan.take.kind === 'limit' ? 'limited' : 'pulled') : scan.kind });
   if (scan.kind === 'constant') return scan.rows;
   if (scan.kind === 'request_counts') {
-    return bucketCounts((await aggregationsOf(scan, options)) as Record<string, unknown> | undefined, scan.countColumns).map((row) => ({ ...row, timestamp: row.timestamp * 1000 }));
+    return bucketCounts((await aggregationsOf(scan, { ...options, signal: budget.signal })) as Record<string, unknown> | undefined, scan.countColumns).map((row) => ({ ...row, timestamp: row.timestamp * 1000 }));
   }
-  const rows = await eventRows(scan, options, scan.columns.some((column) => column.name === 'project'));
-  sandboxScannedEventsTotal.inc(rows.length);
-  return rows;
+  return eventRows(scan, options, budget);
 }
 
 /**
- * The events of a scan: one request for a limited scan; for a full scan, pages in the search's
- * order (search_after on timestamp and id) until the events run out, refusing the query once they
- * exceed the scan's cap.
+ * The events of a scan, its columns only, page after page in the search's order (search_after on
+ * timestamp and id) until the events run out or a limited scan has its rows. With a budget, each
+ * page is no larger than the budget grants, and the budget refuses the query once the request's
+ * scans have read more than its total.
  */
-async function eventRows(scan: Scan, options: ExecutorOptions, withProject: boolean): Promise<Record<string, unknown>[]> {
+async function eventRows(scan: Scan, options: ExecutorOptions, budget?: ScanBudget): Promise<Record<string, unknown>[]> {
   if (scan.kind !== 'events') throw new Error(`log rows come from an event scan, not ${scan.kind}`);
-  if (scan.take.kind === 'limit') return rowsOf(await search(scan.search, options), withProject);
+  const columns = scan.columns.map((column) => column.name);
+  const wanted = scan.take.kind === 'limit' ? scan.take.rows : Number.POSITIVE_INFINITY;
+  const pageSize = scan.search.size ?? 10;
   const rows: Record<string, unknown>[] = [];
   let after: estypes.SortResults | undefined;
   for (;;) {
-    const response = await search({ ...scan.search, ...(after ? { search_after: after } : {}) }, options);
-    const hits = hitsOf(response);
-    rows.push(...rowsOf(response, withProject));
-    if (rows.length > scan.take.maxEvents) throw tooBroad(scan);
-    if (hits.length < (scan.search.size ?? 10)) return rows;
+    const size = Math.min(pageSize, wanted - rows.length);
+    const granted = budget ? await budget.reserve(size) : size;
+    let hits: estypes.SearchHit<Record<string, unknown>>[];
+    try {
+      hits = hitsOf(await search({ ...scan.search, size: granted, ...(after ? { search_after: after } : {}) }, { ...options, signal: budget?.signal }));
+    } catch (error) {
+      budget?.release(granted);
+      throw error;
+    }
+    budget?.settle(scan, granted, hits.length);
+    rows.push(...columnRows(hits, columns));
+    if (hits.length < granted || rows.length >= wanted) return rows;
     after = hits[hits.length - 1]!.sort;
   }
-}
-
-function rowsOf(response: estypes.SearchResponse<Record<string, unknown>>, withProject: boolean): Record<string, unknown>[] {
-  const hits = hitsOf(response);
-  const rows = logRows(hits) as unknown as Record<string, unknown>[];
-  if (!withProject) return rows;
-  return rows.map((row, position) => ({ ...row, project: hits[position]!._source?.project ?? null }));
 }
 
 /** An event scan's hits; its filter_path leaves no `hits` at all when nothing matched. */
 function hitsOf(response: estypes.SearchResponse<Record<string, unknown>>): estypes.SearchHit<Record<string, unknown>>[] {
   return response.hits?.hits ?? [];
-}
-
-function tooBroad(scan: EventScan): QueryTooBroad {
-  const limit = scan.take.kind === 'all' ? scan.take.maxEvents : 0;
-  return new QueryTooBroad(
-    `the query reads more than ${limit} events of ${scan.cte}; narrow the time range (iso_timestamp_start / iso_timestamp_end or a WHERE on timestamp), filter on more fields, or aggregate (GROUP BY) so the log store can count for you`,
-  );
 }
 
 async function aggregationsOf(scan: Scan, options: ExecutorOptions): Promise<Record<string, unknown> | undefined> {

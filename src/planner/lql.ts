@@ -111,6 +111,7 @@ function comparisonQuery(filter: LqlComparison, catalog: FieldCatalog, columns: 
   const path = checkedPath(filter.path, columns);
   const field = storeField(path);
   const type = fieldType(path, catalog);
+  if (filter.operator !== 'is_null' && filter.value?.kind !== 'null') assertHoldsValues(path, type);
   let leaf: Query;
   switch (filter.operator) {
     case 'is_null':
@@ -140,6 +141,7 @@ function rangeQuery(filter: LqlRange, catalog: FieldCatalog, columns: ReadonlySe
   const levels = levelRange(filter);
   if (levels) return inNestedRecords(path, { terms: { [field]: levels } }, catalog);
   const type = fieldType(path, catalog);
+  assertHoldsValues(path, type);
   return inNestedRecords(path, { range: { [field]: { gte: comparable(filter.low, type), lte: comparable(filter.high, type) } } }, catalog);
 }
 
@@ -151,6 +153,11 @@ function levelRange(filter: LqlRange): string[] | undefined {
   if (from < 0 || to < 0) return undefined;
   if (from > to) throw new InvalidQuery(`${filter.path}:${filter.low.value}..${filter.high.value}: the first level must come first in the order ${LEVELS.join(', ')}`);
   return LEVELS.slice(from, to + 1).flatMap((level) => [level, level.toUpperCase()]);
+}
+
+/** The store matches no value filter on a path holding records (it has no values of its own): the query is refused instead of answered empty. */
+function assertHoldsValues(path: string, type: string | undefined): void {
+  if (type === 'object' || type === 'nested') throw new InvalidQuery(`${path} holds records, not values; filter on a field inside it (${path}.<field>)`);
 }
 
 function fieldType(path: string, catalog: FieldCatalog): string | undefined {

@@ -16,6 +16,8 @@ export interface Plan {
   answer: PlanAnswer;
   /** No answer carries more rows than this (the endpoint's maximum). */
   rowCap: number;
+  /** The most events its event scans may read together (sandboxed SQL); one more and the request is refused as too broad. */
+  maxScannedEvents?: number;
 }
 
 export type PlanAnswer =
@@ -55,8 +57,9 @@ interface ScanBase {
 
 /**
  * Stored events of one CTE: its mandatory scope, then the predicates pushed down to it. `search`
- * is the complete request (scope and predicates in `query.bool.filter`); the executor only adds
- * paging. `pull` is the most events the scan may read before the query is refused as too broad.
+ * is the complete request (scope and predicates in `query.bool.filter`, `_source` only the
+ * columns read); the executor only adds paging, each page no larger than what is left of the
+ * plan's maxScannedEvents. `columns` are the CTE's columns the query reads.
  */
 export interface EventScan extends ScanBase {
   kind: 'events';
@@ -65,8 +68,8 @@ export interface EventScan extends ScanBase {
   scope: estypes.QueryDslQueryContainer[];
   predicates: estypes.QueryDslQueryContainer[];
   search: estypes.SearchRequest;
-  /** Rows wanted: a limit (the first n in the search's sort), or every matching event up to a cap. */
-  take: { kind: 'limit'; rows: number } | { kind: 'all'; maxEvents: number };
+  /** Rows wanted: a limit (the first n in the search's sort), or every matching event. */
+  take: { kind: 'limit'; rows: number } | { kind: 'all' };
 }
 
 /** Request records per time bucket and per path text, counted by Elasticsearch aggregations. */

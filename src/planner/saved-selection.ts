@@ -17,8 +17,7 @@ export function planSavedSelection(endpoint: EndpointDefinition, params: Validat
       predicates: [],
       order: 'timestamp_desc',
       take: { kind: 'limit', rows: limit },
-      // metadata values the ingest worker set aside (type conflicts) are put back by the row formatter
-      fields: [...selection.columns, 'metadata_unindexed'],
+      columns: selection.columns,
     });
     return { scans: [scan], answer: { kind: 'scan', table: from.name, format: 'log_rows' }, rowCap: limit };
   }

@@ -10,19 +10,24 @@ export const BUCKETS_AGGREGATION = 'buckets';
 export const MATCHING_REQUESTS_AGGREGATION = 'matching_requests';
 export const PATH_COUNTS_AGGREGATION = 'path_counts';
 
-/** Fields read from stored events: the four columns, the project column, and what the worker set aside. */
-const EVENT_SOURCE_FIELDS = ['id', 'timestamp', 'event_message', 'metadata', 'metadata_unindexed'];
+/** The parts of an event scan's response the executor reads (Elasticsearch's filter_path): rows, the paging key, and a refusal whole. */
+const EVENT_RESPONSE_FIELDS = ['hits.hits._id', 'hits.hits._source', 'hits.hits.sort', 'error'];
 
-/** The parts of an event scan's response the executor reads (Elasticsearch's filter_path). */
-const EVENT_RESPONSE_FIELDS = ['hits.hits._id', 'hits.hits._source', 'error'];
+/** Events per search request of a scan (Elasticsearch's default max_result_window). */
+const EVENT_PAGE_SIZE = 10_000;
+
+/** The `_source` fields behind a CTE's columns: metadata comes with the values the worker set aside. */
+function sourceFields(columns: readonly string[]): string[] {
+  return columns.flatMap((column) => (column === 'metadata' ? ['metadata', 'metadata_unindexed'] : [column]));
+}
 
 export interface EventScanShape {
   table: string;
   predicates: estypes.QueryDslQueryContainer[];
   order: 'timestamp_desc' | 'none';
   take: EventScan['take'];
-  /** Fields of `_source` to read; default: every column. */
-  fields?: string[];
+  /** The CTE's columns to read, in its order; default: every one. */
+  columns?: readonly string[];
   /** Where the predicates confine every event in time: narrows the partitions read, never the filter. */
   within?: TimeBounds;
 }
@@ -31,7 +36,8 @@ export interface EventScanShape {
 export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeContext, shape: EventScanShape): EventScan {
   if (cte.kind !== 'source' && cte.kind !== 'windowed_source') throw new Error(`CTE ${cte.name} holds no events`);
   const scope = scopeOf(cte, params, context, shape.within);
-  const size = shape.take.kind === 'limit' ? shape.take.rows : Math.min(shape.take.maxEvents + 1, 10_000);
+  const size = shape.take.kind === 'limit' ? Math.min(shape.take.rows, EVENT_PAGE_SIZE) : EVENT_PAGE_SIZE;
+  const columns = cte.columns.filter((column) => shape.columns?.includes(column.name) ?? true);
   const search: estypes.SearchRequest = {
     index: scope.index,
     ignore_unavailable: true,
@@ -41,11 +47,11 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
     query: { bool: { filter: [...scope.filter, ...shape.predicates] } },
     // id breaks ties so pages are stable; it also makes search_after paging exact
     sort: shape.order === 'timestamp_desc' ? [{ timestamp: { order: 'desc' } }, { id: { order: 'desc' } }] : [{ _doc: { order: 'asc' } }],
-    _source: shape.fields ?? [...EVENT_SOURCE_FIELDS, ...(cte.columns.some((column) => column.name === 'project') ? ['project'] : [])],
-    // only what rows are made of (and the paging key): less for Elasticsearch to write and for us to parse; `error` keeps a refusal whole
-    filter_path: shape.take.kind === 'limit' ? EVENT_RESPONSE_FIELDS : [...EVENT_RESPONSE_FIELDS, 'hits.hits.sort'],
+    // only what rows are made of: less for Elasticsearch to write and for us to hold and parse
+    _source: sourceFields(columns.map((column) => column.name)),
+    filter_path: EVENT_RESPONSE_FIELDS,
   };
-  return { kind: 'events', table: shape.table, cte: cte.name, columns: [...cte.columns], index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take: shape.take };
+  return { kind: 'events', table: shape.table, cte: cte.name, columns, index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take: shape.take };
 }
 
 /**

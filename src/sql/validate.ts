@@ -38,6 +38,12 @@ export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = Object.freeze({
 });
 
 /**
+ * The planner renames each read of an endpoint table to a scan table of this prefix (`__scan_0`,
+ * `__scan_0_groups`); a name of the query's own that began so could stand in for one of them.
+ */
+export const INTERNAL_TABLE_PREFIX = '__scan_';
+
+/**
  * The key a table or CTE name is compared by. BigQuery resolves names given within a query (CTEs,
  * aliases) without regard to case, so we fold ASCII letters only: full Unicode folding would let
  * look-alikes through (the Kelvin sign U+212A lower-cases to "k").
@@ -102,6 +108,7 @@ export function validateSandboxQuery(
     for (const cte of node.with) {
       tally.ctes++;
       if (tally.ctes > limits.maxCtes) throw new SandboxViolation(`the query defines more than ${limits.maxCtes} common table expressions (limit maxCtes)`, cte.position);
+      checkOwnName(cte.name, 'a WITH table name', cte.position);
       const key = tableKey(cte.name);
       if (ownNames.has(key)) throw new InvalidQuery(`the WITH clause defines ${cte.name} twice`, cte.position);
       // A CTE sees the ones before it, not itself: its own name inside it means the endpoint's table.
@@ -155,6 +162,8 @@ export function validateSandboxQuery(
     if (tally.tableReferences > limits.maxTableReferences) {
       throw new SandboxViolation(`the query reads more than ${limits.maxTableReferences} tables, UNNESTs and subqueries (limit maxTableReferences)`, relation.position);
     }
+    if (relation.alias !== undefined) checkOwnName(relation.alias, 'an alias', relation.position);
+    if (relation.kind === 'unnest' && relation.offsetAlias !== undefined) checkOwnName(relation.offsetAlias, 'an alias', relation.position);
     switch (relation.kind) {
       case 'table':
         return checkTable(relation.name, context, relation.position);
@@ -164,6 +173,13 @@ export function validateSandboxQuery(
         return visitQuery(relation.query, context);
       case 'nested_join':
         return visitFromItem(relation.item, context);
+    }
+  }
+
+  /** Whatever case it is written in: the engine, like BigQuery, compares these names without regard to it. */
+  function checkOwnName(name: string, use: string, position: QueryPosition | undefined): void {
+    if (name.toLowerCase().startsWith(INTERNAL_TABLE_PREFIX)) {
+      throw new SandboxViolation(`${name} cannot be used as ${use}: names beginning with ${INTERNAL_TABLE_PREFIX} are reserved for the tables the service reads; choose another name`, position);
     }
   }
 

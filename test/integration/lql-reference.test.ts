@@ -191,7 +191,7 @@ async function answer(events: StoredEvent[], lql: string, now: number, rowsOf: '
   const parsed = parseLql(`f:edge_logs ${lql}`);
   const catalogs = await new FieldCatalogs(client, 0, { now: () => Date.now() }, 30_000).forSources(indexPrefix, ['edge_logs']);
   const query = rowsOf === 'ids' ? { ...parsed, select: [{ kind: 'field' as const, path: 'id', offset: 1 }], chart: undefined } : parsed;
-  const plan = planEndpointQuery(logsAll, { project: 'p' }, { now, projects: null, indexPrefix }, { language: 'lql', query, limits: { maxScanEvents: 1000 }, catalogs });
+  const plan = planEndpointQuery(logsAll, { project: 'p' }, { now, projects: null, indexPrefix }, { language: 'lql', query, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs });
   const rows = (await executePlan(plan, { elasticsearch: client, timeoutMs: 30_000, engine: () => Promise.reject(new Error('no engine needed')), engineTimeoutMs: 1, maxTranslatedChars: 1 })) as Record<string, unknown>[];
   await client.indices.delete({ index });
   return rows;
@@ -422,7 +422,7 @@ describe(`LQL reference rejections (${all.filter((c) => c.expect === 'reject').l
       let refusal: unknown;
       try {
         const catalogs = await new FieldCatalogs(client, 0, { now: () => Date.now() }, 30_000).forSources(indexPrefix, ['edge_logs']);
-        planEndpointQuery(logsAll, { project: 'p' }, { now: NOW, projects: null, indexPrefix }, { language: 'lql', query: parseLql(text), limits: { maxScanEvents: 1000 }, catalogs });
+        planEndpointQuery(logsAll, { project: 'p' }, { now: NOW, projects: null, indexPrefix }, { language: 'lql', query: parseLql(text), limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs });
       } catch (error) {
         refusal = error;
       }

@@ -13,7 +13,7 @@ const catalog = fieldCatalog({ 'metadata.request': 'nested', 'metadata.request.p
 const catalogs = new Map([['edge_logs', catalog], ['postgres_logs', catalog]]);
 
 function plan(query: Partial<LqlQuery>, endpoint: typeof logsAll | typeof usageApiCounts = logsAll, params: Record<string, unknown> = { project: 'p1' }): Plan {
-  return planEndpointQuery(endpoint, params, { now, projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: { filters: [], select: [], from: { name: 'edge_logs', offset: 1 }, ...query }, limits: { maxScanEvents: 1000 }, catalogs });
+  return planEndpointQuery(endpoint, params, { now, projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: { filters: [], select: [], from: { name: 'edge_logs', offset: 1 }, ...query }, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs });
 }
 
 function predicates(filters: LqlFilter[]): unknown[] {
@@ -115,14 +115,14 @@ describe('LQL time filters narrow the partitions read', () => {
 
   it('within the endpoint\'s own bounds: the narrower of the two wins', () => {
     const query = parseLql('f:edge_logs t:>=2023-12-01');
-    const scan = planEndpointQuery(logsAll, { project: 'p1', iso_timestamp_start: '2024-01-09T00:00:00Z', iso_timestamp_end: '2024-01-09T06:00:00Z' }, { now, projects: null, indexPrefix: 'lp-' }, { language: 'lql', query, limits: { maxScanEvents: 1000 }, catalogs }).scans[0] as EventScan;
+    const scan = planEndpointQuery(logsAll, { project: 'p1', iso_timestamp_start: '2024-01-09T00:00:00Z', iso_timestamp_end: '2024-01-09T06:00:00Z' }, { now, projects: null, indexPrefix: 'lp-' }, { language: 'lql', query, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs }).scans[0] as EventScan;
     expect(scan.index.split(',')).toEqual(['lp-edge_logs-2024.01.09*', 'lp-edge_logs-2024.01.08w', 'lp-edge_logs']);
   });
 });
 
 describe('what the reference refuses outside the syntax', () => {
   const planned = (lql: string, catalogsOf = catalogs) =>
-    planEndpointQuery(logsAll, { project: 'p1' }, { now, projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: parseLql(`f:edge_logs ${lql}`), limits: { maxScanEvents: 1000 }, catalogs: catalogsOf });
+    planEndpointQuery(logsAll, { project: 'p1' }, { now, projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: parseLql(`f:edge_logs ${lql}`), limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs: catalogsOf });
 
   it('a metadata path no stored event has is refused, naming it, in a filter, a select or a chart', () => {
     for (const lql of ['m.nonexistent:value', 'm.nonexistent.field:value', '-m.nonexistent:NULL', 's:m.nonexistent', 'c:max(m.nonexistent)', 'nonexistent:1', 'm.request.nonexistent:~x']) {
@@ -132,6 +132,14 @@ describe('what the reference refuses outside the syntax', () => {
     for (const lql of ['m.request.path:x', 'm.request:NULL', 'created_at:x', 'event_message:x', 'id:x', 's:m.tags s:timestamp', 'c:max(m.latency)', 'm.level:error..critical']) {
       expect(() => planned(lql), lql).not.toThrow();
     }
+  });
+
+  it('a value filter on a path holding records is refused, naming it; a NULL test on it is not', () => {
+    for (const lql of ['m.request:~"ne-1"', 'm.request:x', 'm.request:>1', 'm.request:1..2', '-m.request:x']) {
+      expect(() => planned(lql), lql).toThrow(InvalidQuery);
+      expect(() => planned(lql), lql).toThrow('metadata.request holds records, not values; filter on a field inside it (metadata.request.<field>)');
+    }
+    for (const lql of ['m.request:NULL', '-m.request:NULL']) expect(() => planned(lql), lql).not.toThrow();
   });
 
   it('without a catalog of the source (none read) no path is refused for being unknown', () => {

@@ -226,7 +226,7 @@ describe('LQL reference cases', () => {
     const c = CASES.find((candidate) => candidate.id === id)!;
     const types = Object.fromEntries(Object.entries((c as { schema?: Record<string, string> | null }).schema ?? {}).map(([path, type]) => [path, type === 'string' ? 'keyword' : type === 'datetime' ? 'date_nanos' : type]));
     const catalogs = new Map([['edge_logs', fieldCatalog(types)]]);
-    const plan = () => planEndpointQuery(logsAll, { project: 'p1' }, { now: Date.UTC(2024, 0, 10), projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: { ...parseLql(c.lql), from: { name: 'edge_logs', offset: 1 } }, limits: { maxScanEvents: 1000 }, catalogs });
+    const plan = () => planEndpointQuery(logsAll, { project: 'p1' }, { now: Date.UTC(2024, 0, 10), projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: { ...parseLql(c.lql), from: { name: 'edge_logs', offset: 1 } }, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs });
     expect(plan).toThrow(BadParameter);
   });
 

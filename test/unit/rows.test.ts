@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { logRows, metadataRows } from '../../src/executor/rows/logs.ts';
+import { columnRows, logRows, metadataRows } from '../../src/executor/rows/logs.ts';
 import { datetimeTextFromMillis as bucketTimestamp, microsecondsFromStoredTimestamp } from '../../shared/stored-timestamp.ts';
 import { usageRows } from '../../src/executor/rows/usage.ts';
 
@@ -78,6 +78,12 @@ describe('logRows', () => {
     ]);
     expect(rows[0]!.metadata).toEqual([{ request: [{ path: '/x', status: [{ code: 1 }] }] }]);
     expect(rows[0]).not.toHaveProperty('metadata_unindexed');
+  });
+
+  it('formats only the columns a narrowed scan read (its _source holds no others)', () => {
+    expect(columnRows([{ _index: 'i', _id: 'e3', _source: { id: 'e3' } }], ['id'])).toEqual([{ id: 'e3' }]);
+    expect(columnRows([{ _index: 'i', _id: 'e4', _source: { event_message: 'm', project: 'p' } }], ['id', 'event_message', 'project'])).toEqual([{ id: 'e4', event_message: 'm', project: 'p' }]);
+    expect(columnRows([{ _index: 'i', _id: 'e5', _source: {} }], ['project'])).toEqual([{ project: null }]);
   });
 });
 

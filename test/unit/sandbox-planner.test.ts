@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { tableNames } from '../../queries/endpoint.ts';
 import { logsAll } from '../../queries/logs-all.ts';
 import { usageApiCounts } from '../../queries/usage-api-counts.ts';
-import { Forbidden } from '../../src/errors.ts';
+import { Forbidden, SandboxViolation } from '../../src/errors.ts';
 import { fieldCatalog } from '../../src/planner/field-catalog.ts';
 import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
 import type { AggregationScan, EventScan } from '../../src/planner/plan.ts';
@@ -38,7 +38,7 @@ const catalogs = new Map(logsAll.ctes.map((cte) => ['source' in cte ? cte.source
 function plan(sql: string, params: Record<string, string> = { project: 'default' }, projects: string[] | null = null, endpoint: typeof logsAll | typeof usageApiCounts = logsAll): Plan {
   const query = parseSandboxQuery(sql, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) });
   const validated = endpoint.parameters.parse(params) as Record<string, unknown>;
-  return planEndpointQuery(endpoint, validated, { now, projects, indexPrefix: 'lp-' }, { language: 'sql', query, limits: { maxScanEvents: 50_000 }, catalogs });
+  return planEndpointQuery(endpoint, validated, { now, projects, indexPrefix: 'lp-' }, { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs });
 }
 
 /** The event scans of a plan, including the one an aggregation falls back to. */
@@ -116,10 +116,10 @@ describe('pushdown', () => {
     ]);
   });
 
-  it('pushes IN on an unnested field as terms alternatives, and IS NOT NULL as exists', () => {
+  it('pushes IN on an unnested field as one terms filter, and IS NOT NULL as exists', () => {
     const errors = studio.find((query) => query.id === 'tpl_pg_errors')!;
     const text = JSON.stringify(eventScans(plan(errors.sql, errors.params))[0]!.predicates);
-    for (const severity of ['ERROR', 'FATAL', 'PANIC']) expect(text).toContain(`{"term":{"metadata.parsed.error_severity":"${severity}"}}`);
+    expect(text).toContain('{"terms":{"metadata.parsed.error_severity":["ERROR","FATAL","PANIC"]}}');
     const geo = studio.find((query) => query.id === 'geo_usage_countries')!;
     const geoText = JSON.stringify(eventScans(plan(geo.sql, geo.params))[0]!.predicates);
     expect(geoText).toContain('{"nested":{"path":"metadata.request","query":{"exists":{"field":"metadata.request.cf.country"}}}}');
@@ -168,7 +168,7 @@ describe('limit pushdown', () => {
     expect(eventScans(plan('select id, timestamp from edge_logs order by timestamp desc, id desc limit 20 offset 5'))[0]!.take).toEqual({ kind: 'limit', rows: 25 });
   });
 
-  it('pulls every event (up to the cap) when rows depend on more than the first events', () => {
+  it('pulls every event (within the request\'s total) when rows depend on more than the first events', () => {
     for (const sql of [
       'select id from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10',
       'select id from edge_logs order by timestamp asc limit 10',
@@ -177,7 +177,9 @@ describe('limit pushdown', () => {
       'select count(*) as n from edge_logs limit 10',
       'select id from edge_logs union all select id from edge_logs limit 10',
     ]) {
-      for (const scan of eventScans(plan(sql))) expect(scan.take, sql).toEqual({ kind: 'all', maxEvents: 50_000 });
+      const result = plan(sql);
+      expect(result.maxScannedEvents).toBe(50_000);
+      for (const scan of eventScans(result)) expect(scan.take, sql).toEqual({ kind: 'all' });
     }
   });
 });
@@ -216,7 +218,7 @@ describe('aggregation pushdown', () => {
     expect(filter).toContain('"must_not":[{"terms":{"shape.multi":["metadata","metadata.request","metadata.response","metadata.response.status_code"]}},{"exists":{"field":"_ignored"}}]');
     expect(filter).toContain('{"range":{"timestamp":{"gt":"2023-12-31T18:00:00.000000000Z"}}}');
     expect(JSON.stringify(result.residual!.query)).toContain(`"name":["${aggregation.table}"]`);
-    expect(aggregation.fallback.scan.take).toEqual({ kind: 'all', maxEvents: 50_000 });
+    expect(aggregation.fallback.scan.take).toEqual({ kind: 'all' });
   });
 
   it('counts a whole table without GROUP BY in one bucket', () => {
@@ -258,5 +260,133 @@ describe('aggregation pushdown', () => {
     expect(aggregation.metrics[0]!.path).toEqual(['events', '__m0']);
     const geo = studio.find((query) => query.id === 'geo_usage_countries')!;
     expect(aggregationOf(plan(geo.sql, geo.params))?.groupsAt).toEqual(['records', 'groups']);
+  });
+});
+
+/** How many bool queries the deepest path of a filter passes through. */
+function boolDepth(node: unknown): number {
+  if (Array.isArray(node)) return Math.max(0, ...node.map(boolDepth));
+  if (typeof node !== 'object' || node === null) return 0;
+  return Math.max(0, ...Object.entries(node).map(([key, value]) => (key === 'bool' ? 1 : 0) + boolDepth(value)));
+}
+
+describe('flat filters for long OR chains and IN lists', () => {
+  const chain = (terms: number, term: (n: number) => string) => Array.from({ length: terms }, (_, n) => term(n)).join(' or ');
+
+  it('a 200-term OR chain over several fields is one flat should, as deep as a 2-term one', () => {
+    const over = (terms: number) => plan(`select id from edge_logs where ${chain(terms, (n) => (n % 2 ? `id = 'i${n}'` : `event_message like '%m${n}%'`))}`);
+    const long = eventScans(over(200))[0]!.predicates;
+    expect(boolDepth(long)).toBe(boolDepth(eventScans(over(4))[0]!.predicates));
+    expect(boolDepth(long)).toBeLessThanOrEqual(3);
+    const should = (long[0] as { bool: { should: unknown[] } }).bool.should;
+    // the 100 equalities on id are one terms filter; the 100 LIKEs stay alternatives of their own
+    expect(should).toHaveLength(101);
+    expect(should).toContainEqual({ terms: { id: Array.from({ length: 100 }, (_, n) => `i${2 * n + 1}`) } });
+  });
+
+  it('a 200-term OR chain of equalities on a nested record field becomes one terms filter inside its nested query', () => {
+    const sql = `select id from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r where ${chain(200, (n) => `r.path = '/p${n}'`)}`;
+    const predicates = eventScans(plan(sql))[0]!.predicates;
+    expect(predicates).toEqual([
+      {
+        nested: {
+          path: 'metadata.request',
+          query: { bool: { should: [{ terms: { 'metadata.request.path': Array.from({ length: 200 }, (_, n) => `/p${n}`) } }, { term: { _ignored: 'metadata.request.path' } }], minimum_should_match: 1 } },
+        },
+      },
+    ]);
+  });
+
+  it('an IN list is one terms filter, compared as = compares (case-sensitive keywords, numbers only on numeric fields)', () => {
+    const list = Array.from({ length: 100 }, (_, n) => `'Id${n}'`).join(', ');
+    expect(eventScans(plan(`select id from edge_logs where id in (${list})`))[0]!.predicates).toEqual([{ terms: { id: Array.from({ length: 100 }, (_, n) => `Id${n}`) } }]);
+    const numbers = eventScans(plan('select id from edge_logs cross join unnest(metadata) m cross join unnest(m.response) r where r.status_code in (500, 502, 503)'))[0]!;
+    expect(JSON.stringify(numbers.predicates)).toContain('{"terms":{"metadata.response.status_code":[500,502,503]}}');
+    // text against a number, or a list of mixed kinds, is left to the engine as = is
+    expect(eventScans(plan("select id from edge_logs cross join unnest(metadata) m cross join unnest(m.response) r where r.status_code in ('500', '502')"))[0]!.predicates).toEqual([]);
+    expect(eventScans(plan("select id from edge_logs where id in ('a', 1)"))[0]!.predicates).toEqual([]);
+    expect(eventScans(plan("select id from edge_logs where id not in ('a', 'b')"))[0]!.predicates).toEqual([{ bool: { must_not: [{ terms: { id: ['a', 'b'] } }] } }]);
+  });
+
+  it('an AND chain is one flat filter list, keeping the parts it can push when others cannot be', () => {
+    const sql = `select id from edge_logs where (${Array.from({ length: 50 }, (_, n) => `id != 'i${n}'`).join(' and ')}) or id = 'x'`;
+    const predicates = eventScans(plan(sql))[0]!.predicates;
+    expect(boolDepth(predicates)).toBe(3);
+    const partial = eventScans(plan("select id from edge_logs where (id = 'a' and json_value(event_message, '$.x') = 'b') or id = 'c'"))[0]!;
+    expect(partial.predicates).toEqual([{ bool: { should: [{ term: { id: 'a' } }, { term: { id: 'c' } }], minimum_should_match: 1 } }]);
+  });
+
+  it('the aggregation pushdown builds flat filters too: an IN list is one terms, a long OR one should', () => {
+    const list = Array.from({ length: 150 }, (_, n) => `'/p${n}'`).join(', ');
+    const counted = aggregationOf(plan(`select count(*) as n from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r where r.path in (${list})`))!;
+    expect(JSON.stringify(counted.search.query)).toContain(`{"terms":{"metadata.request.path":[${list.replaceAll("'", '"').replaceAll(', ', ',')}]}}`);
+    const or = (terms: number) => aggregationOf(plan(`select count(*) as n from edge_logs where ${chain(terms, (n) => (n % 2 ? `id = 'i${n}'` : `event_message = 'm${n}'`))}`))!;
+    expect(boolDepth(or(200).search.query)).toBe(boolDepth(or(4).search.query));
+  });
+});
+
+describe('scans read only the columns the query names', () => {
+  const sourceOf = (sql: string) => eventScans(plan(sql)).map((scan) => scan.search._source);
+
+  it('narrows _source and the scan table to the columns read', () => {
+    expect(sourceOf('select id from edge_logs')).toEqual([['id']]);
+    expect(eventScans(plan('select id from edge_logs'))[0]!.columns.map((column) => column.name)).toEqual(['id']);
+    const union = Array.from({ length: 32 }, () => 'select id from edge_logs').join(' union all ');
+    expect(new Set(sourceOf(union).map((fields) => JSON.stringify(fields)))).toEqual(new Set(['["id"]']));
+    expect(sourceOf("select id, timestamp from edge_logs where event_message like '%x%'")).toEqual([['id', 'timestamp', 'event_message']]);
+    // metadata comes whole, with the values the ingest worker set aside
+    expect(sourceOf('select r.path from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r')).toEqual([['metadata', 'metadata_unindexed']]);
+    // nothing named: one small column, so each event is still a row
+    expect(sourceOf('select count(*) as n from edge_logs where regexp_contains(json_value(\'{}\', \'$.a\'), \'x\')')).toEqual([['id']]);
+  });
+
+  it('reads every column for *, a table used as a value, or a USING column', () => {
+    const all = ['id', 'timestamp', 'event_message', 'metadata', 'metadata_unindexed', 'project'];
+    expect(sourceOf('select * from edge_logs')).toEqual([all]);
+    expect(sourceOf('select to_json_string(t) as j from edge_logs t')).toEqual([all]);
+    expect(sourceOf('select x.id from (select * from edge_logs) x')).toEqual([all]);
+    expect(sourceOf('select a.id from edge_logs a join postgres_logs b using (event_message)')).toEqual([['id', 'event_message'], ['id', 'event_message']]);
+  });
+});
+
+it('refuses more reads of the endpoint\'s tables than maxScans before planning any', () => {
+  const union = (reads: number) => Array.from({ length: reads }, () => 'select id from edge_logs').join(' union all ');
+  expect(plan(union(32)).scans).toHaveLength(32);
+  expect(() => plan(union(33))).toThrow(SandboxViolation);
+  expect(() => plan(union(33))).toThrow(/33 times, more than 32 \(SANDBOX_MAX_SCANS\)/);
+  // one read in a WITH clause, used as often as needed, is one scan
+  expect(plan(`with e as (select id from edge_logs) ${Array.from({ length: 40 }, () => 'select id from e').join(' union all ')}`).scans).toHaveLength(1);
+});
+
+describe('internal names', () => {
+  it('refuses a CTE or alias named like a scan table, in any case', () => {
+    for (const sql of [
+      'with __scan_0 as (select "x" as id) select id from edge_logs',
+      'with __SCAN_0 as (select "x" as id) select id from edge_logs',
+      'with `__scan_0_groups` as (select 1 as n) select count(*) from edge_logs',
+      'select __scan_1.id from edge_logs as __scan_1',
+      'select x from edge_logs, unnest([1]) as __Scan_2 with offset as __scan_3',
+      'select s.id from (select id from edge_logs) as __scan_9',
+    ]) {
+      expect(() => plan(sql), sql).toThrow(SandboxViolation);
+      expect(() => plan(sql), sql).toThrow(/names beginning with __scan_ are reserved/);
+    }
+    expect(eventScans(plan('with __scanner as (select id from edge_logs) select id from __scanner'))).toHaveLength(1);
+  });
+});
+
+describe('parenthesised joins', () => {
+  it('scopes a subquery in the ON clause of an inner join like any other reference', () => {
+    const result = plan('select a.id from (edge_logs as a join edge_logs as b on a.id = b.id and a.id in (select id from auth_logs where id like "x%"))', { project: 'default' }, ['default']);
+    const scans = eventScans(result);
+    expect(scans.map((scan) => scan.cte)).toEqual(['edge_logs', 'edge_logs', 'auth_logs']);
+    for (const scan of scans) {
+      expect(filterOf(scan).slice(0, scan.scope.length)).toEqual(scan.scope);
+      expect(scan.scope).toContainEqual({ terms: { project: ['default'] } });
+    }
+    // the subquery reads its own scan table; no endpoint table name is left for the engine
+    const residual = JSON.stringify(result.residual!.query);
+    expect(residual).toContain(`"name":["${scans[2]!.table}"]`);
+    expect(residual).not.toMatch(/"name":\["(edge|auth)_logs"\]/);
   });
 });

@@ -1,6 +1,6 @@
 import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
-import { QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
+import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
 import { isShardNotStarted, neverStartedIndices, storeError } from '../../src/executor/elasticsearch.ts';
 import { keyLookUpFailure } from '../../src/auth/authenticator.ts';
 
@@ -39,6 +39,26 @@ describe('store refusals', () => {
     const mapped = storeError(refusal(400, buckets), 1000);
     expect(mapped).toBeInstanceOf(QueryTooExpensive);
     expect(mapped.message).toMatch(/too many buckets .*65536/);
+  });
+
+  it('a query the store refuses as malformed (400) is the caller\'s: invalid_query with the root cause, index names left out', () => {
+    // as Elasticsearch 8.19 answers a regexp on a long field
+    const reason = 'Can only use regexp queries on keyword and text fields - not on [metadata.n] which is of type [long]';
+    const cause = { type: 'query_shard_exception', reason, index_uuid: 'fNwuNqsARTSW4SJFJuCgJA', index: 'lp-edge_logs-2024.01.01' };
+    const body = { error: { root_cause: [cause], type: 'search_phase_execution_exception', reason: 'all shards failed', phase: 'query', grouped: true, failed_shards: [{ shard: 0, index: cause.index, reason: cause }] }, status: 400 };
+    const mapped = storeError(refusal(400, body), 1000);
+    expect(mapped).toBeInstanceOf(InvalidQuery);
+    expect((mapped as InvalidQuery).code).toBe('invalid_query');
+    expect(mapped.message).toBe(`the log store refused the query: ${reason}; change the query`);
+    const named = { error: { root_cause: [{ type: 'illegal_argument_exception', reason: 'field [x] of [lp-edge_logs-2024.01.01] (uuid fNwuNqsARTSW4SJFJuCgJA) is odd', index: 'lp-edge_logs-2024.01.01', index_uuid: 'fNwuNqsARTSW4SJFJuCgJA' }] }, status: 400 };
+    expect(storeError(refusal(400, named), 1000).message).toBe('the log store refused the query: field [x] of [(index)] (uuid (index)) is odd; change the query');
+    const parse = { error: { root_cause: [{ type: 'x_content_parse_exception', reason: `[1:1] ${'x'.repeat(1000)}` }], type: 'x_content_parse_exception' }, status: 400 };
+    expect(storeError(refusal(400, parse), 1000).message.length).toBeLessThan(400);
+  });
+
+  it('a closed index is the store\'s state, not the query: store_unavailable', () => {
+    const closed = { error: { root_cause: [{ type: 'index_closed_exception', reason: 'closed', index: 'lp-edge_logs-2024.01.01' }], type: 'index_closed_exception', reason: 'closed' }, status: 400 };
+    expect(storeError(refusal(400, closed), 1000)).toBeInstanceOf(StoreUnavailable);
   });
 
   it('overload and timeouts keep their meaning', () => {

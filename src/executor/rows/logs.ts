@@ -47,15 +47,35 @@ export function metadataRows(metadata: unknown): Record<string, unknown>[] {
   return records.filter(isRecord).map(recordFields);
 }
 
+const LOG_COLUMNS = ['id', 'timestamp', 'event_message', 'metadata'] as const;
+
 /** Search hits of stored events -> logs.all rows. */
 export function logRows(hits: estypes.SearchHit<Record<string, unknown>>[]): LogRow[] {
+  return columnRows(hits, LOG_COLUMNS) as unknown as LogRow[];
+}
+
+/** Search hits of stored events -> rows of the chosen columns of a source CTE (id, timestamp, event_message, metadata, project). */
+export function columnRows(hits: estypes.SearchHit<Record<string, unknown>>[], columns: readonly string[]): Record<string, unknown>[] {
   return hits.map((hit) => {
-    const source = restoreSetAsideFields((hit._source ?? {}) as { metadata?: unknown; metadata_unindexed?: SetAsideField[] } & Record<string, unknown>);
-    return {
-      id: typeof source.id === 'string' ? source.id : hit._id!,
-      timestamp: microsecondsFromStoredTimestamp(String(source.timestamp)),
-      event_message: typeof source.event_message === 'string' ? source.event_message : '',
-      metadata: metadataRows(source.metadata),
-    };
+    const stored = (hit._source ?? {}) as { metadata?: unknown; metadata_unindexed?: SetAsideField[] } & Record<string, unknown>;
+    const source = columns.includes('metadata') ? restoreSetAsideFields(stored) : stored;
+    const row: Record<string, unknown> = {};
+    for (const column of columns) row[column] = columnValue(column, source, hit);
+    return row;
   });
+}
+
+function columnValue(column: string, source: Record<string, unknown>, hit: estypes.SearchHit<Record<string, unknown>>): unknown {
+  switch (column) {
+    case 'id':
+      return typeof source.id === 'string' ? source.id : hit._id!;
+    case 'timestamp':
+      return microsecondsFromStoredTimestamp(String(source.timestamp));
+    case 'event_message':
+      return typeof source.event_message === 'string' ? source.event_message : '';
+    case 'metadata':
+      return metadataRows(source.metadata);
+    default:
+      return source[column] ?? null;
+  }
 }

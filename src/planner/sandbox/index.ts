@@ -1,18 +1,22 @@
 import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../../queries/endpoint.ts';
-import { UnknownTable } from '../../errors.ts';
+import { SandboxViolation, UnknownTable } from '../../errors.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SetExpression } from '../../sql/syntax.ts';
+import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import type { FieldCatalog } from '../field-catalog.ts';
 import type { Plan, Scan } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
 import { planAggregation } from './aggregation.ts';
+import { ColumnReads } from './column-reads.ts';
 import { conjuncts, pushDown } from './predicates.ts';
 import { SelectScope, type ScannedTable } from './select-scope.ts';
 
 export interface SandboxLimits {
-  /** The most events one scan may pull into the engine before the query is refused as too broad. */
+  /** The most events all scans of one query may pull into the engine together before it is refused as too broad; also its most groups. */
   maxScanEvents: number;
+  /** The most reads of endpoint tables (scans) one query may make. */
+  maxScans: number;
 }
 
 export interface SandboxContext extends ScopeContext {
@@ -42,6 +46,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   const query = structuredClone(parsed);
   const references: CteReference[] = [];
   collectReferences(query, new Set(), endpoint, references);
+  assertScanCount(references, context.limits.maxScans);
+  const reads = ColumnReads.of(query);
   const scannedBy = new Map<string, ScannedTable>(references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]));
 
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
@@ -59,7 +65,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       table,
       predicates,
       order: limit ? limit.order : 'timestamp_desc',
-      take: limit ? { kind: 'limit', rows: limit.rows } : { kind: 'all', maxEvents: context.limits.maxScanEvents },
+      take: limit ? { kind: 'limit', rows: limit.rows } : { kind: 'all' },
+      columns: reads.columnsOf(cte.columns.map((column) => column.name), reference.relation.alias ?? cte.name),
     });
   });
   const residual = { query, parameters: stringParameters(params), now: context.now };
@@ -76,9 +83,21 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       fallbackResidual: residual,
       maxGroups: context.limits.maxScanEvents,
     });
-    if (aggregated) return { scans: [aggregated.scan], residual: { ...residual, query: aggregated.residual }, answer: { kind: 'residual' }, rowCap: endpoint.maxRows };
+    if (aggregated) {
+      return { scans: [aggregated.scan], residual: { ...residual, query: aggregated.residual }, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+    }
   }
-  return { scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows };
+  return { scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+}
+
+/** Each read of a table that the store serves is at least one search: their number is bounded before any is made. */
+function assertScanCount(references: readonly CteReference[], maxScans: number): void {
+  const scans = references.filter((reference) => reference.cte.kind !== 'window_start').length;
+  if (scans > maxScans) {
+    throw new SandboxViolation(
+      `the query reads the endpoint's tables ${scans} times, more than ${maxScans} (SANDBOX_MAX_SCANS); read each table once, in a WITH clause, and use that name wherever it is needed`,
+    );
+  }
 }
 
 /** The SELECT that is the whole body of the query (no set operation around it), if any. */
@@ -173,7 +192,10 @@ function collectInRelation(relation: Relation, select: Select, visible: Readonly
   if (relation.kind === 'derived') return collectReferences(relation.query, visible, endpoint, into);
   if (relation.kind === 'nested_join') {
     collectInRelation(relation.item.relation, select, visible, endpoint, into);
-    for (const join of relation.item.joins) collectInRelation(join.relation, select, visible, endpoint, into);
+    for (const join of relation.item.joins) {
+      collectInRelation(join.relation, select, visible, endpoint, into);
+      collectInExpressions(join.on, visible, endpoint, into);
+    }
     return;
   }
   if (relation.kind === 'unnest') return collectInExpressions(relation.array, visible, endpoint, into);
@@ -181,7 +203,7 @@ function collectInRelation(relation: Relation, select: Select, visible: Readonly
   if (relation.name.length === 1 && visible.has(written.toLowerCase())) return;
   const cte = relation.name.length === 1 ? (cteByName(endpoint.ctes, written) ?? cteByName(endpoint.ctes, written.toLowerCase())) : undefined;
   if (!cte) throw new UnknownTable(written, tableNames(endpoint.ctes), relation.position);
-  const table = `__scan_${into.length}`;
+  const table = `${INTERNAL_TABLE_PREFIX}${into.length}`;
   relation.alias ??= written;
   relation.name = [table];
   into.push({ relation, cte, table, select });

@@ -30,9 +30,67 @@ const ALWAYS_PRESENT = new Set(['id', 'timestamp', 'event_message']);
 
 /** The conjuncts of a WHERE clause: a AND b AND c -> [a, b, c]. */
 export function conjuncts(expr: Expr | undefined): Expr[] {
-  if (!expr) return [];
-  if (expr.kind === 'binary' && expr.operator === 'and') return [...conjuncts(expr.left), ...conjuncts(expr.right)];
-  return [expr];
+  return expr ? operands(expr, 'and') : [];
+}
+
+/**
+ * The operands of a chain of one operator however it is grouped, in order: a OR (b OR c) -> [a, b, c].
+ * Filters are built from these flat lists, one bool for the whole chain: a bool per link would nest
+ * as deep as the chain is long, beyond what Elasticsearch parses. Iterative, as a chain may hold a thousand links.
+ */
+export function operands(expr: Expr, operator: 'and' | 'or'): Expr[] {
+  const found: Expr[] = [];
+  const pending: Expr[] = [expr];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    if (next.kind === 'binary' && next.operator === operator) pending.push(next.right, next.left);
+    else found.push(next);
+  }
+  return found;
+}
+
+type InList = Extract<Expr, { kind: 'in_list' }>;
+
+/**
+ * OR-ed equalities of one field with literals as one IN list, which becomes one `terms` filter:
+ * `a = 1 or b = 2 or a = 3` -> [a in (1, 3), b in (2)]. Same truth in SQL's three-valued logic.
+ */
+export function equalitiesAsLists(disjuncts: readonly Expr[], context: PredicateContext): Expr[] {
+  const lists = new Map<string, InList>();
+  const result: Expr[] = [];
+  for (const disjunct of disjuncts) {
+    const equality = literalEquality(disjunct, context);
+    if (!equality) {
+      result.push(disjunct);
+      continue;
+    }
+    const key = JSON.stringify(equality.field, (name, value: unknown) => (name === 'position' ? undefined : value));
+    const list = lists.get(key);
+    if (list) {
+      list.list.push(equality.value);
+      continue;
+    }
+    const created: InList = { kind: 'in_list', negated: false, expr: equality.field, list: [equality.value] };
+    lists.set(key, created);
+    result.push(created);
+  }
+  return result;
+}
+
+/** `field = literal` or `literal = field`, as its two sides. */
+function literalEquality(expr: Expr, context: PredicateContext): { field: Expr; value: Expr } | undefined {
+  if (expr.kind !== 'binary' || expr.operator !== '=') return undefined;
+  if (fieldOf(expr.left, context) && literal(expr.right) !== undefined) return { field: expr.left, value: expr.right };
+  if (fieldOf(expr.right, context) && literal(expr.left) !== undefined) return { field: expr.right, value: expr.left };
+  return undefined;
+}
+
+/** Any of several filters, in one flat `should`; undefined when one of them cannot be pushed (the rest would not be a superset). */
+function anyOf(alternatives: readonly (PushedPredicate | undefined)[]): PushedPredicate | undefined {
+  if (alternatives.length === 0 || alternatives.some((alternative) => alternative === undefined)) return undefined;
+  const pushed = alternatives as PushedPredicate[];
+  if (pushed.length === 1) return pushed[0];
+  return { query: { bool: { should: pushed.map((alternative) => alternative.query), minimum_should_match: 1 } }, exact: pushed.every((alternative) => alternative.exact) };
 }
 
 /** The filter a condition implies on the scanned events, or undefined when it implies nothing the store can check. */
@@ -40,19 +98,14 @@ export function pushDown(expr: Expr, context: PredicateContext): PushedPredicate
   switch (expr.kind) {
     case 'binary':
       if (expr.operator === 'and') {
-        const left = pushDown(expr.left, context);
-        const right = pushDown(expr.right, context);
-        if (left && right) return { query: { bool: { filter: [left.query, right.query] } }, exact: left.exact && right.exact };
-        // one side alone still holds for every row that passes: a superset
-        const either = left ?? right;
-        return either ? { query: either.query, exact: false } : undefined;
+        const parts = conjuncts(expr).map((conjunct) => pushDown(conjunct, context));
+        // the parts that can be pushed still hold for every row that passes: a superset
+        const pushed = parts.filter((part): part is PushedPredicate => part !== undefined);
+        if (pushed.length === 0) return undefined;
+        const exact = pushed.length === parts.length && pushed.every((part) => part.exact);
+        return { query: pushed.length === 1 ? pushed[0]!.query : { bool: { filter: pushed.map((part) => part.query) } }, exact };
       }
-      if (expr.operator === 'or') {
-        const left = pushDown(expr.left, context);
-        const right = pushDown(expr.right, context);
-        if (!left || !right) return undefined;
-        return { query: { bool: { should: [left.query, right.query], minimum_should_match: 1 } }, exact: left.exact && right.exact };
-      }
+      if (expr.operator === 'or') return anyOf(equalitiesAsLists(operands(expr, 'or'), context).map((disjunct) => pushDown(disjunct, context)));
       return comparison(expr.operator, expr.left, expr.right, context);
     case 'unary':
       return expr.operator === 'not' ? negation(expr.operand, context) : undefined;
@@ -63,13 +116,9 @@ export function pushDown(expr: Expr, context: PredicateContext): PushedPredicate
       if (!low || !high) return undefined;
       return { query: { bool: { filter: [low.query, high.query] } }, exact: low.exact && high.exact };
     }
-    case 'in_list': {
+    case 'in_list':
       if (expr.negated) return negation({ ...expr, negated: false }, context);
-      const alternatives = expr.list.map((element) => comparison('=', expr.expr, element, context));
-      if (alternatives.length === 0 || alternatives.some((alternative) => alternative === undefined)) return undefined;
-      const pushed = alternatives as PushedPredicate[];
-      return { query: { bool: { should: pushed.map((alternative) => alternative.query), minimum_should_match: 1 } }, exact: pushed.every((alternative) => alternative.exact) };
-    }
+      return equalsAny(expr.expr, expr.list, context);
     case 'like':
       if (expr.negated) return negation({ ...expr, negated: false }, context);
       return stringMatch(expr.expr, expr.pattern, 'like', context);
@@ -153,6 +202,26 @@ function comparison(operator: string, left: Expr, right: Expr, context: Predicat
     if (typeof value === 'boolean') return type === 'boolean' && op === '=' ? { term: { [name]: value } } : undefined;
     if (type !== 'keyword') return undefined;
     return op === '=' ? { term: { [name]: value } } : { range: { [name]: { [RANGE_KEY[op]!]: value } } };
+  }, context);
+}
+
+/**
+ * `field IN (values)`: one `terms` filter when the values are literals the field's type compares as
+ * `=` does (strings with a keyword, case-sensitive; numbers with a number; booleans with a boolean),
+ * else the equalities one by one in a flat `should`.
+ */
+function equalsAny(fieldExpr: Expr, valueExprs: readonly Expr[], context: PredicateContext): PushedPredicate | undefined {
+  const one = () => anyOf(valueExprs.map((valueExpr) => comparison('=', fieldExpr, valueExpr, context)));
+  const field = fieldOf(fieldExpr, context);
+  const values = valueExprs.map(literal);
+  if (valueExprs.length < 2 || !field || (field.kind === 'column' && field.column === 'timestamp')) return one();
+  if (values.some((value) => value === undefined)) return one();
+  const kinds = new Set(values.map((value) => typeof value));
+  if (kinds.size !== 1) return undefined;
+  const kind = [...kinds][0];
+  return onField(field, (name, type) => {
+    const comparable = kind === 'number' ? type !== undefined && NUMERIC_FIELD_TYPES.has(type) : kind === 'boolean' ? type === 'boolean' : type === 'keyword';
+    return comparable ? { terms: { [name]: values as estypes.FieldValue[] } } : undefined;
   }, context);
 }
 
@@ -315,17 +384,8 @@ export function truthOf(expr: Expr, context: PredicateContext): Truth | undefine
     case 'boolean':
       return { whenTrue: expr.value ? MATCH_ALL : MATCH_NONE, whenFalse: expr.value ? MATCH_NONE : MATCH_ALL, paths: [] };
     case 'binary': {
-      if (expr.operator === 'and' || expr.operator === 'or') {
-        const left = truthOf(expr.left, context);
-        const right = truthOf(expr.right, context);
-        if (!left || !right) return undefined;
-        const all = (queries: Query[]): Query => ({ bool: { filter: queries } });
-        const any = (queries: Query[]): Query => ({ bool: { should: queries, minimum_should_match: 1 } });
-        const paths = [...left.paths, ...right.paths];
-        return expr.operator === 'and'
-          ? { whenTrue: all([left.whenTrue, right.whenTrue]), whenFalse: any([left.whenFalse, right.whenFalse]), paths }
-          : { whenTrue: any([left.whenTrue, right.whenTrue]), whenFalse: all([left.whenFalse, right.whenFalse]), paths };
-      }
+      if (expr.operator === 'and') return combinedTruth('and', conjuncts(expr).map((conjunct) => truthOf(conjunct, context)));
+      if (expr.operator === 'or') return combinedTruth('or', equalitiesAsLists(operands(expr, 'or'), context).map((disjunct) => truthOf(disjunct, context)));
       return leafTruth(expr.operator, expr.left, expr.right, context);
     }
     case 'unary': {
@@ -341,11 +401,7 @@ export function truthOf(expr: Expr, context: PredicateContext): Truth | undefine
       return range && expr.negated ? { whenTrue: range.whenFalse, whenFalse: range.whenTrue, paths: range.paths } : range;
     }
     case 'in_list': {
-      if (expr.list.length === 0) return undefined;
-      const alternatives = expr.list
-        .map((element): Expr => ({ kind: 'binary', operator: '=', left: expr.expr, right: element }))
-        .reduce((left, right): Expr => ({ kind: 'binary', operator: 'or', left, right }));
-      const truth = truthOf(alternatives, context);
+      const truth = listTruth(expr.expr, expr.list, context);
       return truth && expr.negated ? { whenTrue: truth.whenFalse, whenFalse: truth.whenTrue, paths: truth.paths } : truth;
     }
     case 'is': {
@@ -396,6 +452,29 @@ function exactField(expr: Expr, context: PredicateContext): { exists: Query; pat
   const type = context.catalog.typeOf(field.path);
   if (type === undefined || type === 'object' || type === 'nested' || type === 'conflict' || type === 'text') return undefined;
   return { exists: inNestedRecords(field.path, { exists: { field: field.path } }, context.catalog), paths: [field.path] };
+}
+
+/** AND or OR of several truths, each side one flat bool: AND is true when all are, false when any is; OR the reverse. */
+function combinedTruth(operator: 'and' | 'or', truths: readonly (Truth | undefined)[]): Truth | undefined {
+  if (truths.length === 0 || truths.some((truth) => truth === undefined)) return undefined;
+  const parts = truths as Truth[];
+  if (parts.length === 1) return parts[0];
+  const all = (queries: Query[]): Query => ({ bool: { filter: queries } });
+  const any = (queries: Query[]): Query => ({ bool: { should: queries, minimum_should_match: 1 } });
+  const whenTrue = parts.map((part) => part.whenTrue);
+  const whenFalse = parts.map((part) => part.whenFalse);
+  const paths = parts.flatMap((part) => part.paths);
+  return operator === 'and' ? { whenTrue: all(whenTrue), whenFalse: any(whenFalse), paths } : { whenTrue: any(whenTrue), whenFalse: all(whenFalse), paths };
+}
+
+/** `field IN (values)` over a single-valued field: true where one value matches (one `terms`), false where the field has another value. */
+function listTruth(fieldExpr: Expr, valueExprs: readonly Expr[], context: PredicateContext): Truth | undefined {
+  if (valueExprs.length === 0) return undefined;
+  const field = exactField(fieldExpr, context);
+  const equal = field && valueExprs.length > 1 ? equalsAny(fieldExpr, valueExprs, context) : undefined;
+  if (!field || !equal) return combinedTruth('or', valueExprs.map((valueExpr) => leafTruth('=', fieldExpr, valueExpr, context)));
+  const positive = withoutIgnored(equal.query);
+  return { whenTrue: positive, whenFalse: { bool: { filter: [field.exists], must_not: [positive] } }, paths: field.paths };
 }
 
 function leafTruth(operator: string, left: Expr, right: Expr, context: PredicateContext): Truth | undefined {
