@@ -56,7 +56,7 @@ async function runResidual(plan: Plan, tables: EngineTable[], options: ExecutorO
   const residual = plan.residual!;
   const { sql } = translateToDuckDb(residual.query, { tables: tables.map((table) => table.schema), parameters: residual.parameters, now: residual.now });
   const engine = await options.engine();
-  const result = await engine.run({ tables, sql, timeoutMs: options.engineTimeoutMs });
+  const result = await engine.run({ tables, sql, timeoutMs: options.engineTimeoutMs, maxRows: plan.rowCap });
   return result.rows;
 }
 

@@ -6,6 +6,7 @@ import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from 
 import { EmbeddedEngine, type EngineTable } from '../../src/executor/engine/embedded-engine.ts';
 import { inferTableSchema } from '../../src/executor/engine/schema-inference.ts';
 import { metadataRows } from '../../src/executor/rows/logs.ts';
+import { sandboxEngineResultRowsTotal } from '../../src/metrics.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
 
 const samplesDirectory = path.resolve(import.meta.dirname, '../fixtures/logflare-samples');
@@ -210,6 +211,41 @@ describe('errors', () => {
 
   it('memory limit exceeded -> QueryTooExpensive', async () => {
     await expect(query(`select count(distinct i::varchar || 'abcdefghijklmnopqrstuvwxyz') as c from range(60000000) t(i)`, [], 60_000)).rejects.toThrow(QueryTooExpensive);
+    expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
+  });
+});
+
+describe('bounded results', () => {
+  const rowsSent = async () => (await sandboxEngineResultRowsTotal.get()).values[0]?.value ?? 0;
+
+  it('reads no more than maxRows rows: the first ones, marked truncated', async () => {
+    const before = await rowsSent();
+    const result = await engine.run({ tables: [], sql: 'select range as x from range(3000000) order by x', timeoutMs: 30_000, maxRows: 1000 });
+    expect(result.rows).toHaveLength(1000);
+    expect(result.rows[999]).toEqual({ x: 999 });
+    expect(result.truncated).toBe(true);
+    expect(await rowsSent()).toBe(before + 1000);
+  });
+
+  it('a result of exactly maxRows rows is whole, not truncated', async () => {
+    const result = await engine.run({ tables: [], sql: 'select range as x from range(5)', timeoutMs: 10_000, maxRows: 5 });
+    expect(result.rows).toHaveLength(5);
+    expect(result.truncated).toBe(false);
+  });
+
+  it('a result within both caps arrives whole and in order', async () => {
+    const before = await rowsSent();
+    const result = await query(`select range as x, repeat('v', 50) as s from range(100000) order by x`);
+    expect(result.rows).toHaveLength(100_000);
+    expect(result.rows.every((row, index) => row.x === index)).toBe(true);
+    expect(result.truncated).toBe(false);
+    expect(await rowsSent()).toBe(before + 100_000);
+  });
+
+  it('a result over the byte cap fails with QueryTooExpensive naming SANDBOX_MAX_RESULT_BYTES, and the next query works', async () => {
+    const error = await query(`select repeat('x', 1000000) as s from range(300)`).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(QueryTooExpensive);
+    expect((error as Error).message).toMatch(/larger than 16777216 bytes \(SANDBOX_MAX_RESULT_BYTES\)/);
     expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
   });
 });

@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import type { Logger } from '../../../shared/logger.ts';
 import { loaderArgs, modulePath, repositoryRoot } from '../../../shared/module-runtime.ts';
 import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../errors.ts';
+import { sandboxEngineResultRowsTotal, sandboxEngineTruncatedResultsTotal } from '../../metrics.ts';
 import type { TableSchema } from '../../sql/types.ts';
 import type { EngineMessage, ResultColumn, ServiceMessage } from './engine-protocol.ts';
 import type { EngineLimits } from './locked-database.ts';
@@ -18,12 +19,16 @@ export interface EngineRequest {
   /** One SELECT in DuckDB's dialect, reading the tables by their schema names. */
   sql: string;
   timeoutMs: number;
+  /** The answer's first rows only: the engine reads no further. Default: no row cap. */
+  maxRows?: number;
 }
 
 export interface EngineResult {
   columns: ResultColumn[];
   /** Values already in the API's JSON form (DESIGN.md 1). */
   rows: Record<string, unknown>[];
+  /** The query had rows beyond `maxRows`, which were not read. */
+  truncated: boolean;
 }
 
 export interface EngineOptions extends EngineLimits {
@@ -32,6 +37,8 @@ export interface EngineOptions extends EngineLimits {
   poolSize?: number;
   /** How long an interrupted query may take to stop before its process is killed. */
   interruptGraceMs?: number;
+  /** JSON bytes of the rows one query may return (SANDBOX_MAX_RESULT_BYTES). */
+  maxResultBytes?: number;
 }
 
 const ENTRY = modulePath('src/executor/engine/engine-process');
@@ -51,7 +58,7 @@ export class EmbeddedEngine {
   private constructor(private readonly options: Required<EngineOptions>) {}
 
   static async start(options: EngineOptions): Promise<EmbeddedEngine> {
-    const engine = new EmbeddedEngine({ poolSize: 1, interruptGraceMs: 2_000, ...options });
+    const engine = new EmbeddedEngine({ poolSize: 1, interruptGraceMs: 2_000, maxResultBytes: 16 * 1024 * 1024, ...options });
     const started = Date.now();
     const processes = await Promise.all(Array.from({ length: engine.options.poolSize }, () => EngineProcess.start(engine.options)));
     engine.idle.push(...processes);
@@ -64,7 +71,9 @@ export class EmbeddedEngine {
     let process = await this.acquire();
     try {
       if (!process.alive) process = await EngineProcess.start(this.options);
-      return await process.run(request);
+      const result = await process.run(request);
+      if (result.truncated) sandboxEngineTruncatedResultsTotal.inc();
+      return result;
     } finally {
       this.release(process);
     }
@@ -119,6 +128,8 @@ interface PendingRequest {
   resolve: (result: EngineResult) => void;
   reject: (error: Error) => void;
   timedOut: boolean;
+  /** Result rows received so far. */
+  rows: Record<string, unknown>[];
 }
 
 /** One forked engine process and the request it is running. */
@@ -172,7 +183,7 @@ class EngineProcess {
   run(request: EngineRequest): Promise<EngineResult> {
     const id = this.nextRequestId++;
     const result = new Promise<EngineResult>((resolve, reject) => {
-      this.pending = { id, resolve, reject, timedOut: false };
+      this.pending = { id, resolve, reject, timedOut: false, rows: [] };
     });
     const pending = this.pending!;
     const interruptTimer = setTimeout(() => {
@@ -216,7 +227,7 @@ class EngineProcess {
           await this.send({ type: 'rows', requestId: id, table, firstRowNumber: first, rows: rows.slice(first, first + ROWS_PER_MESSAGE) });
         }
       }
-      await this.send({ type: 'run', requestId: id, sql: request.sql });
+      await this.send({ type: 'run', requestId: id, sql: request.sql, maxRows: request.maxRows ?? Number.MAX_SAFE_INTEGER, maxBytes: this.options.maxResultBytes });
     } catch (error) {
       // A closed channel is answered by the exit handler; anything else (rows JSON cannot carry) here.
       if (this.exited) return;
@@ -237,8 +248,13 @@ class EngineProcess {
   private receive(message: EngineMessage): void {
     const pending = this.pending;
     if (pending === undefined || !('requestId' in message) || message.requestId !== pending.id) return;
+    if (message.type === 'result_rows') {
+      sandboxEngineResultRowsTotal.inc(message.rows.length);
+      for (const row of message.rows) pending.rows.push(row);
+      return;
+    }
     if (message.type === 'result') {
-      pending.resolve({ columns: message.columns, rows: message.rows });
+      pending.resolve({ columns: message.columns, rows: pending.rows, truncated: message.truncated });
       return;
     }
     if (message.type !== 'failure') return;
@@ -249,6 +265,13 @@ class EngineProcess {
       case 'out_of_memory':
         // Only DuckDB's first line: the rest advises operators on settings a client cannot change.
         pending.reject(new QueryTooExpensive(`the query needs more memory than the engine's limit of ${this.options.memoryLimit}: ${message.message.split('\n')[0]}`));
+        break;
+      case 'result_too_large':
+        pending.reject(
+          new QueryTooExpensive(
+            `the query's result is larger than ${this.options.maxResultBytes} bytes (SANDBOX_MAX_RESULT_BYTES) of JSON; select fewer or shorter columns (substr), fewer rows (LIMIT), or aggregate`,
+          ),
+        );
         break;
       case 'invalid_query':
         pending.reject(new InvalidQuery(message.message));

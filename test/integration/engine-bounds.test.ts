@@ -1,0 +1,92 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricsRegistry } from '../../src/metrics.ts';
+import { BOOTSTRAP_KEY, edgeEvent, startEndpointServer, storedTimestamp, type EndpointTestServer } from '../support/endpoint-server.ts';
+
+/**
+ * The engine step's bounds over HTTP (issue 18, findings 3 and 4): results stop at the row cap and the
+ * byte cap inside the engine, one key cannot hold every engine process, and the time a query waits for
+ * a process counts against QUERY_TIMEOUT_MS.
+ */
+const NOW = Date.UTC(2024, 0, 1, 12);
+const PARAMS = { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00.000Z', iso_timestamp_end: '2024-01-01T12:00:00.000Z' };
+const EVENTS = 2000;
+/** Runs until the engine interrupts it: 10^10 rows of a cross join. */
+const ENDLESS = 'select max(a * b) as m from unnest(generate_array(1, 100000)) as a cross join unnest(generate_array(1, 100000)) as b';
+/** An ordinary sandboxed query: it scans edge_logs in Elasticsearch, then the engine groups the rows. */
+const ORDINARY = 'select r.path, count(*) as n from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r group by r.path';
+
+let server: EndpointTestServer;
+
+function sandboxed(sql: string, key = BOOTSTRAP_KEY): Promise<LightMyRequestResponse> {
+  return server.app.inject({
+    method: 'POST',
+    url: '/api/endpoints/query/logs.all',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    payload: { ...PARAMS, sql },
+  });
+}
+
+/** A counter's total over its labels; 0 while it does not exist. */
+async function counter(name: string): Promise<number> {
+  const metric = metricsRegistry.getSingleMetric(name);
+  return metric ? (await metric.get()).values.reduce((sum, value) => sum + value.value, 0) : 0;
+}
+
+beforeAll(async () => {
+  server = await startEndpointServer({
+    now: NOW,
+    overrides: {
+      RATE_LIMIT_PER_MINUTE: '0',
+      QUERY_TIMEOUT_MS: '4000',
+      SANDBOX_MAX_RESULT_BYTES: String(1024 * 1024),
+    },
+  });
+  const start = Date.UTC(2024, 0, 1, 1);
+  await server.index(
+    'edge_logs',
+    Array.from({ length: EVENTS }, (_, n) => edgeEvent(`e-${n}`, storedTimestamp(start + n * 1000), 'default', { url: `https://x.co/p${n % 7}`, path: `/p${n % 7}` })),
+  );
+  // parsed text, field catalogs and engine processes ready, so the tests below see only their own work
+  expect((await sandboxed(ORDINARY)).statusCode).toBe(200);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.close();
+});
+
+describe('results are bounded inside the engine', () => {
+  it('3,000,000 rows: the answer holds the row cap and the engine sent no more than that', async () => {
+    const rowsBefore = await counter('sandbox_engine_result_rows_total');
+    const truncatedBefore = await counter('sandbox_engine_truncated_results_total');
+    const response = await sandboxed('select x from unnest(generate_array(1, 3000000)) as x');
+    expect(response.statusCode, response.body.slice(0, 300)).toBe(200);
+    const rows = response.json().result as { x: number }[];
+    expect(rows).toHaveLength(1000);
+    expect(rows[0]).toEqual({ x: 1 });
+    expect(await counter('sandbox_engine_result_rows_total')).toBe(rowsBefore + 1000);
+    expect(await counter('sandbox_engine_truncated_results_total')).toBe(truncatedBefore + 1);
+  });
+
+  it('300 values of 1 MB each: 400 query_too_expensive naming the byte cap and its variable', async () => {
+    const rowsBefore = await counter('sandbox_engine_result_rows_total');
+    const response = await sandboxed("select repeat('x', 1000000) as s from unnest(generate_array(1, 300)) as x");
+    expect(response.statusCode, response.body.slice(0, 300)).toBe(400);
+    expect(response.json().error.code).toBe('query_too_expensive');
+    expect(response.json().error.message).toMatch(/1048576 bytes \(SANDBOX_MAX_RESULT_BYTES\)/);
+    // what crossed from the engine stayed within the cap: no more rows than fit in 1 MiB
+    expect(await counter('sandbox_engine_result_rows_total')).toBeLessThanOrEqual(rowsBefore + 1);
+  });
+
+  it('one value larger than the byte cap is refused the same way', async () => {
+    const response = await sandboxed("select repeat('x', 20000000) as s");
+    expect(response.statusCode, response.body.slice(0, 300)).toBe(400);
+    expect(response.json().error.code).toBe('query_too_expensive');
+  });
+
+  it('rows within both caps are answered whole', async () => {
+    const response = await sandboxed("select x, repeat('y', 100) as s from unnest(generate_array(1, 1000)) as x");
+    expect(response.statusCode).toBe(200);
+    expect(response.json().result).toHaveLength(1000);
+  });
+});
