@@ -124,6 +124,9 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       memoryLimit: config.SANDBOX_ENGINE_MEMORY_LIMIT,
       threads: config.SANDBOX_ENGINE_THREADS,
       poolSize: config.SANDBOX_ENGINE_PROCESSES,
+      perKey: config.SANDBOX_ENGINE_PER_KEY,
+      maxWaitingPerKey: config.SANDBOX_ENGINE_QUEUE_PER_KEY,
+      maxWaiting: config.SANDBOX_ENGINE_QUEUE_MAX,
       maxResultBytes: config.SANDBOX_MAX_RESULT_BYTES,
       logger: deps.logger,
     }).catch((error: unknown) => {

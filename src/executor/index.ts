@@ -13,8 +13,10 @@ import { bucketCounts, usageRows } from './rows/usage.ts';
 export interface ExecutorOptions extends StoreOptions {
   /** Runs residual queries; started on first use, so a service that never sees one never pays for it. */
   engine: () => Promise<EmbeddedEngine>;
-  /** How long the residual query may run in the engine. */
-  engineTimeoutMs: number;
+  /** Whose query it is in the engine's turns (an API key id). */
+  engineKey: string;
+  /** When the answer is due, on performance.now()'s clock: the engine gets what is left, its wait for a process included. */
+  deadline: number;
 }
 
 /** Runs a plan: its scans on Elasticsearch, then (for sandboxed queries) the residual query; returns the answer's rows. */
@@ -56,7 +58,7 @@ async function runResidual(plan: Plan, tables: EngineTable[], options: ExecutorO
   const residual = plan.residual!;
   const { sql } = translateToDuckDb(residual.query, { tables: tables.map((table) => table.schema), parameters: residual.parameters, now: residual.now });
   const engine = await options.engine();
-  const result = await engine.run({ tables, sql, timeoutMs: options.engineTimeoutMs, maxRows: plan.rowCap });
+  const result = await engine.run({ tables, sql, timeoutMs: options.deadline - performance.now(), key: options.engineKey, maxRows: plan.rowCap });
   return result.rows;
 }
 

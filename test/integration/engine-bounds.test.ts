@@ -33,6 +33,14 @@ async function counter(name: string): Promise<number> {
   return metric ? (await metric.get()).values.reduce((sum, value) => sum + value.value, 0) : 0;
 }
 
+/** Resolves once `count` of the promises have settled. */
+function settled(promises: Promise<unknown>[], count: number): Promise<void> {
+  let done = 0;
+  return new Promise((resolve) => {
+    for (const promise of promises) void promise.finally(() => ++done === count && resolve());
+  });
+}
+
 beforeAll(async () => {
   server = await startEndpointServer({
     now: NOW,
@@ -40,6 +48,9 @@ beforeAll(async () => {
       RATE_LIMIT_PER_MINUTE: '0',
       QUERY_TIMEOUT_MS: '4000',
       SANDBOX_MAX_RESULT_BYTES: String(1024 * 1024),
+      SANDBOX_ENGINE_PROCESSES: '2',
+      SANDBOX_ENGINE_PER_KEY: '1',
+      SANDBOX_ENGINE_QUEUE_PER_KEY: '1',
     },
   });
   const start = Date.UTC(2024, 0, 1, 1);
@@ -88,5 +99,58 @@ describe('results are bounded inside the engine', () => {
     const response = await sandboxed("select x, repeat('y', 100) as s from unnest(generate_array(1, 1000)) as x");
     expect(response.statusCode).toBe(200);
     expect(response.json().result).toHaveLength(1000);
+  });
+});
+
+describe('engine processes are shared fairly between keys', () => {
+  it('a flooding key gets 429 with Retry-After beyond its share, and another key is answered before the flood ends', async () => {
+    const flooder = await server.createKey({});
+    const other = await server.createKey({});
+    const order: string[] = [];
+    const flood = Array.from({ length: 4 }, () =>
+      sandboxed(ENDLESS, flooder).then((response) => {
+        order.push(`flood ${response.statusCode}`);
+        return response;
+      }),
+    );
+    // one flood query runs, one waits for the key's share: the other two are refused at once
+    await settled(flood, 2);
+    const answer = await sandboxed(ORDINARY, other);
+    order.push(`other ${answer.statusCode}`);
+    const responses = await Promise.all(flood);
+
+    expect(answer.statusCode, answer.body).toBe(200);
+    expect((answer.json().result as unknown[]).length).toBe(7);
+    const refused = responses.filter((response) => response.statusCode === 429);
+    expect(refused).toHaveLength(2);
+    for (const response of refused) {
+      expect(response.json().error.code).toBe('rate_limited');
+      expect(response.json().error.message).toMatch(/SANDBOX_ENGINE_PER_KEY/);
+      expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+    // the flood's admitted queries end only at their time limit, after the other key's answer
+    expect(order.slice(0, 2)).toEqual(['flood 429', 'flood 429']);
+    expect(order[2]).toBe('other 200');
+    expect(order.slice(3).sort()).toEqual(['flood 504', 'flood 504']);
+  });
+
+  it('time spent waiting for a process counts against QUERY_TIMEOUT_MS: a queued query gets 504, never a late 200', async () => {
+    const [first, second, waiting] = [await server.createKey({}), await server.createKey({}), await server.createKey({})];
+    const order: string[] = [];
+    const track = (name: string, response: Promise<LightMyRequestResponse>) =>
+      response.then((settledResponse) => {
+        order.push(`${name} ${settledResponse.statusCode}`);
+        return settledResponse;
+      });
+    // the queued query starts first but scans Elasticsearch while two endless ones from other keys take both processes
+    const queued = track('queued', sandboxed(ORDINARY, waiting));
+    const blockers = [track('blocker', sandboxed(ENDLESS, first)), track('blocker', sandboxed(ENDLESS, second))];
+    const response = await queued;
+    await Promise.all(blockers);
+
+    expect(response.statusCode, response.body).toBe(504);
+    expect(response.json().error.code).toBe('query_timeout');
+    expect(response.json().error.message).toMatch(/waited .*for a query engine process.*QUERY_TIMEOUT_MS/);
+    expect(order).toEqual(['queued 504', 'blocker 504', 'blocker 504']);
   });
 });

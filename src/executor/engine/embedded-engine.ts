@@ -6,6 +6,7 @@ import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from 
 import { sandboxEngineResultRowsTotal, sandboxEngineTruncatedResultsTotal } from '../../metrics.ts';
 import type { TableSchema } from '../../sql/types.ts';
 import type { EngineMessage, ResultColumn, ServiceMessage } from './engine-protocol.ts';
+import { EngineQueue } from './engine-queue.ts';
 import type { EngineLimits } from './locked-database.ts';
 
 export interface EngineTable {
@@ -18,7 +19,10 @@ export interface EngineRequest {
   tables: EngineTable[];
   /** One SELECT in DuckDB's dialect, reading the tables by their schema names. */
   sql: string;
+  /** Time from this call to the answer, waiting for a process included. */
   timeoutMs: number;
+  /** Whose query it is (an API key id): a key runs at most `perKey` queries at once. */
+  key?: string;
   /** The answer's first rows only: the engine reads no further. Default: no row cap. */
   maxRows?: number;
 }
@@ -39,26 +43,47 @@ export interface EngineOptions extends EngineLimits {
   interruptGraceMs?: number;
   /** JSON bytes of the rows one query may return (SANDBOX_MAX_RESULT_BYTES). */
   maxResultBytes?: number;
+  /** Queries one key may run at once; default: every process. */
+  perKey?: number;
+  /** Queries one key may have waiting for a process; default: no bound. */
+  maxWaitingPerKey?: number;
+  /** Queries waiting for a process in all; default: no bound. */
+  maxWaiting?: number;
 }
 
 const ENTRY = modulePath('src/executor/engine/engine-process');
 const START_TIMEOUT_MS = 30_000;
 const ROWS_PER_MESSAGE = 2_000;
+/** Whose query it is when the caller does not say. */
+const NO_KEY = '';
 
 /**
  * Runs residual queries in DuckDB in child processes, so that DuckDB's native failures and its
- * CPU-bound work stay off the query service's process and event loop. Requests queue for a free
- * process; a process that dies fails only the request it was running and is replaced.
+ * CPU-bound work stay off the query service's process and event loop. Requests take turns for a
+ * process by key (EngineQueue), within the time they were given; a process that dies fails only the
+ * request it was running and is replaced.
  */
 export class EmbeddedEngine {
   private readonly idle: EngineProcess[] = [];
   private readonly waiting: ((process: EngineProcess) => void)[] = [];
+  private readonly queue: EngineQueue;
   private closing = false;
 
-  private constructor(private readonly options: Required<EngineOptions>) {}
+  private constructor(private readonly options: Required<EngineOptions>) {
+    this.queue = new EngineQueue({ slots: options.poolSize, perKey: options.perKey, maxWaiting: options.maxWaiting, maxWaitingPerKey: options.maxWaitingPerKey });
+  }
 
   static async start(options: EngineOptions): Promise<EmbeddedEngine> {
-    const engine = new EmbeddedEngine({ poolSize: 1, interruptGraceMs: 2_000, maxResultBytes: 16 * 1024 * 1024, ...options });
+    const poolSize = options.poolSize ?? 1;
+    const engine = new EmbeddedEngine({
+      interruptGraceMs: 2_000,
+      maxResultBytes: 16 * 1024 * 1024,
+      perKey: poolSize,
+      maxWaitingPerKey: Infinity,
+      maxWaiting: Infinity,
+      ...options,
+      poolSize,
+    });
     const started = Date.now();
     const processes = await Promise.all(Array.from({ length: engine.options.poolSize }, () => EngineProcess.start(engine.options)));
     engine.idle.push(...processes);
@@ -68,14 +93,23 @@ export class EmbeddedEngine {
 
   async run(request: EngineRequest): Promise<EngineResult> {
     if (this.closing) throw new StoreUnavailable('the query engine is shutting down');
-    let process = await this.acquire();
+    const deadline = performance.now() + request.timeoutMs;
+    const turn = await this.queue.acquire(request.key ?? NO_KEY, deadline);
     try {
-      if (!process.alive) process = await EngineProcess.start(this.options);
-      const result = await process.run(request);
-      if (result.truncated) sandboxEngineTruncatedResultsTotal.inc();
-      return result;
+      if (this.closing) throw new StoreUnavailable('the query engine is shutting down');
+      let process = await this.acquire();
+      try {
+        if (!process.alive) process = await EngineProcess.start(this.options);
+        const timeoutMs = deadline - performance.now();
+        if (timeoutMs <= 0) throw new QueryTimeout('the query ran out of its time limit (QUERY_TIMEOUT_MS) before the query engine could run it');
+        const result = await process.run({ ...request, timeoutMs });
+        if (result.truncated) sandboxEngineTruncatedResultsTotal.inc();
+        return result;
+      } finally {
+        this.release(process);
+      }
     } finally {
-      this.release(process);
+      turn.release();
     }
   }
 
