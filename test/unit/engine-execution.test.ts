@@ -253,12 +253,11 @@ describe('bounded results', () => {
 describe('time limits and crashes', () => {
   const long = `select sum(a.range * b.range) as s from range(100000) a, range(100000) b`;
 
-  it('interrupts a query at its timeout with QueryTimeout, and the next query works', async () => {
-    const started = performance.now();
+  it('interrupts a query at its timeout with QueryTimeout, its process survives, and the next query works', async () => {
+    const processes = engine.idleProcessIds;
     await expect(query(long, [], 500)).rejects.toThrow(QueryTimeout);
-    const elapsed = performance.now() - started;
-    expect(elapsed).toBeGreaterThanOrEqual(450);
-    expect(elapsed).toBeLessThan(500 + 1_000 + 500);
+    // stopped by DuckDB's interrupt, not by killing the process after the grace period
+    expect(engine.idleProcessIds).toEqual(processes);
     expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
   });
 
@@ -273,26 +272,20 @@ describe('time limits and crashes', () => {
     expect(engine.idleProcessIds).not.toContain(pid);
   });
 
-  it('keeps the event loop free while a query runs for about 2 seconds', async () => {
-    let maxDelay = 0;
-    let last = performance.now();
+  it('keeps the event loop free while a query runs: timers fire before the query ends', async () => {
+    const events: string[] = [];
+    let ticks = 0;
     const ticker = setInterval(() => {
-      const now = performance.now();
-      maxDelay = Math.max(maxDelay, now - last - 10);
-      last = now;
+      ticks += 1;
+      if (ticks === 5) events.push('five timer ticks');
     }, 10);
-    const started = performance.now();
     try {
-      await query(`select sum(a.range * b.range) as s from range(10000) a, range(10000) b`, [], 30_000);
+      // ends only at its time limit; a query run on this thread would hold every tick until it stopped
+      await query(long, [], 1_500).catch((error: unknown) => events.push(error instanceof QueryTimeout ? 'query stopped' : String(error)));
     } finally {
       clearInterval(ticker);
     }
-    const elapsed = performance.now() - started;
-    console.log(`event loop: query ${elapsed.toFixed(0)} ms, longest extra timer delay ${maxDelay.toFixed(1)} ms`);
-    expect(elapsed).toBeGreaterThan(500);
-    // a query run on this thread would hold the timer for about its whole duration; in the engine's
-    // own process the timer only waits on the scheduler (a loaded machine adds a few hundred ms at most)
-    expect(maxDelay).toBeLessThan(elapsed / 3);
+    expect(events).toEqual(['five timer ticks', 'query stopped']);
   });
 });
 
