@@ -83,6 +83,13 @@ export const configSchema = z.object({
   SANDBOX_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).default(2),
   // each engine process runs one residual query at a time: one process held every sandboxed SQL query to about 25 requests a second
   SANDBOX_ENGINE_PROCESSES: z.coerce.number().int().min(1).max(32).default(2),
+  // engine queries one API key may run at once: below SANDBOX_ENGINE_PROCESSES, no key holds every process
+  SANDBOX_ENGINE_PER_KEY: z.coerce.number().int().min(1).max(32).default(1),
+  // engine queries waiting for a process: per key (more get 429) and in all (more get 503); waiting counts in QUERY_TIMEOUT_MS
+  SANDBOX_ENGINE_QUEUE_PER_KEY: z.coerce.number().int().min(0).max(1000).default(4),
+  SANDBOX_ENGINE_QUEUE_MAX: z.coerce.number().int().min(0).max(10_000).default(16),
+  // JSON bytes of the rows one engine query may return (its first rows up to the endpoint's row cap); more is a 400
+  SANDBOX_MAX_RESULT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(16 * 1024 * 1024),
   // sandboxed SQL is parsed in a worker thread; a parse running longer is refused
   SANDBOX_PARSE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
   // how long the cached field types of an index (what can be pushed down) are trusted

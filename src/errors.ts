@@ -56,9 +56,15 @@ export class RateLimited extends ApiError {
   }
 }
 
-/** The log store cannot answer now (503). */
+/** The log store or the query engine cannot answer now (503); when known, how long until it likely can. */
 export class StoreUnavailable extends ApiError {
   readonly code = 'store_unavailable';
+  constructor(
+    message: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+  }
 }
 
 /** The query ran out of time (504). */

@@ -101,6 +101,18 @@ export const sandboxScannedEventsTotal = new Counter({
   registers: [metricsRegistry],
 });
 
+export const sandboxEngineResultRowsTotal = new Counter({
+  name: 'sandbox_engine_result_rows_total',
+  help: 'Result rows the embedded engine sent to the query service (it reads no more than the row cap of each query)',
+  registers: [metricsRegistry],
+});
+
+export const sandboxEngineTruncatedResultsTotal = new Counter({
+  name: 'sandbox_engine_truncated_results_total',
+  help: 'Engine results cut at the row cap: the query had more rows, which the engine did not read',
+  registers: [metricsRegistry],
+});
+
 /** How often the event loop is sampled; each sample is the time between two ticks of this period. */
 const EVENT_LOOP_RESOLUTION_MS = 10;
 const EVENT_LOOP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];

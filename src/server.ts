@@ -120,7 +120,16 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   // DuckDB runs in child processes started on the first sandboxed query, not with every server
   let engine: Promise<EmbeddedEngine> | undefined;
   const startedEngine = () =>
-    (engine ??= EmbeddedEngine.start({ memoryLimit: deps.config.SANDBOX_ENGINE_MEMORY_LIMIT, threads: deps.config.SANDBOX_ENGINE_THREADS, poolSize: deps.config.SANDBOX_ENGINE_PROCESSES, logger: deps.logger }).catch((error: unknown) => {
+    (engine ??= EmbeddedEngine.start({
+      memoryLimit: config.SANDBOX_ENGINE_MEMORY_LIMIT,
+      threads: config.SANDBOX_ENGINE_THREADS,
+      poolSize: config.SANDBOX_ENGINE_PROCESSES,
+      perKey: config.SANDBOX_ENGINE_PER_KEY,
+      maxWaitingPerKey: config.SANDBOX_ENGINE_QUEUE_PER_KEY,
+      maxWaiting: config.SANDBOX_ENGINE_QUEUE_MAX,
+      maxResultBytes: config.SANDBOX_MAX_RESULT_BYTES,
+      logger: deps.logger,
+    }).catch((error: unknown) => {
       engine = undefined;
       throw error;
     }));

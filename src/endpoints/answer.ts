@@ -50,6 +50,9 @@ export interface EndpointRequest {
   redactHeader: string | string[] | undefined;
 }
 
+/** Warming runs take their turns in the engine as one key of their own (API key ids are hex or 'bootstrap'). */
+const WARMING_KEY = 'cache-warming';
+
 type ParsedSandbox = { language: 'sql'; query: Query } | { language: 'lql'; query: LqlQuery };
 
 export interface Answer {
@@ -81,6 +84,7 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
 }
 
 async function computeAnswer(request: EndpointRequest, redact: boolean, dependencies: AnswerDependencies): Promise<Answer> {
+  const startedAt = performance.now();
   const { endpoint, principal } = request;
   const sandbox = endpoint.sandboxable ? sandboxRequest(request.supplied) : undefined;
   const parameters = validateParameters(endpoint, request.supplied);
@@ -111,6 +115,8 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
   };
   let firstPlan: Plan | undefined = await plan();
   const run = async () => {
+    // the caller's run is timed from the request's start; a warming run (every later one) from its own, as its own key
+    const warming = firstPlan === undefined;
     const current = firstPlan ?? (await plan());
     firstPlan = undefined;
     const rows = await executePlan(current, {
@@ -118,8 +124,9 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       timeoutMs: dependencies.queryTimeoutMs,
       observe: (seconds) => elasticsearchQuerySeconds.observe({ endpoint: endpoint.name }, seconds),
       engine: dependencies.sandbox.engine,
-      engineTimeoutMs: dependencies.queryTimeoutMs,
       maxTranslatedChars: dependencies.sandbox.maxTranslatedChars,
+      engineKey: warming ? WARMING_KEY : principal.keyId,
+      deadline: (warming ? performance.now() : startedAt) + dependencies.queryTimeoutMs,
     });
     return encodeAnswer(rows, { redact });
   };

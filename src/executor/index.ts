@@ -14,10 +14,12 @@ import { ScanBudget } from './scan-budget.ts';
 export interface ExecutorOptions extends StoreOptions {
   /** Runs residual queries; started on first use, so a service that never sees one never pays for it. */
   engine: () => Promise<EmbeddedEngine>;
-  /** How long the residual query may run in the engine. */
-  engineTimeoutMs: number;
   /** The most characters of engine SQL a residual query may translate to (SANDBOX_MAX_TRANSLATED_CHARS). */
   maxTranslatedChars: number;
+  /** Whose query it is in the engine's turns (an API key id). */
+  engineKey: string;
+  /** When the answer is due, on performance.now()'s clock: the engine gets what is left, its wait for a process included. */
+  deadline: number;
 }
 
 /** Runs a plan: its scans on Elasticsearch, then (for sandboxed queries) the residual query; returns the answer's rows. */
@@ -97,7 +99,7 @@ async function runResidual(plan: Plan, tables: EngineTable[], options: ExecutorO
     maxChars: options.maxTranslatedChars,
   });
   const engine = await options.engine();
-  const result = await engine.run({ tables, sql, timeoutMs: options.engineTimeoutMs });
+  const result = await engine.run({ tables, sql, timeoutMs: options.deadline - performance.now(), key: options.engineKey, maxRows: plan.rowCap });
   return result.rows;
 }
 

@@ -36,7 +36,8 @@ export function statusOf(error: ApiError): number {
 }
 
 function headersOf(error: ApiError): Record<string, string> {
-  return error instanceof RateLimited ? { 'retry-after': String(error.retryAfterSeconds) } : {};
+  const retryAfterSeconds = error instanceof RateLimited || error instanceof StoreUnavailable ? error.retryAfterSeconds : undefined;
+  return retryAfterSeconds === undefined ? {} : { 'retry-after': String(retryAfterSeconds) };
 }
 
 /** The single place typed errors (and fastify's own) become the JSON error envelope. */

@@ -37,8 +37,8 @@ const ERROR_RESPONSES: Record<string, string> = {
   '404': 'Unknown endpoint',
   '413': 'Request body too large',
   '414': 'URL too long',
-  '429': 'The API key spent its rate limit; the Retry-After header says how many seconds to wait',
-  '503': 'Elasticsearch unavailable',
+  '429': 'The API key spent its rate limit or its share of the query engine; the Retry-After header says how many seconds to wait',
+  '503': 'Elasticsearch unavailable, or the query engine busy (then with a Retry-After header)',
   '504': 'Query exceeded the time limit',
 };
 

@@ -6,6 +6,7 @@ import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from 
 import { EmbeddedEngine, type EngineTable } from '../../src/executor/engine/embedded-engine.ts';
 import { inferTableSchema } from '../../src/executor/engine/schema-inference.ts';
 import { metadataRows } from '../../src/executor/rows/logs.ts';
+import { sandboxEngineResultRowsTotal } from '../../src/metrics.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
 
 const samplesDirectory = path.resolve(import.meta.dirname, '../fixtures/logflare-samples');
@@ -214,15 +215,49 @@ describe('errors', () => {
   });
 });
 
+describe('bounded results', () => {
+  const rowsSent = async () => (await sandboxEngineResultRowsTotal.get()).values[0]?.value ?? 0;
+
+  it('reads no more than maxRows rows: the first ones, marked truncated', async () => {
+    const before = await rowsSent();
+    const result = await engine.run({ tables: [], sql: 'select range as x from range(3000000) order by x', timeoutMs: 30_000, maxRows: 1000 });
+    expect(result.rows).toHaveLength(1000);
+    expect(result.rows[999]).toEqual({ x: 999 });
+    expect(result.truncated).toBe(true);
+    expect(await rowsSent()).toBe(before + 1000);
+  });
+
+  it('a result of exactly maxRows rows is whole, not truncated', async () => {
+    const result = await engine.run({ tables: [], sql: 'select range as x from range(5)', timeoutMs: 10_000, maxRows: 5 });
+    expect(result.rows).toHaveLength(5);
+    expect(result.truncated).toBe(false);
+  });
+
+  it('a result within both caps arrives whole and in order', async () => {
+    const before = await rowsSent();
+    const result = await query(`select range as x, repeat('v', 50) as s from range(100000) order by x`);
+    expect(result.rows).toHaveLength(100_000);
+    expect(result.rows.every((row, index) => row.x === index)).toBe(true);
+    expect(result.truncated).toBe(false);
+    expect(await rowsSent()).toBe(before + 100_000);
+  });
+
+  it('a result over the byte cap fails with QueryTooExpensive naming SANDBOX_MAX_RESULT_BYTES, and the next query works', async () => {
+    const error = await query(`select repeat('x', 1000000) as s from range(300)`).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(QueryTooExpensive);
+    expect((error as Error).message).toMatch(/larger than 16777216 bytes \(SANDBOX_MAX_RESULT_BYTES\)/);
+    expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
+  });
+});
+
 describe('time limits and crashes', () => {
   const long = `select sum(a.range * b.range) as s from range(100000) a, range(100000) b`;
 
-  it('interrupts a query at its timeout with QueryTimeout, and the next query works', async () => {
-    const started = performance.now();
+  it('interrupts a query at its timeout with QueryTimeout, its process survives, and the next query works', async () => {
+    const processes = engine.idleProcessIds;
     await expect(query(long, [], 500)).rejects.toThrow(QueryTimeout);
-    const elapsed = performance.now() - started;
-    expect(elapsed).toBeGreaterThanOrEqual(450);
-    expect(elapsed).toBeLessThan(500 + 1_000 + 500);
+    // stopped by DuckDB's interrupt, not by killing the process after the grace period
+    expect(engine.idleProcessIds).toEqual(processes);
     expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
   });
 
@@ -237,26 +272,20 @@ describe('time limits and crashes', () => {
     expect(engine.idleProcessIds).not.toContain(pid);
   });
 
-  it('keeps the event loop free while a query runs for about 2 seconds', async () => {
-    let maxDelay = 0;
-    let last = performance.now();
+  it('keeps the event loop free while a query runs: timers fire before the query ends', async () => {
+    const events: string[] = [];
+    let ticks = 0;
     const ticker = setInterval(() => {
-      const now = performance.now();
-      maxDelay = Math.max(maxDelay, now - last - 10);
-      last = now;
+      ticks += 1;
+      if (ticks === 5) events.push('five timer ticks');
     }, 10);
-    const started = performance.now();
     try {
-      await query(`select sum(a.range * b.range) as s from range(10000) a, range(10000) b`, [], 30_000);
+      // ends only at its time limit; a query run on this thread would hold every tick until it stopped
+      await query(long, [], 1_500).catch((error: unknown) => events.push(error instanceof QueryTimeout ? 'query stopped' : String(error)));
     } finally {
       clearInterval(ticker);
     }
-    const elapsed = performance.now() - started;
-    console.log(`event loop: query ${elapsed.toFixed(0)} ms, longest extra timer delay ${maxDelay.toFixed(1)} ms`);
-    expect(elapsed).toBeGreaterThan(500);
-    // a query run on this thread would hold the timer for about its whole duration; in the engine's
-    // own process the timer only waits on the scheduler (a loaded machine adds a few hundred ms at most)
-    expect(maxDelay).toBeLessThan(elapsed / 3);
+    expect(events).toEqual(['five timer ticks', 'query stopped']);
   });
 });
 

@@ -3,8 +3,10 @@ import { createInterface } from 'node:readline';
 import type { Logger } from '../../../shared/logger.ts';
 import { loaderArgs, modulePath, repositoryRoot } from '../../../shared/module-runtime.ts';
 import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../errors.ts';
+import { sandboxEngineResultRowsTotal, sandboxEngineTruncatedResultsTotal } from '../../metrics.ts';
 import type { TableSchema } from '../../sql/types.ts';
 import type { EngineMessage, ResultColumn, ServiceMessage } from './engine-protocol.ts';
+import { EngineQueue } from './engine-queue.ts';
 import type { EngineLimits } from './locked-database.ts';
 
 export interface EngineTable {
@@ -17,13 +19,20 @@ export interface EngineRequest {
   tables: EngineTable[];
   /** One SELECT in DuckDB's dialect, reading the tables by their schema names. */
   sql: string;
+  /** Time from this call to the answer, waiting for a process included. */
   timeoutMs: number;
+  /** Whose query it is (an API key id): a key runs at most `perKey` queries at once. */
+  key?: string;
+  /** The answer's first rows only: the engine reads no further. Default: no row cap. */
+  maxRows?: number;
 }
 
 export interface EngineResult {
   columns: ResultColumn[];
   /** Values already in the API's JSON form (DESIGN.md 1). */
   rows: Record<string, unknown>[];
+  /** The query had rows beyond `maxRows`, which were not read. */
+  truncated: boolean;
 }
 
 export interface EngineOptions extends EngineLimits {
@@ -32,26 +41,49 @@ export interface EngineOptions extends EngineLimits {
   poolSize?: number;
   /** How long an interrupted query may take to stop before its process is killed. */
   interruptGraceMs?: number;
+  /** JSON bytes of the rows one query may return (SANDBOX_MAX_RESULT_BYTES). */
+  maxResultBytes?: number;
+  /** Queries one key may run at once; default: every process. */
+  perKey?: number;
+  /** Queries one key may have waiting for a process; default: no bound. */
+  maxWaitingPerKey?: number;
+  /** Queries waiting for a process in all; default: no bound. */
+  maxWaiting?: number;
 }
 
 const ENTRY = modulePath('src/executor/engine/engine-process');
 const START_TIMEOUT_MS = 30_000;
 const ROWS_PER_MESSAGE = 2_000;
+/** Whose query it is when the caller does not say. */
+const NO_KEY = '';
 
 /**
  * Runs residual queries in DuckDB in child processes, so that DuckDB's native failures and its
- * CPU-bound work stay off the query service's process and event loop. Requests queue for a free
- * process; a process that dies fails only the request it was running and is replaced.
+ * CPU-bound work stay off the query service's process and event loop. Requests take turns for a
+ * process by key (EngineQueue), within the time they were given; a process that dies fails only the
+ * request it was running and is replaced.
  */
 export class EmbeddedEngine {
   private readonly idle: EngineProcess[] = [];
   private readonly waiting: ((process: EngineProcess) => void)[] = [];
+  private readonly queue: EngineQueue;
   private closing = false;
 
-  private constructor(private readonly options: Required<EngineOptions>) {}
+  private constructor(private readonly options: Required<EngineOptions>) {
+    this.queue = new EngineQueue({ slots: options.poolSize, perKey: options.perKey, maxWaiting: options.maxWaiting, maxWaitingPerKey: options.maxWaitingPerKey });
+  }
 
   static async start(options: EngineOptions): Promise<EmbeddedEngine> {
-    const engine = new EmbeddedEngine({ poolSize: 1, interruptGraceMs: 2_000, ...options });
+    const poolSize = options.poolSize ?? 1;
+    const engine = new EmbeddedEngine({
+      interruptGraceMs: 2_000,
+      maxResultBytes: 16 * 1024 * 1024,
+      perKey: poolSize,
+      maxWaitingPerKey: Infinity,
+      maxWaiting: Infinity,
+      ...options,
+      poolSize,
+    });
     const started = Date.now();
     const processes = await Promise.all(Array.from({ length: engine.options.poolSize }, () => EngineProcess.start(engine.options)));
     engine.idle.push(...processes);
@@ -61,12 +93,23 @@ export class EmbeddedEngine {
 
   async run(request: EngineRequest): Promise<EngineResult> {
     if (this.closing) throw new StoreUnavailable('the query engine is shutting down');
-    let process = await this.acquire();
+    const deadline = performance.now() + request.timeoutMs;
+    const turn = await this.queue.acquire(request.key ?? NO_KEY, deadline);
     try {
-      if (!process.alive) process = await EngineProcess.start(this.options);
-      return await process.run(request);
+      if (this.closing) throw new StoreUnavailable('the query engine is shutting down');
+      let process = await this.acquire();
+      try {
+        if (!process.alive) process = await EngineProcess.start(this.options);
+        const timeoutMs = deadline - performance.now();
+        if (timeoutMs <= 0) throw new QueryTimeout('the query ran out of its time limit (QUERY_TIMEOUT_MS) before the query engine could run it');
+        const result = await process.run({ ...request, timeoutMs });
+        if (result.truncated) sandboxEngineTruncatedResultsTotal.inc();
+        return result;
+      } finally {
+        this.release(process);
+      }
     } finally {
-      this.release(process);
+      turn.release();
     }
   }
 
@@ -119,6 +162,8 @@ interface PendingRequest {
   resolve: (result: EngineResult) => void;
   reject: (error: Error) => void;
   timedOut: boolean;
+  /** Result rows received so far. */
+  rows: Record<string, unknown>[];
 }
 
 /** One forked engine process and the request it is running. */
@@ -172,7 +217,7 @@ class EngineProcess {
   run(request: EngineRequest): Promise<EngineResult> {
     const id = this.nextRequestId++;
     const result = new Promise<EngineResult>((resolve, reject) => {
-      this.pending = { id, resolve, reject, timedOut: false };
+      this.pending = { id, resolve, reject, timedOut: false, rows: [] };
     });
     const pending = this.pending!;
     const interruptTimer = setTimeout(() => {
@@ -216,7 +261,7 @@ class EngineProcess {
           await this.send({ type: 'rows', requestId: id, table, firstRowNumber: first, rows: rows.slice(first, first + ROWS_PER_MESSAGE) });
         }
       }
-      await this.send({ type: 'run', requestId: id, sql: request.sql });
+      await this.send({ type: 'run', requestId: id, sql: request.sql, maxRows: request.maxRows ?? Number.MAX_SAFE_INTEGER, maxBytes: this.options.maxResultBytes });
     } catch (error) {
       // A closed channel is answered by the exit handler; anything else (rows JSON cannot carry) here.
       if (this.exited) return;
@@ -237,8 +282,13 @@ class EngineProcess {
   private receive(message: EngineMessage): void {
     const pending = this.pending;
     if (pending === undefined || !('requestId' in message) || message.requestId !== pending.id) return;
+    if (message.type === 'result_rows') {
+      sandboxEngineResultRowsTotal.inc(message.rows.length);
+      for (const row of message.rows) pending.rows.push(row);
+      return;
+    }
     if (message.type === 'result') {
-      pending.resolve({ columns: message.columns, rows: message.rows });
+      pending.resolve({ columns: message.columns, rows: pending.rows, truncated: message.truncated });
       return;
     }
     if (message.type !== 'failure') return;
@@ -249,6 +299,13 @@ class EngineProcess {
       case 'out_of_memory':
         // Only DuckDB's first line: the rest advises operators on settings a client cannot change.
         pending.reject(new QueryTooExpensive(`the query needs more memory than the engine's limit of ${this.options.memoryLimit}: ${message.message.split('\n')[0]}`));
+        break;
+      case 'result_too_large':
+        pending.reject(
+          new QueryTooExpensive(
+            `the query's result is larger than ${this.options.maxResultBytes} bytes (SANDBOX_MAX_RESULT_BYTES) of JSON; select fewer or shorter columns (substr), fewer rows (LIMIT), or aggregate`,
+          ),
+        );
         break;
       case 'invalid_query':
         pending.reject(new InvalidQuery(message.message));

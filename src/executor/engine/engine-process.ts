@@ -5,8 +5,9 @@
  * macros, logging) outlives it. A fresh database costs about 20 ms, so the next one is opened while
  * the process waits for work.
  */
-import { StatementType } from '@duckdb/node-api';
-import type { EngineMessage, FailureReason, ServiceMessage } from './engine-protocol.ts';
+import { StatementType, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import { BoundedResult, isStringTooLong, ResultTooLarge } from './bounded-result.ts';
+import type { EngineMessage, FailureReason, ResultColumn, ServiceMessage } from './engine-protocol.ts';
 import { openLockedDatabase, type EngineLimits, type LockedDatabase } from './locked-database.ts';
 import { apiValue } from './result-values.ts';
 import { TableLoad } from './table-loader.ts';
@@ -30,6 +31,8 @@ class Failure extends Error {
 }
 
 const limits = JSON.parse(process.argv[2] ?? '{}') as EngineLimits;
+/** Result rows travel in messages of about this many JSON bytes. */
+const RESULT_BATCH_BYTES = 256 * 1024;
 let spareDatabase: Promise<LockedDatabase> | undefined;
 let current: Request | undefined;
 let work: Promise<void> = Promise.resolve();
@@ -53,6 +56,7 @@ function openSpareDatabase(): void {
 /** DuckDB names the kind of error first: "Binder Error: ...", "Out of Memory Error: ...". */
 function failureOf(error: unknown, duringQuery: boolean): Failure {
   if (error instanceof Failure) return error;
+  if (error instanceof ResultTooLarge) return new Failure('result_too_large', error.message);
   const message = error instanceof Error ? error.message : String(error);
   if (message.startsWith('Out of Memory Error')) return new Failure('out_of_memory', message);
   if (message.startsWith('INTERRUPT Error')) return new Failure('interrupted', message);
@@ -102,7 +106,7 @@ async function run(message: Extract<ServiceMessage, { type: 'run' }>): Promise<v
   try {
     if (request.failure) throw request.failure;
     for (const load of request.loads) await load.finish().catch((error: unknown) => Promise.reject(failureOf(error, false)));
-    answer = { type: 'result', requestId: request.id, ...(await query(request, message.sql)) };
+    answer = { type: 'result', requestId: request.id, ...(await query(request, message)) };
   } catch (error) {
     const failure = failureOf(error, true);
     answer = { type: 'failure', requestId: request.id, reason: request.interrupted ? 'interrupted' : failure.reason, message: failure.message };
@@ -115,21 +119,52 @@ async function run(message: Extract<ServiceMessage, { type: 'run' }>): Promise<v
   openSpareDatabase();
 }
 
-async function query(request: Request, sql: string): Promise<{ columns: { name: string; duckDbType: string }[]; rows: Record<string, unknown>[] }> {
+/**
+ * Runs the query as a stream and reads it one row at a time: rows past `maxRows` are never read, and
+ * each row's JSON counts against `maxBytes` before it is kept. Rows go out in batches as they are read.
+ */
+async function query(request: Request, message: Extract<ServiceMessage, { type: 'run' }>): Promise<{ columns: ResultColumn[]; truncated: boolean }> {
   const { connection } = request.database;
-  const statements = await connection.extractStatements(sql);
+  const statements = await connection.extractStatements(message.sql);
   if (statements.count !== 1) throw new Failure('invalid_query', `the engine runs exactly one SELECT statement; got ${statements.count}`);
   const prepared = await statements.prepare(0);
   if (prepared.statementType !== StatementType.SELECT) {
     throw new Failure('invalid_query', `the engine runs only SELECT statements; got ${StatementType[prepared.statementType]}`);
   }
-  const result = await prepared.runAndReadAll();
+  const result = await prepared.stream();
   const names = result.columnNames();
   const types = result.columnTypes();
   const duplicate = names.find((name, index) => names.indexOf(name) !== index);
   if (duplicate !== undefined) throw new Failure('invalid_query', `the result has two columns named ${JSON.stringify(duplicate)}; give each column its own alias`);
-  const rows = result.getRows().map((values) => Object.fromEntries(values.map((value, index) => [names[index]!, apiValue(value, types[index]!)])));
-  return { columns: names.map((name, index) => ({ name, duckDbType: types[index]!.alias ?? types[index]!.toString() })), rows };
+  const rows = new BoundedResult({ maxRows: message.maxRows, maxBytes: message.maxBytes, batchBytes: RESULT_BATCH_BYTES });
+  const send = (batch: Record<string, unknown>[]) => reply({ type: 'result_rows', requestId: request.id, rows: batch });
+  let truncated = false;
+  reading: for (;;) {
+    if (request.interrupted) throw new Failure('interrupted', 'interrupted while reading the result');
+    const chunk = await result.fetchChunk();
+    if (chunk === null || chunk.rowCount === 0) break;
+    for (let index = 0; index < chunk.rowCount; index += 1) {
+      if (rows.full) {
+        truncated = true;
+        break reading;
+      }
+      const batch = rows.add(resultRow(() => chunk.getRowValues(index), names, types, message.maxBytes, rows.rowCount));
+      if (batch) await send(batch);
+    }
+  }
+  const rest = rows.take();
+  if (rest.length > 0) await send(rest);
+  return { columns: names.map((name, index) => ({ name, duckDbType: types[index]!.alias ?? types[index]!.toString() })), truncated };
+}
+
+/** One result row in the API's form; a value longer than a JavaScript string can be is too large for any byte cap. */
+function resultRow(read: () => DuckDBValue[], names: string[], types: DuckDBType[], maxBytes: number, rowsBefore: number): Record<string, unknown> {
+  try {
+    return Object.fromEntries(read().map((value, column) => [names[column]!, apiValue(value, types[column]!)]));
+  } catch (error) {
+    if (isStringTooLong(error)) throw new ResultTooLarge(maxBytes, rowsBefore + 1);
+    throw error;
+  }
 }
 
 function interrupt(message: Extract<ServiceMessage, { type: 'interrupt' }>): void {
