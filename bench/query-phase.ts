@@ -183,6 +183,10 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
         // rate limiting stays on (its cost is part of every request) with a bucket this load never empties
         RATE_LIMIT_PER_MINUTE: '100000000',
         RATE_LIMIT_BURST: '100000000',
+        // one key sends every request here: its engine share is the whole engine, so what is measured is capacity, not fairness
+        SANDBOX_ENGINE_PER_KEY: String(base.SANDBOX_ENGINE_PROCESSES),
+        SANDBOX_ENGINE_QUEUE_PER_KEY: '1000',
+        SANDBOX_ENGINE_QUEUE_MAX: '1000',
       });
       const service = async (name: string, cache: boolean) => {
         const started = await startBenchProcess({ script: 'src/main.ts', env: serviceEnv(cache), announces: /^query: (http:\/\/\S+)$/, cpuProfileDir: options.cpuProfileDir, logFile: path.join(scratch, `${name}-${events}.log`) });
