@@ -75,6 +75,11 @@ export const configSchema = z.object({
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(60),
   // query service: sandboxed sql / lql (scans pull at most this many events each; the engine runs the rest)
   SANDBOX_MAX_SCAN_EVENTS: z.coerce.number().int().min(1).max(5_000_000).default(100_000),
+  // query service: regular expressions of one request (sql, lql, a project pattern): how many, their length together, the
+  // states each may determinize to (max_determinized_states; Elasticsearch's default is 10,000)
+  SANDBOX_MAX_REGEX_PER_QUERY: z.coerce.number().int().min(1).max(100).default(16),
+  SANDBOX_MAX_REGEX_CHARS: z.coerce.number().int().min(1000).max(100_000).default(4096),
+  SANDBOX_MAX_REGEX_STATES: z.coerce.number().int().min(100).max(100_000).default(10_000),
   SANDBOX_ENGINE_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i, 'use a size such as 512MB or 1GiB').default('1GiB'),
   SANDBOX_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).default(2),
   // each engine process runs one residual query at a time: one process held every sandboxed SQL query to about 25 requests a second

@@ -131,6 +131,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     elasticsearch: deps.elasticsearch,
     indexPrefix: deps.config.INDEX_PREFIX,
     partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(deps.config, source)])),
+    regexLimits: { maxDeterminizedStates: config.SANDBOX_MAX_REGEX_STATES, maxPerRequest: config.SANDBOX_MAX_REGEX_PER_QUERY, maxTotalChars: config.SANDBOX_MAX_REGEX_CHARS },
     queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
     clock,
     resultCache,

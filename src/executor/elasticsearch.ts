@@ -1,6 +1,7 @@
 import { errors, type Client, type estypes } from '@elastic/elasticsearch';
 import { BadParameter, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
 import { expressionReads } from '../../shared/partitions.ts';
+import { regexpQueriesIn } from '../planner/regex-budget.ts';
 
 export interface StoreOptions {
   elasticsearch: Client;
@@ -31,8 +32,29 @@ export function findStoreCause(body: unknown, type: string): StoreFailureCause |
   return undefined;
 }
 
-/** What Elasticsearch's refusal means for the caller: the query's fault (400), the store's state (503), or time (504). */
-export function storeError(error: unknown, timeoutMs: number): Error {
+/**
+ * A pattern of `request` the store refused, named after where the caller wrote it (a project
+ * parameter, sql, lql). A pattern too complex to determinize is quoted in the refusal; one too long
+ * is not, so it is known only when the request holds a single pattern.
+ */
+function patternRefusal(body: unknown, request: unknown): BadParameter {
+  const queries = regexpQueriesIn(request);
+  const reason = findStoreCause(body, 'too_complex_to_determinize_exception')?.reason ?? '';
+  const quoted = /^Determinizing (.*) would require more than (\d+) effort/s.exec(reason);
+  const refused = quoted ? queries.find((query) => query.body.value === quoted[1]) : queries.length === 1 ? queries[0] : undefined;
+  const what = quoted ? `is too complex for the log store (building its automaton takes more than ${quoted[2]} steps)` : 'is too long or too complex for the log store';
+  const fix = 'simplify it: fewer repeats of . or of a class, fewer alternatives';
+  if (refused?.origin) return new BadParameter(`${refused.origin.parameter}: the pattern ${JSON.stringify(refused.origin.pattern)} ${what}; ${fix}`, 'pattern_too_complex');
+  const parameters = new Set(queries.flatMap((query) => (query.origin ? [query.origin.parameter] : [])));
+  const which = parameters.size === 1 ? `${[...parameters][0]}: a pattern` : 'a pattern of the query';
+  return new BadParameter(`${which} ${what}; ${fix}`, 'pattern_too_complex');
+}
+
+/**
+ * What Elasticsearch's refusal means for the caller: the query's fault (400), the store's state
+ * (503), or time (504). `request` (what was refused) lets a refused pattern be named.
+ */
+export function storeError(error: unknown, timeoutMs: number, request?: unknown): Error {
   if (error instanceof errors.TimeoutError) {
     return new QueryTimeout(`the query took longer than ${timeoutMs} ms and was stopped; narrow the time window or the pattern`);
   }
@@ -50,9 +72,7 @@ export function storeError(error: unknown, timeoutMs: number): Error {
       return new QueryTooExpensive(`the query would create too many buckets (${buckets.reason ?? 'too many buckets'}); use coarser buckets or a narrower time window`);
     }
     const text = JSON.stringify(error.body ?? '');
-    if (error.statusCode === 400 && PATTERN_REFUSALS.test(text)) {
-      return new BadParameter('project: the pattern is too long or too complex for the log store; simplify it', 'pattern_too_complex');
-    }
+    if (error.statusCode === 400 && PATTERN_REFUSALS.test(text)) return patternRefusal(error.body, request);
     if (isShardNotStarted(error)) {
       return new StoreUnavailable('part of the log store is not available yet (a shard of an index being created or recovering); retry shortly');
     }
@@ -170,7 +190,7 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
     if (request.index === undefined) return await attempt(undefined);
     return await leavingNewPartitionsOut(request.index, options, clock, attempt);
   } catch (error) {
-    throw storeError(error, options.timeoutMs);
+    throw storeError(error, options.timeoutMs, request);
   } finally {
     options.observe?.(clock.elapsedMs() / 1e3);
   }

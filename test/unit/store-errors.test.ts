@@ -1,8 +1,9 @@
 import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
-import { QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
+import { BadParameter, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
 import { isShardNotStarted, neverStartedIndices, storeError } from '../../src/executor/elasticsearch.ts';
 import { keyLookUpFailure } from '../../src/auth/authenticator.ts';
+import { regexpQuery } from '../../src/planner/regex-budget.ts';
 
 function refusal(statusCode: number, body: unknown): errors.ResponseError {
   return new errors.ResponseError({ body, statusCode, headers: {}, warnings: null, meta: {} as never });
@@ -39,6 +40,21 @@ describe('store refusals', () => {
     const mapped = storeError(refusal(400, buckets), 1000);
     expect(mapped).toBeInstanceOf(QueryTooExpensive);
     expect(mapped.message).toMatch(/too many buckets .*65536/);
+  });
+
+  it('a pattern too complex for the store is named after where the caller wrote it', () => {
+    const request = {
+      query: { bool: { filter: [regexpQuery('url', '.*abc.*', { parameter: 'project', pattern: 'abc' }), regexpQuery('path', '.*a.{12}b.*', { parameter: 'lql', pattern: 'a.{12}b' })] } },
+    };
+    const reason = 'Determinizing .*a.{12}b.* would require more than 10000 effort.';
+    const refused = { error: { root_cause: [{ type: 'query_shard_exception', reason: `failed to create query: ${reason}` }], type: 'search_phase_execution_exception', caused_by: { type: 'too_complex_to_determinize_exception', reason } }, status: 400 };
+    const mapped = storeError(refusal(400, refused), 1000, request);
+    expect((mapped as BadParameter).code).toBe('pattern_too_complex');
+    expect(mapped.message).toBe('lql: the pattern "a.{12}b" is too complex for the log store (building its automaton takes more than 10000 steps); simplify it: fewer repeats of . or of a class, fewer alternatives');
+    // one too long is not quoted by the store: a lone pattern is still named
+    const tooLong = { error: { type: 'search_phase_execution_exception', reason: 'The length of regex [1200] used in the Regexp Query request has exceeded the allowed maximum of [1000]. This maximum can be set by changing the [index.max_regex_length] index level setting.' }, status: 400 };
+    expect(storeError(refusal(400, tooLong), 1000, { query: regexpQuery('url', 'x', { parameter: 'project', pattern: 'x' }) }).message).toMatch(/^project: the pattern "x" is too long or too complex/);
+    expect(storeError(refusal(400, tooLong), 1000, request).message).toMatch(/^a pattern of the query is too long or too complex/);
   });
 
   it('overload and timeouts keep their meaning', () => {
