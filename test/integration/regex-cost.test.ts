@@ -87,6 +87,9 @@ describe('a pattern the store refuses as too complex is named after where it cam
     const answer = await ask('logs.all', { project: 'default', sql: `select id from edge_logs where regexp_contains(event_message, '${TOO_COMPLEX}')` });
     expect(answer).toMatchObject({ status: 400, code: 'pattern_too_complex' });
     expect(answer.message).toMatch(/^sql: the pattern "a\.\{12\}b" is too complex for the log store/);
+    const grouped = await ask('logs.all', { project: 'default', sql: `select count(*) as n from edge_logs where regexp_contains(event_message, '${TOO_COMPLEX}')` });
+    expect(grouped).toMatchObject({ status: 400, code: 'pattern_too_complex' });
+    expect(grouped.message).toMatch(/^sql: the pattern "a\.\{12\}b" is too complex for the log store/);
   });
 
   it('usage.api-counts: the project parameter, also when the query adds a pattern of its own', async () => {
