@@ -68,6 +68,9 @@ export const configSchema = z.object({
   // query service: API keys and result cache
   API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
   CACHE_MAX_BYTES: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
+  // query service: cached results warmed per period (the most recently read first; the rest expire at their TTL), and in flight at once
+  CACHE_WARM_MAX_ENTRIES: z.coerce.number().int().min(0).max(100_000).default(200),
+  CACHE_WARM_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   // query service: saved endpoints (an Elasticsearch query running longer gets 504)
   QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
   // query service: per-API-key token bucket on /api/ routes, per process (0 per minute = off)

@@ -86,7 +86,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     }
   });
   const clock = deps.clock ?? new SystemClock();
-  const resultCache = deps.resultCache ?? new ResultCache({ maxBytes: deps.config.CACHE_MAX_BYTES, clock, logger: deps.logger });
+  const warming = { maxEntries: deps.config.CACHE_WARM_MAX_ENTRIES, concurrency: deps.config.CACHE_WARM_CONCURRENCY };
+  const resultCache = deps.resultCache ?? new ResultCache({ maxBytes: deps.config.CACHE_MAX_BYTES, clock, logger: deps.logger, warming });
   app.addHook('onClose', async () => resultCache.close());
   const authenticator =
     deps.authenticator ??
