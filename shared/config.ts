@@ -132,6 +132,9 @@ export const configSchema = z.object({
   PARTITION_PERIODS: optionalText.transform((value, context) => parsePerSource(value, context, 'period', (text) => ((PARTITION_PERIODS as readonly string[]).includes(text) ? { value: text as PartitionPeriod } : { error: `use ${PARTITION_PERIODS.join(', ')}` }))),
   RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   RETENTION_DAYS_BY_SOURCE: optionalText.transform((value, context) => parsePerSource(value, context, 'days', (text) => (/^\d{1,5}$/.test(text) && Number(text) >= 1 ? { value: Number(text) } : { error: 'use a whole number of days, at least 1' }))),
+  // ingest worker: how often the current and next partition of every source are created ahead of their period (0 = never:
+  // each is then created by its first event); shorter than an hour, so an hourly source's next hour is always made in time
+  PARTITION_PRECREATE_SECONDS: z.coerce.number().int().min(0).max(1800).default(300),
   // ingest worker: how often partitions past retention are deleted (0 = never, from this process)
   RETENTION_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(600),
   // ingest worker: an event whose partition is already past retention is dead-lettered, or kept until the next retention run

@@ -1,7 +1,7 @@
 import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
 import { BadParameter, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
-import { isShardNotStarted, neverStartedIndices, storeError } from '../../src/executor/elasticsearch.ts';
+import { isShardNotStarted, partitionsWithoutEvents, storeError } from '../../src/executor/elasticsearch.ts';
 import { keyLookUpFailure } from '../../src/auth/authenticator.ts';
 import { regexpQuery } from '../../src/planner/regex-budget.ts';
 
@@ -83,19 +83,31 @@ describe('key look-up failures', () => {
   });
 });
 
-describe('neverStartedIndices', () => {
-  const started = (index: string) => ({ index, state: 'STARTED' });
-  it('names the new indices whose primary has not started when they are the only ones', () => {
-    expect(neverStartedIndices([started('a'), { index: 'b', state: 'INITIALIZING', unassignedReason: 'INDEX_CREATED' }, { index: 'c', state: 'UNASSIGNED', unassignedReason: 'INDEX_CREATED' }])).toEqual(['b', 'c']);
-    expect(neverStartedIndices([{ index: 'b', state: 'RELOCATING' }, { index: 'b', state: 'UNASSIGNED', unassignedReason: 'INDEX_CREATED' }])).toEqual(['b']);
+describe('partitionsWithoutEvents', () => {
+  const now = Date.UTC(2024, 5, 15, 23, 50);
+  const day = (text: string) => `lp-edge_logs-${text}`;
+
+  it('leaves out partitions whose primary has never started, whatever kept it (creation, a reopening, a failed allocation)', () => {
+    expect(partitionsWithoutEvents([{ index: day('2024.06.15'), neverStarted: true }, { index: 'lp-edge_logs', neverStarted: true }], now)).toEqual({ leaveOut: [day('2024.06.15'), 'lp-edge_logs'], waitFor: [] });
   });
 
-  it('gives nothing when another primary is missing (its events would be missing) or none is', () => {
-    expect(neverStartedIndices([{ index: 'b', state: 'UNASSIGNED', unassignedReason: 'INDEX_CREATED' }, { index: 'c', state: 'UNASSIGNED', unassignedReason: 'NODE_LEFT' }])).toBeUndefined();
-    expect(neverStartedIndices([{ index: 'c', state: 'INITIALIZING', unassignedReason: 'INDEX_REOPENED' }])).toBeUndefined();
-    expect(neverStartedIndices([{ index: 'c', state: 'INITIALIZING' }])).toBeUndefined();
-    expect(neverStartedIndices([started('a')])).toBeUndefined();
-    expect(neverStartedIndices([])).toBeUndefined();
+  it('leaves out partitions whose period has not begun, even once started (made ahead, a node restarting); waits for the others', () => {
+    const unstarted = [
+      { index: day('2024.06.16'), neverStarted: false },
+      { index: `${day('2024.06.15')}.23`, neverStarted: false },
+      { index: `${day('2024.06.16')}.00`, neverStarted: false },
+      { index: `${day('2024.06.17')}w`, neverStarted: false },
+      { index: `${day('2024.06.18')}w`, neverStarted: false },
+      { index: 'lp-edge_logs', neverStarted: false },
+    ];
+    // 2024.06.18 is a Tuesday: not a weekly partition's name, so waited for like the legacy index
+    expect(partitionsWithoutEvents(unstarted, now)).toEqual({ leaveOut: [day('2024.06.16'), `${day('2024.06.16')}.00`, `${day('2024.06.17')}w`], waitFor: [`${day('2024.06.15')}.23`, `${day('2024.06.18')}w`, 'lp-edge_logs'] });
+  });
+
+  it('an index with several primaries is left out only when none of them has ever started', () => {
+    const index = day('2024.06.10');
+    expect(partitionsWithoutEvents([{ index, neverStarted: true }, { index, neverStarted: false }], now)).toEqual({ leaveOut: [], waitFor: [index] });
+    expect(partitionsWithoutEvents([], now)).toEqual({ leaveOut: [], waitFor: [] });
   });
 });
 
