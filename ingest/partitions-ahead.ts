@@ -21,7 +21,13 @@ export function partitionsAhead(layout: PartitionLayout, nowMs: number): Partiti
     .flatMap((source) => {
       const period = layout.periodOf(source);
       const current = periodStart(period, nowMs);
-      return [current, periodEnd(period, current)].map((startMs) => ({ index: partitionIndexName(layout.indexPrefix, source, period, startMs), source, period, startMs, endMs: periodEnd(period, startMs) }));
+      return [current, periodEnd(period, current)].map((startMs) => ({
+        index: partitionIndexName(layout.indexPrefix, source, period, startMs),
+        source,
+        period,
+        startMs,
+        endMs: periodEnd(period, startMs),
+      }));
     })
     .filter((partition) => expiresAt(partition, layout) > nowMs);
 }
@@ -43,7 +49,15 @@ export interface PartitionsAheadSchedule {
  * Makes the partitions ahead at once (awaited, so a worker that has started has them) and then
  * every `intervalMs`; a failed pass is logged and tried again at the next.
  */
-export async function startPartitionsAhead(options: { client: Client; layout: PartitionLayout; replicas: number; intervalMs: number; logger: Logger; metrics: IngestMetrics; now(): number }): Promise<PartitionsAheadSchedule> {
+export async function startPartitionsAhead(options: {
+  client: Client;
+  layout: PartitionLayout;
+  replicas: number;
+  intervalMs: number;
+  logger: Logger;
+  metrics: IngestMetrics;
+  now(): number;
+}): Promise<PartitionsAheadSchedule> {
   const { client, layout, logger, metrics } = options;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;

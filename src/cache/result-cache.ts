@@ -200,7 +200,8 @@ export class ResultCache {
 
   private ensureWarmer(periodSeconds: number): void {
     if (this.warmers.has(periodSeconds)) return;
-    const warmer: Warmer = { periodSeconds, queue: [], spacingMs: 0, inFlight: 0, waitingForSlot: false, tick: this.options.clock.every(periodSeconds, () => this.queueWarming(warmer)) };
+    const tick = () => this.queueWarming(warmer);
+    const warmer: Warmer = { periodSeconds, queue: [], spacingMs: 0, inFlight: 0, waitingForSlot: false, tick: this.options.clock.every(periodSeconds, tick) };
     this.warmers.set(periodSeconds, warmer);
   }
 

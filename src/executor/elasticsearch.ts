@@ -46,7 +46,8 @@ function patternRefusal(body: unknown, request: unknown): BadParameter {
   const refused = quoted ? queries.find((query) => query.body.value === quoted[1]) : queries.length === 1 ? queries[0] : undefined;
   const what = quoted ? `is too complex for the log store (building its automaton takes more than ${quoted[2]} steps)` : 'is too long or too complex for the log store';
   const fix = 'simplify it: fewer repeats of . or of a class, fewer alternatives';
-  if (refused?.origin) return new BadParameter(`${refused.origin.parameter}: the pattern ${JSON.stringify(refused.origin.pattern)} ${what}; ${fix}`, 'pattern_too_complex');
+  const origin = refused?.origin;
+  if (origin) return new BadParameter(`${origin.parameter}: the pattern ${JSON.stringify(origin.pattern)} ${what}; ${fix}`, 'pattern_too_complex');
   const parameters = new Set(queries.flatMap((query) => (query.origin ? [query.origin.parameter] : [])));
   const which = parameters.size === 1 ? `${[...parameters][0]}: a pattern` : 'a pattern of the query';
   return new BadParameter(`${which} ${what}; ${fix}`, 'pattern_too_complex');
@@ -168,7 +169,10 @@ function requestClock(timeoutMs: number): { elapsedMs(): number; remainingMs(): 
   return { elapsedMs, remainingMs: () => Math.max(1, Math.round(timeoutMs - elapsedMs())) };
 }
 
-/** `expressions` without `indices`: a name listed as itself is dropped, one a remaining wildcard reads is excluded after it; undefined when nothing would be left to read. */
+/**
+ * `expressions` without `indices`: a name listed as itself is dropped, one a remaining wildcard
+ * reads is excluded after it; undefined when nothing would be left to read.
+ */
 function leavingOut(expressions: readonly string[], indices: readonly string[]): string[] | undefined {
   const kept = expressions.filter((expression) => !indices.includes(expression));
   const included = kept.filter((expression) => !expression.startsWith('-'));
@@ -190,7 +194,8 @@ async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: Store
       return await attempt(expressions);
     } catch (error) {
       if (!isShardNotStarted(error)) throw error;
-      const { leaveOut, waitFor } = partitionsWithoutEvents(await unstartedPrimaries(expressions, options, clock.remainingMs()), (options.now ?? Date.now)());
+      const unstarted = await unstartedPrimaries(expressions, options, clock.remainingMs());
+      const { leaveOut, waitFor } = partitionsWithoutEvents(unstarted, (options.now ?? Date.now)());
       const narrowed = leaveOut.length > 0 && leftOut + leaveOut.length <= MAX_LEFT_OUT ? leavingOut(expressions, leaveOut) : undefined;
       if (narrowed) {
         leftOut += leaveOut.length;

@@ -54,7 +54,8 @@ export function regexpQueriesIn(value: unknown): FoundRegexp[] {
     const regexp = (node as { regexp?: unknown }).regexp;
     if (typeof regexp === 'object' && regexp !== null) {
       for (const body of Object.values(regexp)) {
-        if (typeof body === 'object' && body !== null && typeof (body as RegexpBody).value === 'string') found.set(body, { body: body as RegexpBody, origin: origins.get(body) });
+        if (typeof body !== 'object' || body === null || typeof (body as RegexpBody).value !== 'string') continue;
+        found.set(body, { body: body as RegexpBody, origin: origins.get(body) });
       }
     }
     pending.push(...Object.values(node));
@@ -70,13 +71,15 @@ export function boundRegexCost(plan: Plan, limits: RegexLimits): Plan {
   const queries = regexpQueriesIn(plan.scans);
   if (queries.length > limits.maxPerRequest) {
     throw new QueryTooExpensive(
-      `the query holds ${queries.length} regular expressions for the log store to match; at most ${limits.maxPerRequest} are allowed in one request (SANDBOX_MAX_REGEX_PER_QUERY): join patterns with | or match exact values instead`,
+      `the query holds ${queries.length} regular expressions for the log store to match; at most ${limits.maxPerRequest} are allowed ` +
+        'in one request (SANDBOX_MAX_REGEX_PER_QUERY): join patterns with | or match exact values instead',
     );
   }
   const chars = queries.reduce((total, query) => total + query.body.value.length, 0);
   if (chars > limits.maxTotalChars) {
     throw new QueryTooExpensive(
-      `the query's regular expressions are ${chars} characters long together in the log store's syntax, more than ${limits.maxTotalChars} allowed in one request (SANDBOX_MAX_REGEX_CHARS); shorten them`,
+      `the query's regular expressions are ${chars} characters long together in the log store's syntax, ` +
+        `more than ${limits.maxTotalChars} allowed in one request (SANDBOX_MAX_REGEX_CHARS); shorten them`,
     );
   }
   for (const query of queries) query.body.max_determinized_states = limits.maxDeterminizedStates;
