@@ -78,8 +78,8 @@ export const configSchema = z.object({
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(60),
   // query service: sandboxed sql / lql (scans pull at most this many events each; the engine runs the rest)
   SANDBOX_MAX_SCAN_EVENTS: z.coerce.number().int().min(1).max(5_000_000).default(100_000),
-  // query service: regular expressions of one request (sql, lql, a project pattern): how many, their length together, the
-  // states each may determinize to (max_determinized_states; Elasticsearch's default is 10,000)
+  // query service: regular expressions of one request (sql, lql, a project pattern): how many, their length together, and the
+  // max_determinized_states sent with each (Elasticsearch 8.19 measured keeping its own 10,000 whatever is sent)
   SANDBOX_MAX_REGEX_PER_QUERY: z.coerce.number().int().min(1).max(100).default(16),
   SANDBOX_MAX_REGEX_CHARS: z.coerce.number().int().min(1000).max(100_000).default(4096),
   SANDBOX_MAX_REGEX_STATES: z.coerce.number().int().min(100).max(100_000).default(10_000),
