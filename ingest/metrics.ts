@@ -27,6 +27,12 @@ export function createIngestMetrics() {
     consumerLag: new Gauge({ name: 'ingest_consumer_lag', help: 'Messages in the partition not yet committed by the consumer group, read from Kafka every INGEST_LAG_POLL_MS', labelNames: ['topic', 'partition'], registers: [registry] }),
     retentionRuns: new Counter({ name: 'ingest_retention_runs_total', help: 'Retention runs, by outcome', labelNames: ['outcome'], registers: [registry] }),
     retentionDeleted: new Counter({ name: 'ingest_retention_deleted_indices_total', help: 'Partitions (and legacy indices) deleted by retention because their newest possible event is older than the source keeps', labelNames: ['source'], registers: [registry] }),
+    partitionsCreatedAhead: new Counter({
+      name: 'ingest_partitions_created_ahead_total',
+      help: 'Partitions created ahead of their period (PARTITION_PRECREATE_SECONDS), so no search meets one being created',
+      labelNames: ['source'],
+      registers: [registry],
+    }),
     heldPartitions: new Gauge({ name: 'ingest_partitions_held', help: 'Partitions whose consumption is paused while Elasticsearch is retried', registers: [registry] }),
   };
 }

@@ -6,7 +6,7 @@ import { ensureEventIndexTemplate } from '../shared/event-index.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 import type { Logger } from '../shared/logger.ts';
 import { opsAccess } from '../shared/ops-access.ts';
-import { SOURCE_NAMES } from '../shared/sources.ts';
+import { SOURCE_NAMES, type SourceName } from '../shared/sources.ts';
 import { checkElasticsearch, checkKafka, elasticsearchFailure, ServerAccessError } from '../shared/startup-checks.ts';
 import { processBatch } from './batch.ts';
 import { backoffMs } from './bulk.ts';
@@ -21,6 +21,7 @@ import { CONSUMER_RESTART_BUDGET, ConsumerRestarts, isTransientCrash } from './c
 import { startStatusServer, type HealthReport } from './http.ts';
 import { BROKER_OUTAGE_RETRY, createKafka } from './kafka.ts';
 import { createIngestMetrics } from './metrics.ts';
+import { startPartitionsAhead, type PartitionsAheadSchedule } from './partitions-ahead.ts';
 import { startRetentionSchedule, type RetentionSchedule } from './retention.ts';
 import { ensureTopics, sourceRoutes } from './topics.ts';
 
@@ -69,6 +70,20 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   await ensureIndices(client, store, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS, logger);
 
   const metrics = createIngestMetrics();
+  const retentionPolicy = { indexPrefix: config.INDEX_PREFIX, sources: SOURCE_NAMES, retentionDays: (source: SourceName) => retentionDaysOf(config, source) };
+  // before consuming: the first events of a period never create their partition while searches read it
+  const partitionsAhead: PartitionsAheadSchedule | undefined =
+    config.PARTITION_PRECREATE_SECONDS > 0
+      ? await startPartitionsAhead({
+          client,
+          layout: { ...retentionPolicy, periodOf: (source) => partitionPeriodOf(config, source) },
+          replicas: config.ELASTICSEARCH_INDEX_REPLICAS,
+          intervalMs: config.PARTITION_PRECREATE_SECONDS * 1000,
+          logger,
+          metrics,
+          now: () => Date.now(),
+        })
+      : undefined;
   const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS, maxInFlight: config.INGEST_BULK_MAX_IN_FLIGHT });
   let status: HealthReport['status'] = 'starting';
   let heldPartitions = 0;
@@ -186,7 +201,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     config.RETENTION_INTERVAL_SECONDS > 0
       ? startRetentionSchedule({
           client,
-          policy: { indexPrefix: config.INDEX_PREFIX, sources: SOURCE_NAMES, retentionDays: (source) => retentionDaysOf(config, source) },
+          policy: retentionPolicy,
           intervalMs: config.RETENTION_INTERVAL_SECONDS * 1000,
           logger,
           metrics,
@@ -206,6 +221,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
         clearTimeout(restartTimer);
         await lagPoll?.stop();
         await retention?.stop();
+        await partitionsAhead?.stop();
         // chunks being written finish and commit; queued ones stay uncommitted and come again
         await pipeline.drain();
         await consumer.disconnect();

@@ -68,6 +68,9 @@ export const configSchema = z.object({
   // query service: API keys and result cache
   API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
   CACHE_MAX_BYTES: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
+  // query service: cached results warmed per period (the most recently read first; the rest expire at their TTL), and in flight at once
+  CACHE_WARM_MAX_ENTRIES: z.coerce.number().int().min(0).max(100_000).default(200),
+  CACHE_WARM_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   // query service: saved endpoints (an Elasticsearch query running longer gets 504)
   QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
   // query service: per-API-key token bucket on /api/ routes, per process (0 per minute = off)
@@ -79,6 +82,11 @@ export const configSchema = z.object({
   SANDBOX_MAX_TRANSLATED_CHARS: z.coerce.number().int().min(10_000).max(64 * 1024 * 1024).default(2_000_000),
   // reads of the endpoint's tables in one sandboxed SQL query (each one a scan of the store); more are refused before any is run
   SANDBOX_MAX_SCANS: z.coerce.number().int().min(1).max(64).default(32),
+  // query service: regular expressions of one request (sql, lql, a project pattern): how many, their length together, and the
+  // max_determinized_states sent with each (Elasticsearch 8.19 measured keeping its own 10,000 whatever is sent)
+  SANDBOX_MAX_REGEX_PER_QUERY: z.coerce.number().int().min(1).max(100).default(16),
+  SANDBOX_MAX_REGEX_CHARS: z.coerce.number().int().min(1000).max(100_000).default(4096),
+  SANDBOX_MAX_REGEX_STATES: z.coerce.number().int().min(100).max(100_000).default(10_000),
   SANDBOX_ENGINE_MEMORY_LIMIT: z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i, 'use a size such as 512MB or 1GiB').default('1GiB'),
   SANDBOX_ENGINE_THREADS: z.coerce.number().int().min(1).max(64).default(2),
   // each engine process runs one residual query at a time: one process held every sandboxed SQL query to about 25 requests a second
@@ -135,6 +143,9 @@ export const configSchema = z.object({
   PARTITION_PERIODS: optionalText.transform((value, context) => parsePerSource(value, context, 'period', (text) => ((PARTITION_PERIODS as readonly string[]).includes(text) ? { value: text as PartitionPeriod } : { error: `use ${PARTITION_PERIODS.join(', ')}` }))),
   RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   RETENTION_DAYS_BY_SOURCE: optionalText.transform((value, context) => parsePerSource(value, context, 'days', (text) => (/^\d{1,5}$/.test(text) && Number(text) >= 1 ? { value: Number(text) } : { error: 'use a whole number of days, at least 1' }))),
+  // ingest worker: how often the current and next partition of every source are created ahead of their period (0 = never:
+  // each is then created by its first event); shorter than an hour, so an hourly source's next hour is always made in time
+  PARTITION_PRECREATE_SECONDS: z.coerce.number().int().min(0).max(1800).default(300),
   // ingest worker: how often partitions past retention are deleted (0 = never, from this process)
   RETENTION_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(600),
   // ingest worker: an event whose partition is already past retention is dead-lettered, or kept until the next retention run

@@ -153,7 +153,10 @@ export async function ensureEventIndexTemplate(client: Client, indexPrefix: stri
   await client.indices.putIndexTemplate(eventIndexTemplate(indexPrefix, replicas));
 }
 
-/** Creates a source's index with the event mapping unless it exists; safe to call from several processes at once. */
-export async function ensureEventIndex(client: Client, index: string, replicas: number): Promise<void> {
-  await createIndexUnlessExists(client, { index, settings: { index: eventIndexSettings(replicas) }, mappings: EVENT_INDEX_MAPPINGS });
+/**
+ * Creates a source's index with the event mapping unless it exists, answered once its primary has
+ * started; true when this call created it. Safe to call from several processes at once.
+ */
+export async function ensureEventIndex(client: Client, index: string, replicas: number): Promise<boolean> {
+  return createIndexUnlessExists(client, { index, settings: { index: eventIndexSettings(replicas) }, mappings: EVENT_INDEX_MAPPINGS, wait_for_active_shards: 1 });
 }

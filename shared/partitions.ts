@@ -86,6 +86,18 @@ export function sourceIndexPattern(indexPrefix: string, source: SourceName): str
 
 const SUFFIX = /^(\d{4})\.(\d{2})\.(\d{2})(?:\.(\d{2})|(w))?$/;
 
+/** The period and start a partition suffix (`2024.03.20`, `2024.03.20.15`, `2024.03.18w`) names; undefined when it names none. */
+function spanOfSuffix(text: string): Pick<Partition, 'period' | 'startMs'> | undefined {
+  const match = SUFFIX.exec(text);
+  if (!match) return undefined;
+  const [, year, month, day, hour, week] = match;
+  const period: PartitionPeriod = hour !== undefined ? 'hourly' : week ? 'weekly' : 'daily';
+  const startMs = Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour ?? 0));
+  // reject names that do not round-trip (2024.02.31, a weekly name on a Tuesday)
+  if (suffix(period, startMs) !== text || (period === 'weekly' && new Date(startMs).getUTCDay() !== 1)) return undefined;
+  return { period, startMs };
+}
+
 /** A partition's source, period and time span from its name; undefined for any other index. */
 export function parsePartitionName(indexPrefix: string, sources: readonly SourceName[], index: string): Partition | undefined {
   if (!index.startsWith(indexPrefix)) return undefined;
@@ -93,17 +105,19 @@ export function parsePartitionName(indexPrefix: string, sources: readonly Source
   // the longest source name first, in case one is a prefix of another
   for (const source of [...sources].sort((a, b) => b.length - a.length)) {
     if (!rest.startsWith(`${source}-`)) continue;
-    const match = SUFFIX.exec(rest.slice(source.length + 1));
-    if (!match) return undefined;
-    const [, year, month, day, hour, week] = match;
-    const period: PartitionPeriod = hour !== undefined ? 'hourly' : week ? 'weekly' : 'daily';
-    const startMs = Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour ?? 0));
-    const date = new Date(startMs);
-    // reject names that do not round-trip (2024.02.31, a weekly name on a Tuesday)
-    if (suffix(period, startMs) !== rest.slice(source.length + 1) || (period === 'weekly' && date.getUTCDay() !== 1)) return undefined;
-    return { index, source, period, startMs, endMs: periodEnd(period, startMs) };
+    const span = spanOfSuffix(rest.slice(source.length + 1));
+    return span && { index, source, ...span, endMs: periodEnd(span.period, span.startMs) };
   }
   return undefined;
+}
+
+/**
+ * When the period of the partition `index` begins, read from the end of its name alone (whatever
+ * its prefix and source); undefined for an index that is not a partition.
+ */
+export function partitionStartOf(index: string): number | undefined {
+  const dash = index.lastIndexOf('-');
+  return dash < 0 ? undefined : spanOfSuffix(index.slice(dash + 1))?.startMs;
 }
 
 /** Inclusive time bounds of a read, epoch milliseconds; absent = unbounded on that side. */

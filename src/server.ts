@@ -86,7 +86,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     }
   });
   const clock = deps.clock ?? new SystemClock();
-  const resultCache = deps.resultCache ?? new ResultCache({ maxBytes: deps.config.CACHE_MAX_BYTES, clock, logger: deps.logger });
+  const warming = { maxEntries: deps.config.CACHE_WARM_MAX_ENTRIES, concurrency: deps.config.CACHE_WARM_CONCURRENCY };
+  const resultCache = deps.resultCache ?? new ResultCache({ maxBytes: deps.config.CACHE_MAX_BYTES, clock, logger: deps.logger, warming });
   app.addHook('onClose', async () => resultCache.close());
   const authenticator =
     deps.authenticator ??
@@ -140,6 +141,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     elasticsearch: deps.elasticsearch,
     indexPrefix: deps.config.INDEX_PREFIX,
     partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(deps.config, source)])),
+    regexLimits: { maxDeterminizedStates: config.SANDBOX_MAX_REGEX_STATES, maxPerRequest: config.SANDBOX_MAX_REGEX_PER_QUERY, maxTotalChars: config.SANDBOX_MAX_REGEX_CHARS },
     queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
     clock,
     resultCache,

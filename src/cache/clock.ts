@@ -1,6 +1,6 @@
 import schedule from 'node-schedule';
 
-/** A periodic task; the clock awaits the promise so tests can wait for a tick to settle. */
+/** A periodic or one-shot task; the clock awaits the promise so tests can wait for a tick to settle. */
 export type PeriodicTask = () => Promise<void>;
 
 export interface ScheduledTask {
@@ -16,6 +16,8 @@ export interface Clock {
   now(): number;
   /** Runs `task` every `periodSeconds` until cancelled. */
   every(periodSeconds: number, task: PeriodicTask): ScheduledTask;
+  /** Runs `task` once, `delayMs` from now, unless cancelled first. */
+  after(delayMs: number, task: PeriodicTask): ScheduledTask;
 }
 
 /**
@@ -46,5 +48,14 @@ export class SystemClock implements Clock {
       task().catch(this.onTaskError);
     });
     return { cancel: () => job.cancel() };
+  }
+
+  after(delayMs: number, task: PeriodicTask): ScheduledTask {
+    const timer = setTimeout(() => {
+      task().catch(this.onTaskError);
+    }, delayMs);
+    // a pending one-shot (a warming run spread over its period) never keeps the process alive
+    timer.unref();
+    return { cancel: () => clearTimeout(timer) };
   }
 }

@@ -30,10 +30,43 @@ export interface CacheResult {
   ageSeconds: number;
 }
 
+/**
+ * What warming may cost: every entry read within its TTL would otherwise be run again each period,
+ * all at once, and a cache of small results holds tens of thousands of them.
+ */
+export interface WarmingBudget {
+  /** Runs one period may start, the most recently read entries first; the others expire at their TTL. */
+  maxEntries: number;
+  /** Runs in flight at once; a run due while every slot is taken waits for one. */
+  concurrency: number;
+}
+
+/** As CACHE_WARM_MAX_ENTRIES and CACHE_WARM_CONCURRENCY default. */
+export const DEFAULT_WARMING_BUDGET: WarmingBudget = { maxEntries: 200, concurrency: 2 };
+
 export interface ResultCacheOptions {
   maxBytes: number;
   clock: Clock;
   logger: Logger;
+  warming?: WarmingBudget;
+}
+
+/**
+ * The warming of one period: a tick queues the entries to warm, and they are started one at a time,
+ * spread evenly over the period, at most `concurrency` in flight.
+ */
+interface Warmer {
+  periodSeconds: number;
+  tick: ScheduledTask;
+  /** Keys still to warm this period, in order. */
+  queue: string[];
+  /** Time between two starts this period. */
+  spacingMs: number;
+  /** The next start, when one is scheduled. */
+  nextStart?: ScheduledTask;
+  inFlight: number;
+  /** A start came due while every slot was taken: the next run to finish starts it. */
+  waitingForSlot: boolean;
 }
 
 interface Entry {
@@ -48,7 +81,7 @@ interface Entry {
 }
 
 /**
- * In-process cache of endpoint results: absolute TTL, background warming, one query per key at a
+ * In-process cache of endpoint results: absolute TTL, background warming within a budget, one query per key at a
  * time, errors never stored, bounded by bytes with the least recently used result dropped first.
  * A result is held as the encoded bytes a response sends: a hit costs no serialisation, and the
  * byte limit measures what is really held.
@@ -57,10 +90,13 @@ export class ResultCache {
   /** Map order is recency order: the first entry is the least recently used. */
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<Buffer>>();
-  private readonly warmers = new Map<number, ScheduledTask>();
+  private readonly warmers = new Map<number, Warmer>();
   private totalBytes = 0;
+  private readonly warming: WarmingBudget;
 
-  constructor(private readonly options: ResultCacheOptions) {}
+  constructor(private readonly options: ResultCacheOptions) {
+    this.warming = options.warming ?? DEFAULT_WARMING_BUDGET;
+  }
 
   /** The live result of `key`, counted as a hit; undefined (and nothing counted) when there is none. */
   lookUp(key: string): CacheResult | undefined {
@@ -93,8 +129,7 @@ export class ResultCache {
 
   /** Stops warming and drops every result. */
   close(): void {
-    for (const warmer of this.warmers.values()) warmer.cancel();
-    this.warmers.clear();
+    for (const warmer of this.warmers.values()) this.stopWarmer(warmer);
     for (const entry of [...this.entries.values()]) this.remove(entry);
   }
 
@@ -165,39 +200,86 @@ export class ResultCache {
 
   private ensureWarmer(periodSeconds: number): void {
     if (this.warmers.has(periodSeconds)) return;
-    this.warmers.set(periodSeconds, this.options.clock.every(periodSeconds, () => this.warm(periodSeconds)));
+    const tick = () => this.queueWarming(warmer);
+    const warmer: Warmer = { periodSeconds, queue: [], spacingMs: 0, inFlight: 0, waitingForSlot: false, tick: this.options.clock.every(periodSeconds, tick) };
+    this.warmers.set(periodSeconds, warmer);
+  }
+
+  private stopWarmer(warmer: Warmer): void {
+    warmer.tick.cancel();
+    warmer.nextStart?.cancel();
+    warmer.queue = [];
+    this.warmers.delete(warmer.periodSeconds);
   }
 
   /**
-   * Re-runs the live results of one warming period that someone read within their TTL; the old rows
-   * keep serving until the new ones arrive, and until their TTL if the run fails.
+   * A period begins: the live results of this warming period that someone read within their TTL,
+   * the most recently read first, up to the budget, replace what the last period left unstarted.
+   * The old rows keep serving until the new ones arrive, and until their TTL if a run fails.
    */
-  private async warm(periodSeconds: number): Promise<void> {
+  private queueWarming(warmer: Warmer): Promise<void> {
     const now = this.options.clock.now();
-    const runs: Promise<void>[] = [];
-    for (const entry of [...this.entries.values()]) {
-      if (entry.policy.warmEverySeconds !== periodSeconds) continue;
+    const candidates: Entry[] = [];
+    let live = 0;
+    // most recently used first, so the sort below keeps that order among entries read at the same moment
+    for (const entry of [...this.entries.values()].reverse()) {
+      if (entry.policy.warmEverySeconds !== warmer.periodSeconds) continue;
       if (!this.isLive(entry, now)) {
         this.remove(entry);
         continue;
       }
-      const unread = now - entry.lastReadAt >= entry.policy.ttlSeconds * 1000;
-      if (unread || this.inflight.has(entry.key)) continue;
-      runs.push(
-        this.runOnce(entry).then(
-          () => void cacheWarmingRunsTotal.inc({ outcome: 'ok' }),
-          (error: unknown) => {
-            cacheWarmingRunsTotal.inc({ outcome: 'failed' });
-            this.options.logger.warn({ err: error, periodSeconds }, 'warming a cached result failed; the cached rows serve until their TTL');
-          },
-        ),
-      );
+      live += 1;
+      if (this.wantsWarming(entry, now)) candidates.push(entry);
     }
-    await Promise.all(runs);
-    const stillWarmed = [...this.entries.values()].some((entry) => entry.policy.warmEverySeconds === periodSeconds);
-    if (!stillWarmed) {
-      this.warmers.get(periodSeconds)?.cancel();
-      this.warmers.delete(periodSeconds);
+    if (live === 0) {
+      this.stopWarmer(warmer);
+      return Promise.resolve();
     }
+    candidates.sort((a, b) => b.lastReadAt - a.lastReadAt);
+    warmer.queue = candidates.slice(0, this.warming.maxEntries).map((entry) => entry.key);
+    warmer.spacingMs = (warmer.periodSeconds * 1000) / Math.max(1, warmer.queue.length);
+    warmer.nextStart?.cancel();
+    warmer.nextStart = undefined;
+    warmer.waitingForSlot = false;
+    return this.startNext(warmer);
+  }
+
+  private wantsWarming(entry: Entry, now: number): boolean {
+    return now - entry.lastReadAt < entry.policy.ttlSeconds * 1000 && !this.inflight.has(entry.key);
+  }
+
+  /** One start of the pace: the next queued entry still worth warming, unless every slot is taken; then the next start is scheduled. */
+  private startNext(warmer: Warmer): Promise<void> {
+    warmer.nextStart = undefined;
+    if (warmer.inFlight >= this.warming.concurrency) {
+      warmer.waitingForSlot = true;
+      return Promise.resolve();
+    }
+    const now = this.options.clock.now();
+    let entry: Entry | undefined;
+    while (!entry && warmer.queue.length > 0) {
+      const candidate = this.entries.get(warmer.queue.shift()!);
+      if (candidate && this.isLive(candidate, now) && this.wantsWarming(candidate, now)) entry = candidate;
+    }
+    if (warmer.queue.length > 0) warmer.nextStart = this.options.clock.after(warmer.spacingMs, () => this.startNext(warmer));
+    return entry ? this.warmOne(warmer, entry) : Promise.resolve();
+  }
+
+  private warmOne(warmer: Warmer, entry: Entry): Promise<void> {
+    warmer.inFlight += 1;
+    return this.runOnce(entry)
+      .then(
+        () => void cacheWarmingRunsTotal.inc({ outcome: 'ok' }),
+        (error: unknown) => {
+          cacheWarmingRunsTotal.inc({ outcome: 'failed' });
+          this.options.logger.warn({ err: error, periodSeconds: warmer.periodSeconds }, 'warming a cached result failed; the cached rows serve until their TTL');
+        },
+      )
+      .finally(() => {
+        warmer.inFlight -= 1;
+        if (!warmer.waitingForSlot) return;
+        warmer.waitingForSlot = false;
+        void this.startNext(warmer);
+      });
   }
 }

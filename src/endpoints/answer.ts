@@ -10,6 +10,7 @@ import { ApiError, UnknownField } from '../errors.ts';
 import { redactText } from '../redaction.ts';
 import { elasticsearchQuerySeconds } from '../metrics.ts';
 import { planEndpointQuery, type Plan } from '../planner/index.ts';
+import type { RegexLimits } from '../planner/regex-budget.ts';
 import type { SandboxLimits } from '../planner/sandbox/index.ts';
 import type { PartitionPeriod } from '../../shared/partitions.ts';
 import type { SourceName } from '../../shared/sources.ts';
@@ -25,6 +26,8 @@ export interface AnswerDependencies {
   indexPrefix: string;
   /** Sources partitioned other than daily (PARTITION_PERIODS). */
   partitionPeriods?: Partial<Record<SourceName, PartitionPeriod>>;
+  /** What one request's regular expressions may cost the store (default DEFAULT_REGEX_LIMITS). */
+  regexLimits?: RegexLimits;
   queryTimeoutMs: number;
   /** Current time in epoch milliseconds; injected so look-back windows are exact in tests. */
   clock: { now(): number };
@@ -99,7 +102,7 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
         : undefined;
   const sources = endpoint.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const plan = async (): Promise<Plan> => {
-    const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix, partitionPeriods: dependencies.partitionPeriods };
+    const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix, partitionPeriods: dependencies.partitionPeriods, regexLimits: dependencies.regexLimits };
     if (!parsed) return planEndpointQuery(endpoint, parameters, context);
     const planWith = async (fresh: boolean) => {
       const catalogs = await dependencies.sandbox.fieldCatalogs.forSources(dependencies.indexPrefix, sources, { fresh });

@@ -1,6 +1,7 @@
 import { errors, type Client, type estypes } from '@elastic/elasticsearch';
 import { BadParameter, InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
-import { expressionReads } from '../../shared/partitions.ts';
+import { expressionReads, partitionStartOf } from '../../shared/partitions.ts';
+import { regexpQueriesIn } from '../planner/regex-budget.ts';
 
 export interface StoreOptions {
   elasticsearch: Client;
@@ -10,6 +11,8 @@ export interface StoreOptions {
   observe?: (seconds: number) => void;
   /** Aborts the search (the request's other scans failed or read too much): its connection is closed, and Elasticsearch cancels it. */
   signal?: AbortSignal;
+  /** Wall-clock time, epoch milliseconds (default Date.now): partitions are created and named by it. */
+  now?: () => number;
 }
 
 /** Elasticsearch's reasons for refusing a regexp that the translator let through (too long, too many states). */
@@ -61,8 +64,30 @@ export function refusalReason(body: unknown): string {
   return reason.length > MAX_REASON_LENGTH ? `${reason.slice(0, MAX_REASON_LENGTH)}...` : reason;
 }
 
-/** What Elasticsearch's refusal means for the caller: the query's fault (400), the store's state (503), or time (504). */
-export function storeError(error: unknown, timeoutMs: number): Error {
+/**
+ * A pattern of `request` the store refused, named after where the caller wrote it (a project
+ * parameter, sql, lql). A pattern too complex to determinize is quoted in the refusal; one too long
+ * is not, so it is known only when the request holds a single pattern.
+ */
+function patternRefusal(body: unknown, request: unknown): BadParameter {
+  const queries = regexpQueriesIn(request);
+  const reason = findStoreCause(body, 'too_complex_to_determinize_exception')?.reason ?? '';
+  const quoted = /^Determinizing (.*) would require more than (\d+) effort/s.exec(reason);
+  const refused = quoted ? queries.find((query) => query.body.value === quoted[1]) : queries.length === 1 ? queries[0] : undefined;
+  const what = quoted ? `is too complex for the log store (building its automaton takes more than ${quoted[2]} steps)` : 'is too long or too complex for the log store';
+  const fix = 'simplify it: fewer repeats of . or of a class, fewer alternatives';
+  const origin = refused?.origin;
+  if (origin) return new BadParameter(`${origin.parameter}: the pattern ${JSON.stringify(origin.pattern)} ${what}; ${fix}`, 'pattern_too_complex');
+  const parameters = new Set(queries.flatMap((query) => (query.origin ? [query.origin.parameter] : [])));
+  const which = parameters.size === 1 ? `${[...parameters][0]}: a pattern` : 'a pattern of the query';
+  return new BadParameter(`${which} ${what}; ${fix}`, 'pattern_too_complex');
+}
+
+/**
+ * What Elasticsearch's refusal means for the caller: the query's fault (400), the store's state
+ * (503), or time (504). `request` (what was refused) lets a refused pattern be named.
+ */
+export function storeError(error: unknown, timeoutMs: number, request?: unknown): Error {
   if (error instanceof errors.TimeoutError) {
     return new QueryTimeout(`the query took longer than ${timeoutMs} ms and was stopped; narrow the time window or the pattern`);
   }
@@ -80,9 +105,7 @@ export function storeError(error: unknown, timeoutMs: number): Error {
       return new QueryTooExpensive(`the query would create too many buckets (${buckets.reason ?? 'too many buckets'}); use coarser buckets or a narrower time window`);
     }
     const text = JSON.stringify(error.body ?? '');
-    if (error.statusCode === 400 && PATTERN_REFUSALS.test(text)) {
-      return new BadParameter('project: the pattern is too long or too complex for the log store; simplify it', 'pattern_too_complex');
-    }
+    if (error.statusCode === 400 && PATTERN_REFUSALS.test(text)) return patternRefusal(error.body, request);
     if (isShardNotStarted(error)) {
       return new StoreUnavailable('part of the log store is not available yet (a shard of an index being created or recovering); retry shortly');
     }
@@ -101,13 +124,21 @@ export function storeError(error: unknown, timeoutMs: number): Error {
 }
 
 /**
- * A partition the worker created a moment ago (the first event of a new day) exists before its shard
- * has started, and a search over it fails whole with no_shard_available. Such a shard holds nothing
- * yet (no event is written before its primary starts), so the search is made again without that
- * index. A shard missing for any other reason (a node restarting with events on it) is waited for
- * within this budget, then the caller hears 503: an answer without its events would be wrong.
+ * A search over a partition whose primary has no started copy fails whole with no_shard_available
+ * (searches never accept partial results here). A partition that cannot hold an event yet is left
+ * out and the search made again at once: one whose primary has never started (no event is written
+ * before it does), or one whose period has not begun (the worker creates it ahead of its period;
+ * only an event stamped ahead of the clock could be in it). Any other missing shard (a node
+ * restarting with events on it) is waited for within this budget, then the caller hears 503: an
+ * answer without its events would be wrong.
  */
 export const SHARD_START_RETRY_MS = 1000;
+
+/** Partitions left out of one request at most: each is named in the URL, which Elasticsearch caps at 4 KB. */
+const MAX_LEFT_OUT = 20;
+
+/** A refusal for missing shards answered by a listing that finds every shard started is made again at once, this many times. */
+const MAX_STALE_REFUSALS = 3;
 
 /** Whether Elasticsearch refused a search only because a shard has no started copy (searches never accept partial results here). */
 export function isShardNotStarted(error: unknown): boolean {
@@ -118,40 +149,51 @@ export function isShardNotStarted(error: unknown): boolean {
   return findStoreCause(error.body, 'no_shard_available_action_exception') !== undefined || /Search rejected due to missing shards/.test(JSON.stringify(error.body ?? ''));
 }
 
-/** A primary shard as `_cat/shards` lists it. */
-export interface PrimaryShardState {
+/** A primary shard without a started copy. */
+export interface UnstartedPrimary {
   index: string;
-  state: string;
-  /** Why it was last unassigned; kept while it initialises. */
-  unassignedReason?: string;
+  /** Its in-sync copies are none: it has never started, so it holds nothing. */
+  neverStarted: boolean;
 }
 
 /**
- * The indices among `shards` whose primary has not started since the index was created, when those
- * are the only primaries not started; undefined when any other primary is missing (its events would
- * be missing from an answer) or none is.
+ * Of the indices whose primary has no started copy: those a search leaves out at once (they
+ * cannot hold an event yet) and those it has to wait for. `nowMs` is the wall clock the worker
+ * names partitions by.
  */
-export function neverStartedIndices(shards: readonly PrimaryShardState[]): string[] | undefined {
-  const missing = shards.filter((shard) => shard.state !== 'STARTED' && shard.state !== 'RELOCATING');
-  if (missing.length === 0 || missing.some((shard) => shard.unassignedReason !== 'INDEX_CREATED')) return undefined;
-  return [...new Set(missing.map((shard) => shard.index))];
+export function partitionsWithoutEvents(unstarted: readonly UnstartedPrimary[], nowMs: number): { leaveOut: string[]; waitFor: string[] } {
+  const indices = [...new Set(unstarted.map((primary) => primary.index))];
+  const empty = (index: string) => (partitionStartOf(index) ?? -Infinity) > nowMs || unstarted.every((primary) => primary.index !== index || primary.neverStarted);
+  return { leaveOut: indices.filter(empty), waitFor: indices.filter((index) => !empty(index)) };
 }
 
 function indexExpressions(index: estypes.Indices): string[] {
   return (Array.isArray(index) ? index : index.split(',')).map((expression) => expression.trim()).filter((expression) => expression !== '');
 }
 
-/** The primaries of the indices `expressions` reads (exclusions left aside: they only narrow the list). */
-async function primaryShards(expressions: readonly string[], options: StoreOptions, timeoutMs: number): Promise<PrimaryShardState[]> {
+/**
+ * The primaries without a started copy among the indices `expressions` reads (exclusions left
+ * aside: they only narrow the list), and whether each has ever started: the in-sync copies the
+ * cluster keeps, asked only for those.
+ */
+async function unstartedPrimaries(expressions: readonly string[], options: StoreOptions, timeoutMs: number): Promise<UnstartedPrimary[]> {
   const included = expressions.filter((expression) => !expression.startsWith('-'));
   const rows = await options.elasticsearch.cat.shards(
     // every name as a wildcard: a concrete name that does not exist would fail the listing
-    { index: included.map((expression) => (expression.endsWith('*') ? expression : `${expression}*`)), format: 'json', h: 'index,prirep,state,unassigned.reason' },
+    { index: included.map((expression) => (expression.endsWith('*') ? expression : `${expression}*`)), format: 'json', h: 'index,shard,prirep,state' },
     { requestTimeout: timeoutMs },
   );
-  return (rows as Array<Record<string, string | undefined>>)
-    .filter((row) => row.prirep === 'p' && row.index !== undefined && expressionReads(included, row.index))
-    .map((row) => ({ index: row.index!, state: row.state ?? '', unassignedReason: row['unassigned.reason'] }));
+  const unstarted = (rows as Array<Record<string, string | undefined>>).filter(
+    (row) => row.prirep === 'p' && row.index !== undefined && row.state !== 'STARTED' && row.state !== 'RELOCATING' && expressionReads(included, row.index),
+  );
+  if (unstarted.length === 0) return [];
+  const state = await options.elasticsearch.cluster.state(
+    { metric: 'metadata', index: [...new Set(unstarted.map((row) => row.index!))], ignore_unavailable: true, filter_path: 'metadata.indices.*.in_sync_allocations' },
+    { requestTimeout: timeoutMs },
+  );
+  const inSync = (state as { metadata?: { indices?: Record<string, { in_sync_allocations?: Record<string, string[]> }> } }).metadata?.indices ?? {};
+  // an index gone since the listing (retention) holds nothing any more either
+  return unstarted.map((row) => ({ index: row.index!, neverStarted: (inSync[row.index!]?.in_sync_allocations?.[row.shard ?? '0'] ?? []).length === 0 }));
 }
 
 /** Time spent on one request so far, and what is left of its timeout (at least 1 ms, as a request timeout must be). */
@@ -162,30 +204,41 @@ function requestClock(timeoutMs: number): { elapsedMs(): number; remainingMs(): 
 }
 
 /**
+ * `expressions` without `indices`: a name listed as itself is dropped, one a remaining wildcard
+ * reads is excluded after it; undefined when nothing would be left to read.
+ */
+function leavingOut(expressions: readonly string[], indices: readonly string[]): string[] | undefined {
+  const kept = expressions.filter((expression) => !indices.includes(expression));
+  const included = kept.filter((expression) => !expression.startsWith('-'));
+  // never an empty list: Elasticsearch reads every index for one
+  if (included.length === 0) return undefined;
+  return [...kept, ...indices.filter((name) => expressionReads(included, name)).map((name) => `-${name}`)];
+}
+
+/**
  * Runs `attempt` over the index expressions of one request. When it fails because a shard has no
- * started copy: partitions whose primary has not started since they were created hold nothing and
- * are left out at once; any other missing shard is waited for within SHARD_START_RETRY_MS, then the
- * failure stands.
+ * started copy: partitions that cannot hold an event yet are left out at once; a refusal the shard
+ * listing no longer bears out (the shard started meanwhile) is made again at once; any other
+ * missing shard is waited for within SHARD_START_RETRY_MS, then the failure stands.
  */
 async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: StoreOptions, clock: ReturnType<typeof requestClock>, attempt: (expressions: string[]) => Promise<T>): Promise<T> {
   let expressions = indexExpressions(index);
-  for (let pause = 50, leftOut = 0; ; ) {
+  for (let pause = 50, leftOut = 0, stale = 0; ; ) {
     try {
       return await attempt(expressions);
     } catch (error) {
       if (!isShardNotStarted(error)) throw error;
-      // a few new partitions at a time (one per source at midnight); beyond that, wait like any other missing shard
-      const empty = leftOut < 20 ? neverStartedIndices(await primaryShards(expressions, options, clock.remainingMs())) : undefined;
-      if (empty) {
-        leftOut += empty.length;
-        // a name listed as itself is dropped; one a remaining wildcard reads is excluded after it
-        const kept = expressions.filter((expression) => !empty.includes(expression));
-        const included = kept.filter((expression) => !expression.startsWith('-'));
-        // never an empty list: Elasticsearch reads every index for one
-        if (included.length > 0) {
-          expressions = [...kept, ...empty.filter((name) => expressionReads(included, name)).map((name) => `-${name}`)];
-          continue;
-        }
+      const unstarted = await unstartedPrimaries(expressions, options, clock.remainingMs());
+      const { leaveOut, waitFor } = partitionsWithoutEvents(unstarted, (options.now ?? Date.now)());
+      const narrowed = leaveOut.length > 0 && leftOut + leaveOut.length <= MAX_LEFT_OUT ? leavingOut(expressions, leaveOut) : undefined;
+      if (narrowed) {
+        leftOut += leaveOut.length;
+        expressions = narrowed;
+        continue;
+      }
+      if (leaveOut.length === 0 && waitFor.length === 0 && stale < MAX_STALE_REFUSALS) {
+        stale += 1;
+        continue;
       }
       if (clock.elapsedMs() + pause > Math.min(SHARD_START_RETRY_MS, options.timeoutMs)) throw error;
       await new Promise((resolve) => setTimeout(resolve, pause));
@@ -204,7 +257,7 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
     if (request.index === undefined) return await attempt(undefined);
     return await leavingNewPartitionsOut(request.index, options, clock, attempt);
   } catch (error) {
-    throw storeError(error, options.timeoutMs);
+    throw storeError(error, options.timeoutMs, request);
   } finally {
     options.observe?.(clock.elapsedMs() / 1e3);
   }

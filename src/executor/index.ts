@@ -133,9 +133,7 @@ async function groupRows(scan: AggregationScan, options: ExecutorOptions): Promi
 async function* compositeBuckets(aggregationSearch: estypes.SearchRequest, at: string[], options: ExecutorOptions): AsyncGenerator<GroupBucket> {
   let after: Record<string, unknown> | undefined;
   for (;;) {
-    const request = structuredClone(aggregationSearch);
-    const container = at.reduce<estypes.AggregationsAggregationContainer | undefined>((parent, name, step) => (step === 0 ? request.aggs![name] : parent?.aggs?.[name]), undefined)!;
-    if (container.composite && after) container.composite.after = after as Record<string, estypes.FieldValue>;
+    const { request, container } = pageAfter(aggregationSearch, at, after);
     const response = await search(request, options);
     type Groups = { buckets?: GroupBucket[]; after_key?: Record<string, unknown> } & GroupBucket;
     const result = (at.reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], response.aggregations) as Groups | undefined) ?? { doc_count: 0 };
@@ -148,6 +146,22 @@ async function* compositeBuckets(aggregationSearch: estypes.SearchRequest, at: s
     if (!result.after_key || buckets.length === 0) return;
     after = result.after_key;
   }
+}
+
+/**
+ * The search for the page after `after`: the aggregations on the way to `at` are copied, everything
+ * else is shared with the plan (its queries keep what the planner attached to them).
+ */
+export function pageAfter(aggregationSearch: estypes.SearchRequest, at: string[], after: Record<string, unknown> | undefined) {
+  const request: estypes.SearchRequest = { ...aggregationSearch };
+  let siblings = (request.aggs = { ...request.aggs });
+  let container: estypes.AggregationsAggregationContainer = {};
+  at.forEach((name, step) => {
+    container = siblings[name] = { ...siblings[name] };
+    if (step < at.length - 1) siblings = container.aggs = { ...container.aggs };
+  });
+  if (container.composite && after) container.composite = { ...container.composite, after: after as Record<string, estypes.FieldValue> };
+  return { request, container };
 }
 
 function groupRow(scan: AggregationScan, bucket: GroupBucket): Record<string, unknown> {

@@ -6,6 +6,7 @@ import type { LqlChart, LqlComparison, LqlFilter, LqlQuery, LqlRange, LqlTime, L
 import { NUMERIC_FIELD_TYPES, inNestedRecords, nestedAncestor, type FieldCatalog } from './field-catalog.ts';
 import type { ChartScan, Plan, SelectedColumn } from './plan.ts';
 import { luceneRegexpForContains } from './regex.ts';
+import { regexpQuery } from './regex-budget.ts';
 import type { ScopeContext, ValidatedParameters } from './scope.ts';
 import { eventScan } from './tables.ts';
 import type { TimeBounds } from '../../shared/partitions.ts';
@@ -121,7 +122,7 @@ function comparisonQuery(filter: LqlComparison, catalog: FieldCatalog, columns: 
       break;
     case '~':
     case 'list_includes_regex':
-      leaf = regexpQuery(field, text(filter.value));
+      leaf = partialMatchQuery(field, text(filter.value));
       break;
     case '=':
     case 'list_includes':
@@ -193,10 +194,10 @@ function text(value: LqlValue | undefined): string {
 }
 
 /** A partial match in RE2 syntax; a leading `(?i)` makes it case-insensitive (the store's flag, not the pattern's). */
-function regexpQuery(field: string, pattern: string): Query {
+function partialMatchQuery(field: string, pattern: string): Query {
   const insensitive = pattern.startsWith('(?i)');
   const body = insensitive ? pattern.slice(4) : pattern;
-  return { regexp: { [field]: { value: luceneRegexpForContains(body, 'lql'), flags: 'NONE', max_determinized_states: 100_000, ...(insensitive ? { case_insensitive: true } : {}) } } };
+  return regexpQuery(field, luceneRegexpForContains(body, 'lql'), { parameter: 'lql', pattern }, insensitive);
 }
 
 function escapeWildcard(value: string): string {

@@ -390,6 +390,24 @@ function sequenceSize(items: Node[]): number {
   return items.reduce((total, item) => total + nodeSize(item), 0);
 }
 
+/** Matches anything, so it adds nothing next to the `.*` an unanchored end gets: `a*`, `.*`, `[^]*`. */
+function isOptionalRun(node: Node): boolean {
+  return node.kind === 'repeat' && node.min === 0 && node.max === null;
+}
+
+/**
+ * One top-level alternative as Lucene matches it against the whole term: an unanchored end gets
+ * `.*`, which makes an optional run at that end needless (the automaton grows with every loop).
+ */
+function emitContaining(branch: Branch): string {
+  let items = branch.items;
+  if (!branch.anchoredStart) while (items.length > 0 && isOptionalRun(items[0]!)) items = items.slice(1);
+  if (!branch.anchoredEnd) while (items.length > 0 && isOptionalRun(items[items.length - 1]!)) items = items.slice(0, -1);
+  const body = items.map(emit).join('');
+  if (body === '' && !(branch.anchoredStart && branch.anchoredEnd)) return '.*';
+  return `${branch.anchoredStart ? '' : '.*'}${body}${branch.anchoredEnd ? '' : '.*'}`;
+}
+
 /**
  * Lucene regexp (for a `regexp` query with flags NONE) matching exactly the terms in which the
  * JavaScript RegExp `pattern` finds a match. Throws BadParameter, naming `parameter` (where the
@@ -405,7 +423,7 @@ export function luceneRegexpForContains(pattern: string, parameter: string): str
   } catch (error) {
     throw new BadParameter(`${parameter}: not a valid regular expression: ${(error as Error).message}`, 'invalid_pattern');
   }
-  const emitted = branches.map((branch) => `${branch.anchoredStart ? '' : '.*'}${branch.items.map(emit).join('')}${branch.anchoredEnd ? '' : '.*'}`);
+  const emitted = branches.map(emitContaining);
   const lucene = emitted.length === 1 ? emitted[0]! : emitted.map((text) => `(${text})`).join('|');
   if (lucene.length > MAX_PATTERN_LENGTH) tooComplex(parameter, `becomes ${lucene.length} characters in the store's syntax, more than its limit of ${MAX_PATTERN_LENGTH}`);
   return lucene;

@@ -5,6 +5,7 @@ import { partitionsOverlapping, type PartitionPeriod, type TimeBounds } from '..
 import type { SourceName } from '../../shared/sources.ts';
 import { BadParameter, Forbidden } from '../errors.ts';
 import { luceneRegexpForContains } from './regex.ts';
+import { regexpQuery, type RegexLimits } from './regex-budget.ts';
 
 /** What scoping needs besides the CTE and the validated parameters. */
 export interface ScopeContext {
@@ -18,6 +19,8 @@ export interface ScopeContext {
    * which partitions a read names: the day wildcards read covers partitions of every period.
    */
   partitionPeriods?: Partial<Record<SourceName, PartitionPeriod>>;
+  /** What the request's regular expressions may cost the store; default DEFAULT_REGEX_LIMITS. */
+  regexLimits?: RegexLimits;
 }
 
 /** Parameters as the planner reads them: validated, absent when not sent. */
@@ -57,10 +60,9 @@ export function windowOf(scope: WindowScope, params: ValidatedParameters): Usage
 
 /** The nested-record url match of a windowed source, shared by its scope and the aggregation that counts records. */
 export function requestUrlMatch(cte: WindowedSourceCte, params: ValidatedParameters): estypes.QueryDslQueryContainer {
-  const pattern = requireString(params, cte.scope.urlPatternParameter);
-  return {
-    regexp: { [`${cte.scope.requestPath}.url`]: { value: luceneRegexpForContains(pattern, cte.scope.urlPatternParameter), flags: 'NONE', max_determinized_states: 100_000 } },
-  };
+  const parameter = cte.scope.urlPatternParameter;
+  const pattern = requireString(params, parameter);
+  return regexpQuery(`${cte.scope.requestPath}.url`, luceneRegexpForContains(pattern, parameter), { parameter, pattern });
 }
 
 /**

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
 import { ensureEventIndex } from '../../shared/event-index.ts';
 import { luceneRegexpForContains } from '../../src/planner/regex.ts';
+import { DEFAULT_REGEX_LIMITS } from '../../src/planner/regex-budget.ts';
 import { testConfig, uniqueName } from '../support/stack.ts';
 
 /** URLs with the characters that differ between JavaScript and Lucene regular expressions. */
@@ -130,7 +131,7 @@ describe('project patterns in Elasticsearch match what JavaScript RegExp matches
         index,
         size: 100,
         _source: false,
-        query: { nested: { path: 'metadata.request', query: { regexp: { 'metadata.request.url': { value: luceneRegexpForContains(pattern, 'project'), flags: 'NONE', max_determinized_states: 100_000 } } } } },
+        query: { nested: { path: 'metadata.request', query: { regexp: { 'metadata.request.url': { value: luceneRegexpForContains(pattern, 'project'), flags: 'NONE', max_determinized_states: DEFAULT_REGEX_LIMITS.maxDeterminizedStates } } } } },
       });
       expect(response.hits.hits.map((hit) => hit._id!).sort(), pattern).toEqual(expected);
     }

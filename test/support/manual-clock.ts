@@ -1,19 +1,31 @@
 import type { Clock, PeriodicTask, ScheduledTask } from '../../src/cache/clock.ts';
 
-interface Periodic {
+interface Scheduled {
+  /** 0 for a one-shot task. */
   periodMs: number;
   nextAt: number;
   task: PeriodicTask;
   cancelled: boolean;
 }
 
-/** A clock that only moves when a test says so; periodic tasks fire (and are awaited) as time passes. */
+export interface ManualClockOptions {
+  /**
+   * True (the default): each task is awaited before time moves on, so a test sees a tick settled.
+   * False: tasks are started and time moves on, as with work slower than the clock (still in
+   * flight when the next task is due).
+   */
+  awaitTasks?: boolean;
+}
+
+/** A clock that only moves when a test says so; periodic and one-shot tasks fire as time passes. */
 export class ManualClock implements Clock {
   private current: number;
-  private readonly tasks: Periodic[] = [];
+  private tasks: Scheduled[] = [];
+  private readonly awaitTasks: boolean;
 
-  constructor(start = Date.UTC(2024, 0, 1)) {
+  constructor(start = Date.UTC(2024, 0, 1), options: ManualClockOptions = {}) {
     this.current = start;
+    this.awaitTasks = options.awaitTasks ?? true;
   }
 
   now(): number {
@@ -21,26 +33,43 @@ export class ManualClock implements Clock {
   }
 
   every(periodSeconds: number, task: PeriodicTask): ScheduledTask {
-    const periodic: Periodic = { periodMs: periodSeconds * 1000, nextAt: this.current + periodSeconds * 1000, task, cancelled: false };
-    this.tasks.push(periodic);
-    return { cancel: () => void (periodic.cancelled = true) };
+    return this.schedule(periodSeconds * 1000, periodSeconds * 1000, task);
   }
 
-  /** Moves time forward by `ms`, running each periodic task at each of its due times, in order. */
+  after(delayMs: number, task: PeriodicTask): ScheduledTask {
+    return this.schedule(0, Math.max(0, delayMs), task);
+  }
+
+  /** Moves time forward by `ms`, running each task at each of its due times, in order (ties in the order they were scheduled). */
   async advance(ms: number): Promise<void> {
     const target = this.current + ms;
     for (;;) {
-      const due = this.tasks.filter((t) => !t.cancelled && t.nextAt <= target).sort((a, b) => a.nextAt - b.nextAt)[0];
+      this.tasks = this.tasks.filter((t) => !t.cancelled);
+      const due = this.tasks.filter((t) => t.nextAt <= target).sort((a, b) => a.nextAt - b.nextAt)[0];
       if (!due) break;
       this.current = due.nextAt;
-      due.nextAt += due.periodMs;
-      await due.task();
+      if (due.periodMs === 0) due.cancelled = true;
+      else due.nextAt += due.periodMs;
+      const running = due.task();
+      if (this.awaitTasks) {
+        await running;
+      } else {
+        running.catch(() => {});
+        // what the task starts at once (its synchronous part and promptly settled promises) happens before time moves on
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
     this.current = target;
   }
 
-  /** Periodic tasks still scheduled. */
+  /** Tasks still scheduled (periodic ones, and one-shots not yet run). */
   get scheduled(): number {
     return this.tasks.filter((t) => !t.cancelled).length;
+  }
+
+  private schedule(periodMs: number, delayMs: number, task: PeriodicTask): ScheduledTask {
+    const scheduled: Scheduled = { periodMs, nextAt: this.current + delayMs, task, cancelled: false };
+    this.tasks.push(scheduled);
+    return { cancel: () => void (scheduled.cancelled = true) };
   }
 }

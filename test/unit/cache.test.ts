@@ -232,6 +232,107 @@ describe('ResultCache', () => {
   });
 });
 
+describe('ResultCache warming budget', () => {
+  const caches: ResultCache[] = [];
+  afterEach(() => {
+    for (const cache of caches.splice(0)) cache.close();
+  });
+
+  /** A cache whose warming runs are recorded: when each started (clock time), which key, and how many were in flight. */
+  function warmedCache(warming: { maxEntries: number; concurrency: number }, clock = new ManualClock()) {
+    const cache = new ResultCache({ maxBytes: 64 * 1024 * 1024, clock, logger: pino({ level: 'silent' }), warming });
+    caches.push(cache);
+    // runs are recorded once the test has filled the cache (watching), and held until released when gated
+    const record = { starts: [] as { at: number; key: string }[], inFlight: 0, maxInFlight: 0, gates: [] as ReturnType<typeof deferred<void>>[], watching: false, gated: false };
+    const runOf = (key: string) => async () => {
+      if (record.watching) record.starts.push({ at: clock.now(), key });
+      record.inFlight += 1;
+      record.maxInFlight = Math.max(record.maxInFlight, record.inFlight);
+      try {
+        if (record.gated) {
+          const gate = deferred<void>();
+          record.gates.push(gate);
+          await gate.promise;
+        }
+        return body([key]);
+      } finally {
+        record.inFlight -= 1;
+      }
+    };
+    return { clock, cache, record, fetch: (key: string) => cache.fetch({ key, policy: WARMED, run: runOf(key) }) };
+  }
+
+  it('with 1000 warm entries a period starts at most CACHE_WARM_MAX_ENTRIES runs, the most recently read first, one at a time spread over the period', async () => {
+    const { clock, cache, record, fetch } = warmedCache({ maxEntries: 200, concurrency: 2 });
+    const keys = Array.from({ length: 1000 }, (_, n) => `k${String(n).padStart(4, '0')}`);
+    for (const key of keys) await fetch(key);
+    record.watching = true;
+    await clock.advance(100_000);
+    // read again later: these 300 are the most recently read, the last read first
+    const reread = keys.slice(500, 800);
+    for (const key of reread) {
+      await clock.advance(10);
+      expect(cache.lookUp(key)?.status).toBe('HIT');
+    }
+    const tick = Date.UTC(2024, 0, 1) + 300_000;
+    await clock.advance(tick - clock.now());
+    // at the tick itself: one run, not a thousand
+    expect(record.starts).toEqual([{ at: tick, key: 'k0799' }]);
+    await clock.advance(1500);
+    expect(record.starts.map((start) => start.key)).toEqual(['k0799', 'k0798']);
+    await clock.advance(300_000 - 1500 - 1);
+    expect(record.starts).toHaveLength(200);
+    expect(record.starts.map((start) => start.at)).toEqual(Array.from({ length: 200 }, (_, n) => tick + n * 1500));
+    expect(record.starts.map((start) => start.key)).toEqual([...reread].reverse().slice(0, 200));
+    expect(record.maxInFlight).toBeLessThanOrEqual(2);
+    // the next period warms the same budget again, no more
+    await clock.advance(300_000);
+    expect(record.starts).toHaveLength(400);
+  });
+
+  it('never more than CACHE_WARM_CONCURRENCY runs in flight when the store is slower than the pace; a due run waits for a free slot', async () => {
+    const { clock, record, fetch } = warmedCache({ maxEntries: 10, concurrency: 2 }, new ManualClock(Date.UTC(2024, 0, 1), { awaitTasks: false }));
+    for (let n = 0; n < 10; n += 1) {
+      await fetch(`k${n}`);
+      await clock.advance(10);
+    }
+    record.watching = record.gated = true;
+    const tick = Date.UTC(2024, 0, 1) + 300_000;
+    const step = 30_000;
+    await clock.advance(tick - clock.now());
+    expect([record.starts.length, record.inFlight]).toEqual([1, 1]);
+    await clock.advance(step);
+    expect([record.starts.length, record.inFlight]).toEqual([2, 2]);
+    // the third is due, but both slots are taken: it waits however long time runs on
+    await clock.advance(3 * step);
+    expect([record.starts.length, record.inFlight]).toEqual([2, 2]);
+    record.gates.shift()!.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([record.starts.length, record.inFlight]).toEqual([3, 2]);
+    expect(record.starts.at(-1)!.at).toBe(tick + 4 * step);
+    // released, the rest follow at the pace; what the period leaves unstarted is dropped at the next tick
+    record.gated = false;
+    for (const gate of record.gates.splice(0)) gate.resolve();
+    await clock.advance(300_000 - 4 * step);
+    expect(record.starts.map((start) => (start.at - tick) / step)).toEqual([0, 1, 4, 5, 6, 7, 8, 9, 10]);
+    // the last is the next period's first: a fresh queue
+    expect(record.starts.at(-1)!.key).toBe(record.starts[0]!.key);
+    expect(record.maxInFlight).toBe(2);
+  });
+
+  it('entries beyond the budget are not warmed: they expire at their TTL and are computed again on the next request', async () => {
+    const { clock, cache, record, fetch } = warmedCache({ maxEntries: 1, concurrency: 1 });
+    await fetch('old');
+    await clock.advance(1000);
+    await fetch('new');
+    record.watching = true;
+    await clock.advance(900_000 - 1000);
+    expect(record.starts.map((start) => start.key)).toEqual(['new', 'new', 'new']);
+    expect(cache.lookUp('old')).toBeUndefined();
+    expect((await fetch('old')).status).toBe('MISS');
+  });
+});
+
 describe('cronRuleForPeriod', () => {
   it('expresses periods that divide a minute, an hour or a day', () => {
     expect(cronRuleForPeriod(30)).toBe('*/30 * * * * *');

@@ -26,13 +26,13 @@ describe('LQL filters become exact Elasticsearch filters', () => {
   it('free text is a case-sensitive substring of the message; ~ is a partial regex, (?i) case-insensitive', () => {
     expect(predicates([{ kind: 'comparison', path: 'event_message', operator: 'contains', value: { kind: 'string', value: 'a*b', quoted: false }, ...at }])).toEqual([{ wildcard: { 'event_message.keyword': { value: '*a\\*b*' } } }]);
     expect(predicates([{ kind: 'comparison', path: 'event_message', operator: '~', value: { kind: 'string', value: '(?i)^err', quoted: false }, ...at }])).toEqual([
-      { regexp: { 'event_message.keyword': { value: 'err.*', flags: 'NONE', max_determinized_states: 100_000, case_insensitive: true } } },
+      { regexp: { 'event_message.keyword': { value: 'err.*', flags: 'NONE', max_determinized_states: 10_000, case_insensitive: true } } },
     ]);
   });
 
   it('fields inside nested records are matched inside nested queries (any record)', () => {
     expect(predicates([{ kind: 'comparison', path: 'metadata.request.path', operator: '~', value: { kind: 'string', value: '^/rest', quoted: true }, ...at }])).toEqual([
-      { nested: { path: 'metadata.request', query: { regexp: { 'metadata.request.path': { value: '\\/rest.*', flags: 'NONE', max_determinized_states: 100_000 } } } } },
+      { nested: { path: 'metadata.request', query: { regexp: { 'metadata.request.path': { value: '\\/rest.*', flags: 'NONE', max_determinized_states: 10_000 } } } } },
     ]);
   });
 

@@ -19,6 +19,14 @@ describe('luceneRegexpForContains', () => {
     ['[\\Da]', '.*(a|[^0-9]).*'],
     ['a{', '.*a\\{.*'],
     ['@#~<>&"', '.*\\@\\#\\~\\<\\>\\&\\".*'],
+    // an optional run at an unanchored end adds nothing to the .* it gets
+    ['.*abc.*', '.*abc.*'],
+    ['[^]*a|b*', '(.*a.*)|(.*)'],
+    ['.*', '.*'],
+    ['x*', '.*'],
+    ['^.*x', '[^\\\n\\\r\\\u2028-\\\u2029]*x.*'],
+    ['x.*$', '.*x[^\\\n\\\r\\\u2028-\\\u2029]*'],
+    ['^$', ''],
   ])('%j -> %j', (pattern, lucene) => {
     expect(luceneRegexpForContains(pattern, 'project')).toBe(lucene);
   });

@@ -112,7 +112,7 @@ describe('pushdown', () => {
     const query = studio.find((candidate) => candidate.id === 'preview_storage_search')!;
     const scan = eventScans(plan(query.sql, query.params))[0]!;
     expect(scan.predicates).toEqual([
-      { bool: { should: [{ regexp: { 'event_message.keyword': { value: '.*ObjectNotFound.*', flags: 'NONE', max_determinized_states: 100_000 } } }, { term: { _ignored: 'event_message.keyword' } }], minimum_should_match: 1 } },
+      { bool: { should: [{ regexp: { 'event_message.keyword': { value: '.*ObjectNotFound.*', flags: 'NONE', max_determinized_states: 10_000 } } }, { term: { _ignored: 'event_message.keyword' } }], minimum_should_match: 1 } },
     ]);
   });
 

@@ -1,8 +1,9 @@
 import { errors } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
-import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
-import { isShardNotStarted, neverStartedIndices, storeError } from '../../src/executor/elasticsearch.ts';
+import { BadParameter, InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
+import { isShardNotStarted, partitionsWithoutEvents, storeError } from '../../src/executor/elasticsearch.ts';
 import { keyLookUpFailure } from '../../src/auth/authenticator.ts';
+import { regexpQuery } from '../../src/planner/regex-budget.ts';
 
 function refusal(statusCode: number, body: unknown): errors.ResponseError {
   return new errors.ResponseError({ body, statusCode, headers: {}, warnings: null, meta: {} as never });
@@ -61,6 +62,21 @@ describe('store refusals', () => {
     expect(storeError(refusal(400, closed), 1000)).toBeInstanceOf(StoreUnavailable);
   });
 
+  it('a pattern too complex for the store is named after where the caller wrote it', () => {
+    const request = {
+      query: { bool: { filter: [regexpQuery('url', '.*abc.*', { parameter: 'project', pattern: 'abc' }), regexpQuery('path', '.*a.{12}b.*', { parameter: 'lql', pattern: 'a.{12}b' })] } },
+    };
+    const reason = 'Determinizing .*a.{12}b.* would require more than 10000 effort.';
+    const refused = { error: { root_cause: [{ type: 'query_shard_exception', reason: `failed to create query: ${reason}` }], type: 'search_phase_execution_exception', caused_by: { type: 'too_complex_to_determinize_exception', reason } }, status: 400 };
+    const mapped = storeError(refusal(400, refused), 1000, request);
+    expect((mapped as BadParameter).code).toBe('pattern_too_complex');
+    expect(mapped.message).toBe('lql: the pattern "a.{12}b" is too complex for the log store (building its automaton takes more than 10000 steps); simplify it: fewer repeats of . or of a class, fewer alternatives');
+    // one too long is not quoted by the store: a lone pattern is still named
+    const tooLong = { error: { type: 'search_phase_execution_exception', reason: 'The length of regex [1200] used in the Regexp Query request has exceeded the allowed maximum of [1000]. This maximum can be set by changing the [index.max_regex_length] index level setting.' }, status: 400 };
+    expect(storeError(refusal(400, tooLong), 1000, { query: regexpQuery('url', 'x', { parameter: 'project', pattern: 'x' }) }).message).toMatch(/^project: the pattern "x" is too long or too complex/);
+    expect(storeError(refusal(400, tooLong), 1000, request).message).toMatch(/^a pattern of the query is too long or too complex/);
+  });
+
   it('overload and timeouts keep their meaning', () => {
     expect(storeError(refusal(429, { error: { type: 'es_rejected_execution_exception', reason: 'queue full' } }), 1000)).toBeInstanceOf(StoreUnavailable);
     expect(storeError(new errors.TimeoutError('slow'), 1000)).toBeInstanceOf(QueryTimeout);
@@ -87,19 +103,31 @@ describe('key look-up failures', () => {
   });
 });
 
-describe('neverStartedIndices', () => {
-  const started = (index: string) => ({ index, state: 'STARTED' });
-  it('names the new indices whose primary has not started when they are the only ones', () => {
-    expect(neverStartedIndices([started('a'), { index: 'b', state: 'INITIALIZING', unassignedReason: 'INDEX_CREATED' }, { index: 'c', state: 'UNASSIGNED', unassignedReason: 'INDEX_CREATED' }])).toEqual(['b', 'c']);
-    expect(neverStartedIndices([{ index: 'b', state: 'RELOCATING' }, { index: 'b', state: 'UNASSIGNED', unassignedReason: 'INDEX_CREATED' }])).toEqual(['b']);
+describe('partitionsWithoutEvents', () => {
+  const now = Date.UTC(2024, 5, 15, 23, 50);
+  const day = (text: string) => `lp-edge_logs-${text}`;
+
+  it('leaves out partitions whose primary has never started, whatever kept it (creation, a reopening, a failed allocation)', () => {
+    expect(partitionsWithoutEvents([{ index: day('2024.06.15'), neverStarted: true }, { index: 'lp-edge_logs', neverStarted: true }], now)).toEqual({ leaveOut: [day('2024.06.15'), 'lp-edge_logs'], waitFor: [] });
   });
 
-  it('gives nothing when another primary is missing (its events would be missing) or none is', () => {
-    expect(neverStartedIndices([{ index: 'b', state: 'UNASSIGNED', unassignedReason: 'INDEX_CREATED' }, { index: 'c', state: 'UNASSIGNED', unassignedReason: 'NODE_LEFT' }])).toBeUndefined();
-    expect(neverStartedIndices([{ index: 'c', state: 'INITIALIZING', unassignedReason: 'INDEX_REOPENED' }])).toBeUndefined();
-    expect(neverStartedIndices([{ index: 'c', state: 'INITIALIZING' }])).toBeUndefined();
-    expect(neverStartedIndices([started('a')])).toBeUndefined();
-    expect(neverStartedIndices([])).toBeUndefined();
+  it('leaves out partitions whose period has not begun, even once started (made ahead, a node restarting); waits for the others', () => {
+    const unstarted = [
+      { index: day('2024.06.16'), neverStarted: false },
+      { index: `${day('2024.06.15')}.23`, neverStarted: false },
+      { index: `${day('2024.06.16')}.00`, neverStarted: false },
+      { index: `${day('2024.06.17')}w`, neverStarted: false },
+      { index: `${day('2024.06.18')}w`, neverStarted: false },
+      { index: 'lp-edge_logs', neverStarted: false },
+    ];
+    // 2024.06.18 is a Tuesday: not a weekly partition's name, so waited for like the legacy index
+    expect(partitionsWithoutEvents(unstarted, now)).toEqual({ leaveOut: [day('2024.06.16'), `${day('2024.06.16')}.00`, `${day('2024.06.17')}w`], waitFor: [`${day('2024.06.15')}.23`, `${day('2024.06.18')}w`, 'lp-edge_logs'] });
+  });
+
+  it('an index with several primaries is left out only when none of them has ever started', () => {
+    const index = day('2024.06.10');
+    expect(partitionsWithoutEvents([{ index, neverStarted: true }, { index, neverStarted: false }], now)).toEqual({ leaveOut: [], waitFor: [index] });
+    expect(partitionsWithoutEvents([], now)).toEqual({ leaveOut: [], waitFor: [] });
   });
 });
 

@@ -3,6 +3,7 @@ import { clampToDateNanos, isoToNanosText, nanosTextFromMillis } from '../../../
 import type { Expr } from '../../sql/syntax.ts';
 import { NUMERIC_FIELD_TYPES, inNestedRecords, type FieldCatalog } from '../field-catalog.ts';
 import { luceneRegexpForContains } from '../regex.ts';
+import { regexpQuery } from '../regex-budget.ts';
 import type { FieldReference, SelectScope } from './select-scope.ts';
 
 type Query = estypes.QueryDslQueryContainer;
@@ -244,7 +245,7 @@ function stringMatch(target: Expr, patternExpr: Expr, kind: 'like' | 'regexp' | 
       // a construct Lucene cannot express: the engine evaluates it, the store does not filter
       return undefined;
     }
-    leaf = (name) => ({ regexp: { [name]: { value: lucene, flags: 'NONE', max_determinized_states: 100_000 } } });
+    leaf = (name) => regexpQuery(name, lucene, { parameter: 'sql', pattern });
   } else if (kind === 'prefix') {
     leaf = (name) => ({ prefix: { [name]: { value: pattern } } });
   } else {
