@@ -5,7 +5,7 @@ import { sandboxScansTotal } from '../metrics.ts';
 import { translateToDuckDb } from '../sql/duckdb/index.ts';
 import type { SqlType, TableColumn, TableSchema } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
-import type { EmbeddedEngine, EngineTable } from './engine/embedded-engine.ts';
+import type { EmbeddedEngine, EngineReservation, EngineTable } from './engine/embedded-engine.ts';
 import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference.ts';
 import { columnRows } from './rows/logs.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
@@ -18,7 +18,7 @@ export interface ExecutorOptions extends StoreOptions {
   maxTranslatedChars: number;
   /** Whose query it is in the engine's turns (an API key id). */
   engineKey: string;
-  /** When the answer is due, on performance.now()'s clock: the engine gets what is left, its wait for a process included. */
+  /** When the answer is due, on performance.now()'s clock: the engine gets what is left, its wait for a process included; its reservation ends then. */
   deadline: number;
 }
 
@@ -27,7 +27,15 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
   const answer = plan.answer;
   if (answer.kind === 'residual') {
     checkTranslatedSize(plan, options.maxTranslatedChars);
-    return (await residualRows(plan, options)).slice(0, plan.rowCap);
+    // every residual plan ends in the engine (a pushed-down aggregation too): its place there is taken
+    // before any scan, so a key or an engine that can take no more is refused before the store works
+    const engine = await options.engine();
+    const reservation = engine.reserve(options.engineKey, options.deadline);
+    try {
+      return (await residualRows(plan, reservation, options)).slice(0, plan.rowCap);
+    } finally {
+      reservation.release();
+    }
   }
   const scan = plan.scans.find((candidate) => candidate.table === answer.table);
   if (!scan) throw new Error(`plan answers from ${answer.table}, which none of its scans produces`);
@@ -38,7 +46,7 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
   return rows.slice(0, plan.rowCap);
 }
 
-async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unknown[]> {
+async function residualRows(plan: Plan, reservation: EngineReservation, options: ExecutorOptions): Promise<unknown[]> {
   if (!plan.residual) throw new Error('a residual answer needs a residual query');
   const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
   if (aggregation) {
@@ -46,10 +54,10 @@ async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unkno
     const [irregular, groups] = await Promise.all([search(aggregation.irregular, options), groupRows(aggregation, options)]);
     if (totalHits(irregular) > 0) {
       sandboxScansTotal.inc({ kind: 'aggregation_fallback' });
-      return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, options);
+      return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, reservation, options);
     }
     sandboxScansTotal.inc({ kind: 'aggregation' });
-    return runResidual(plan, [{ schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups }], options);
+    return runResidual(plan, [{ schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups }], reservation, options);
   }
   const budget = new ScanBudget(plan.maxScannedEvents ?? Number.POSITIVE_INFINITY);
   const tables: EngineTable[] = await Promise.all(
@@ -64,7 +72,7 @@ async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unkno
       }
     }),
   );
-  return runResidual(plan, tables, options);
+  return runResidual(plan, tables, reservation, options);
 }
 
 /**
@@ -90,7 +98,7 @@ function declaredSchema(scan: Scan): TableSchema {
   return scan.kind === 'aggregation' ? { name: scan.table, columns: scan.columns } : inferTableSchema(scan.table, declaredColumns(scan.columns), []);
 }
 
-async function runResidual(plan: Plan, tables: EngineTable[], options: ExecutorOptions): Promise<unknown[]> {
+async function runResidual(plan: Plan, tables: EngineTable[], reservation: EngineReservation, options: ExecutorOptions): Promise<unknown[]> {
   const residual = plan.residual!;
   const { sql } = translateToDuckDb(residual.query, {
     tables: tables.map((table) => table.schema),
@@ -98,8 +106,7 @@ async function runResidual(plan: Plan, tables: EngineTable[], options: ExecutorO
     now: residual.now,
     maxChars: options.maxTranslatedChars,
   });
-  const engine = await options.engine();
-  const result = await engine.run({ tables, sql, timeoutMs: options.deadline - performance.now(), key: options.engineKey, maxRows: plan.rowCap });
+  const result = await reservation.run({ tables, sql, maxRows: plan.rowCap });
   return result.rows;
 }
 

@@ -159,3 +159,34 @@ describe('engine processes are shared fairly between keys', () => {
     expect(order).toEqual(['queued 504', 'blocker 504', 'blocker 504']);
   });
 });
+
+describe('a query is admitted to the engine before its scans', () => {
+  it('a key at its share and its queue limit is refused before it reads a table: 429 with Retry-After, and the store saw no search for it', async () => {
+    const flooder = await server.createKey({});
+    // one endless query runs and one waits (SANDBOX_ENGINE_PER_KEY 1, SANDBOX_ENGINE_QUEUE_PER_KEY 1): the other two are refused
+    const flood = Array.from({ length: 4 }, () => sandboxed(ENDLESS, flooder));
+    await settled(flood, 2);
+    const scansBefore = await counter('sandbox_scans_total');
+    const eventsBefore = await counter('sandbox_scanned_events_total');
+    const refused = await Promise.all(Array.from({ length: 3 }, () => sandboxed(ORDINARY, flooder)));
+    const scansAfter = await counter('sandbox_scans_total');
+    const eventsAfter = await counter('sandbox_scanned_events_total');
+    const flooded = await Promise.all(flood);
+
+    expect(flooded.map((response) => response.statusCode).sort()).toEqual([429, 429, 504, 504]);
+    for (const response of refused) {
+      expect(response.statusCode, response.body).toBe(429);
+      expect(response.json().error.code).toBe('rate_limited');
+      expect(response.json().error.message).toMatch(/SANDBOX_ENGINE_PER_KEY.*SANDBOX_ENGINE_QUEUE_PER_KEY/);
+      expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+    expect(scansAfter).toBe(scansBefore);
+    expect(eventsAfter).toBe(eventsBefore);
+
+    // the refusals and the flood's end left no place taken: the key is admitted again and its query reads the table
+    const again = await sandboxed(ORDINARY, flooder);
+    expect(again.statusCode, again.body).toBe(200);
+    expect((again.json().result as unknown[]).length).toBe(7);
+    expect(await counter('sandbox_scanned_events_total')).toBeGreaterThan(eventsAfter);
+  });
+});
