@@ -16,6 +16,8 @@ export interface ExecutorOptions extends StoreOptions {
   engine: () => Promise<EmbeddedEngine>;
   /** The most characters of engine SQL a residual query may translate to (SANDBOX_MAX_TRANSLATED_CHARS). */
   maxTranslatedChars: number;
+  /** The largest string or array the residual query's functions may build (SANDBOX_MAX_RESULT_BYTES). */
+  maxValueBytes: number;
   /** Whose query it is in the engine's turns (an API key id). */
   engineKey: string;
   /** When the answer is due, on performance.now()'s clock: the engine gets what is left, its wait for a process included; its reservation ends then. */
@@ -26,7 +28,7 @@ export interface ExecutorOptions extends StoreOptions {
 export async function executePlan(plan: Plan, options: ExecutorOptions): Promise<unknown[]> {
   const answer = plan.answer;
   if (answer.kind === 'residual') {
-    checkTranslatedSize(plan, options.maxTranslatedChars);
+    checkTranslatedSize(plan, options);
     // every residual plan ends in the engine (a pushed-down aggregation too): its place there is taken
     // before any scan, so a key or an engine that can take no more is refused before the store works
     const engine = await options.engine();
@@ -81,12 +83,12 @@ async function residualRows(plan: Plan, reservation: EngineReservation, options:
  * costs no store work. The types inside record columns come from the scanned rows: unknown here, so
  * type errors wait for the translation after the scans, which checks the budget again.
  */
-function checkTranslatedSize(plan: Plan, maxChars: number): void {
+function checkTranslatedSize(plan: Plan, { maxTranslatedChars: maxChars, maxValueBytes }: ExecutorOptions): void {
   const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
   const candidates = aggregation ? [plan, { ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }] : [plan];
   for (const { scans, residual } of candidates) {
     try {
-      translateToDuckDb(residual!.query, { tables: scans.map(declaredSchema), parameters: residual!.parameters, now: residual!.now, maxChars });
+      translateToDuckDb(residual!.query, { tables: scans.map(declaredSchema), parameters: residual!.parameters, now: residual!.now, maxChars, maxValueBytes });
     } catch (error) {
       if (error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
     }
@@ -105,6 +107,7 @@ async function runResidual(plan: Plan, tables: EngineTable[], reservation: Engin
     parameters: residual.parameters,
     now: residual.now,
     maxChars: options.maxTranslatedChars,
+    maxValueBytes: options.maxValueBytes,
   });
   const result = await reservation.run({ tables, sql, maxRows: plan.rowCap });
   return result.rows;

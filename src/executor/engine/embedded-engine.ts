@@ -346,6 +346,9 @@ class EngineProcess {
           ),
         );
         break;
+      case 'value_too_large':
+        pending.reject(new QueryTooExpensive(`${message.message}; use shorter values, fewer repetitions or a smaller range`));
+        break;
       case 'invalid_query':
         pending.reject(new InvalidQuery(message.message));
         break;
