@@ -21,7 +21,8 @@ function recorder(queue: EngineQueue) {
   const turns = new Map<string, EngineTurn>();
   const failures = new Map<string, unknown>();
   const enter = (key: string, label: string, deadline = Date.now() + FAR) =>
-    queue.acquire(key, deadline).then(
+    // a reservation whose scans are already done: refused at once, or a turn once the query may run
+    new Promise<EngineTurn>((resolve) => resolve(queue.reserve(key, deadline).turn())).then(
       (turn) => {
         granted.push(label);
         turns.set(label, turn);

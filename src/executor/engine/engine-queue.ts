@@ -44,9 +44,10 @@ interface Entry {
  *
  * Counting: a query is admitted when it takes its reservation, before its scans, and counts from then
  * until it is over, whether it is scanning (reserved), waiting for a slot or running. A key may hold
- * `perKey + maxWaitingPerKey` admitted queries, and all keys `slots + maxWaiting`: those that are not
- * running are the waiting ones the two queue bounds allow, whether their scans are done yet or not. A
- * reservation holds no slot, so a query's scans never keep the engine idle.
+ * `perKey + maxWaitingPerKey` admitted queries, and all keys together `slots + maxWaiting`: the queue
+ * bounds are those counts less the queries that may run, so a query still scanning takes a waiting
+ * place just as a queued one does. A reservation holds no slot, so a query's scans never keep the
+ * engine idle.
  */
 export class EngineQueue {
   private readonly admitted = new Set<Entry>();
@@ -86,15 +87,6 @@ export class EngineQueue {
     this.admitted.add(entry);
     this.admittedPerKey.set(key, held + 1);
     return { turn: () => this.turn(entry), release: () => this.release(entry) };
-  }
-
-  /** Resolves with a turn once the key's query may run; rejects if it may not wait or its deadline passes first. */
-  acquire(key: string, deadline: number): Promise<EngineTurn> {
-    try {
-      return this.reserve(key, deadline).turn();
-    } catch (error) {
-      return Promise.reject(error);
-    }
   }
 
   /** Queries running, waiting for a slot, and reserved while they scan (for metrics and tests). */
