@@ -149,6 +149,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     sandbox: {
       limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS, maxScans: deps.config.SANDBOX_MAX_SCANS },
       maxTranslatedChars: deps.config.SANDBOX_MAX_TRANSLATED_CHARS,
+      maxValueBytes: config.SANDBOX_MAX_RESULT_BYTES,
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),
       engine: startedEngine,
       parseSql: (text, options) => parsedQueries.get(text, options),

@@ -36,6 +36,8 @@ export interface AnswerDependencies {
     limits: SandboxLimits;
     /** The most characters of engine SQL a sandboxed query may translate to. */
     maxTranslatedChars: number;
+    /** The largest string or array a sandboxed query's functions may build in the engine (its result's byte cap). */
+    maxValueBytes: number;
     fieldCatalogs: FieldCatalogs;
     /** The embedded engine, started on first use. */
     engine: () => Promise<EmbeddedEngine>;
@@ -128,6 +130,7 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       observe: (seconds) => elasticsearchQuerySeconds.observe({ endpoint: endpoint.name }, seconds),
       engine: dependencies.sandbox.engine,
       maxTranslatedChars: dependencies.sandbox.maxTranslatedChars,
+      maxValueBytes: dependencies.sandbox.maxValueBytes,
       engineKey: warming ? WARMING_KEY : principal.keyId,
       deadline: (warming ? performance.now() : startedAt) + dependencies.queryTimeoutMs,
     });

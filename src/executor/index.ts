@@ -5,7 +5,7 @@ import { sandboxScansTotal } from '../metrics.ts';
 import { translateToDuckDb } from '../sql/duckdb/index.ts';
 import type { SqlType, TableColumn, TableSchema } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
-import type { EmbeddedEngine, EngineTable } from './engine/embedded-engine.ts';
+import type { EmbeddedEngine, EngineReservation, EngineTable } from './engine/embedded-engine.ts';
 import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference.ts';
 import { columnRows } from './rows/logs.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
@@ -16,9 +16,11 @@ export interface ExecutorOptions extends StoreOptions {
   engine: () => Promise<EmbeddedEngine>;
   /** The most characters of engine SQL a residual query may translate to (SANDBOX_MAX_TRANSLATED_CHARS). */
   maxTranslatedChars: number;
+  /** The largest string or array the residual query's functions may build (SANDBOX_MAX_RESULT_BYTES). */
+  maxValueBytes: number;
   /** Whose query it is in the engine's turns (an API key id). */
   engineKey: string;
-  /** When the answer is due, on performance.now()'s clock: the engine gets what is left, its wait for a process included. */
+  /** When the answer is due, on performance.now()'s clock: the engine gets what is left, its wait for a process included; its reservation ends then. */
   deadline: number;
 }
 
@@ -26,8 +28,16 @@ export interface ExecutorOptions extends StoreOptions {
 export async function executePlan(plan: Plan, options: ExecutorOptions): Promise<unknown[]> {
   const answer = plan.answer;
   if (answer.kind === 'residual') {
-    checkTranslatedSize(plan, options.maxTranslatedChars);
-    return (await residualRows(plan, options)).slice(0, plan.rowCap);
+    checkTranslatedSize(plan, options);
+    // every residual plan ends in the engine (a pushed-down aggregation too): its place there is taken
+    // before any scan, so a key or an engine that can take no more is refused before the store works
+    const engine = await options.engine();
+    const reservation = engine.reserve(options.engineKey, options.deadline);
+    try {
+      return (await residualRows(plan, reservation, options)).slice(0, plan.rowCap);
+    } finally {
+      reservation.release();
+    }
   }
   const scan = plan.scans.find((candidate) => candidate.table === answer.table);
   if (!scan) throw new Error(`plan answers from ${answer.table}, which none of its scans produces`);
@@ -38,7 +48,7 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
   return rows.slice(0, plan.rowCap);
 }
 
-async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unknown[]> {
+async function residualRows(plan: Plan, reservation: EngineReservation, options: ExecutorOptions): Promise<unknown[]> {
   if (!plan.residual) throw new Error('a residual answer needs a residual query');
   const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
   if (aggregation) {
@@ -46,10 +56,10 @@ async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unkno
     const [irregular, groups] = await Promise.all([search(aggregation.irregular, options), groupRows(aggregation, options)]);
     if (totalHits(irregular) > 0) {
       sandboxScansTotal.inc({ kind: 'aggregation_fallback' });
-      return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, options);
+      return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, reservation, options);
     }
     sandboxScansTotal.inc({ kind: 'aggregation' });
-    return runResidual(plan, [{ schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups }], options);
+    return runResidual(plan, [{ schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups }], reservation, options);
   }
   const budget = new ScanBudget(plan.maxScannedEvents ?? Number.POSITIVE_INFINITY);
   const tables: EngineTable[] = await Promise.all(
@@ -64,7 +74,7 @@ async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unkno
       }
     }),
   );
-  return runResidual(plan, tables, options);
+  return runResidual(plan, tables, reservation, options);
 }
 
 /**
@@ -73,12 +83,12 @@ async function residualRows(plan: Plan, options: ExecutorOptions): Promise<unkno
  * costs no store work. The types inside record columns come from the scanned rows: unknown here, so
  * type errors wait for the translation after the scans, which checks the budget again.
  */
-function checkTranslatedSize(plan: Plan, maxChars: number): void {
+function checkTranslatedSize(plan: Plan, { maxTranslatedChars: maxChars, maxValueBytes }: ExecutorOptions): void {
   const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
   const candidates = aggregation ? [plan, { ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }] : [plan];
   for (const { scans, residual } of candidates) {
     try {
-      translateToDuckDb(residual!.query, { tables: scans.map(declaredSchema), parameters: residual!.parameters, now: residual!.now, maxChars });
+      translateToDuckDb(residual!.query, { tables: scans.map(declaredSchema), parameters: residual!.parameters, now: residual!.now, maxChars, maxValueBytes });
     } catch (error) {
       if (error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
     }
@@ -90,16 +100,16 @@ function declaredSchema(scan: Scan): TableSchema {
   return scan.kind === 'aggregation' ? { name: scan.table, columns: scan.columns } : inferTableSchema(scan.table, declaredColumns(scan.columns), []);
 }
 
-async function runResidual(plan: Plan, tables: EngineTable[], options: ExecutorOptions): Promise<unknown[]> {
+async function runResidual(plan: Plan, tables: EngineTable[], reservation: EngineReservation, options: ExecutorOptions): Promise<unknown[]> {
   const residual = plan.residual!;
   const { sql } = translateToDuckDb(residual.query, {
     tables: tables.map((table) => table.schema),
     parameters: residual.parameters,
     now: residual.now,
     maxChars: options.maxTranslatedChars,
+    maxValueBytes: options.maxValueBytes,
   });
-  const engine = await options.engine();
-  const result = await engine.run({ tables, sql, timeoutMs: options.deadline - performance.now(), key: options.engineKey, maxRows: plan.rowCap });
+  const result = await reservation.run({ tables, sql, maxRows: plan.rowCap });
   return result.rows;
 }
 

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsRegistry } from '../../src/metrics.ts';
@@ -31,6 +32,24 @@ function sandboxed(sql: string, key = BOOTSTRAP_KEY): Promise<LightMyRequestResp
 async function counter(name: string): Promise<number> {
   const metric = metricsRegistry.getSingleMetric(name);
   return metric ? (await metric.get()).values.reduce((sum, value) => sum + value.value, 0) : 0;
+}
+
+/** The engine processes this test's service forked, each with its peak resident memory (VmHWM) in KiB. */
+function enginePeaks(): Map<number, number> {
+  const peaks = new Map<number, number>();
+  for (const entry of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    let status: string;
+    let command: string;
+    try {
+      status = readFileSync(`/proc/${entry}/status`, 'utf8');
+      command = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    if (Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]) !== process.pid || !command.includes('engine-process')) continue;
+    peaks.set(Number(entry), Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1]));
+  }
+  return peaks;
 }
 
 /** Resolves once `count` of the promises have settled. */
@@ -73,7 +92,8 @@ describe('results are bounded inside the engine', () => {
   it('3,000,000 rows: the answer holds the row cap and the engine sent no more than that', async () => {
     const rowsBefore = await counter('sandbox_engine_result_rows_total');
     const truncatedBefore = await counter('sandbox_engine_truncated_results_total');
-    const response = await sandboxed('select x from unnest(generate_array(1, 3000000)) as x');
+    // 3000 x 1000 rows: one array of 3,000,000 elements would pass the byte cap as a value (see the last group below)
+    const response = await sandboxed('select a * 1000 + b as x from unnest(generate_array(0, 2999)) as a cross join unnest(generate_array(1, 1000)) as b order by x');
     expect(response.statusCode, response.body.slice(0, 300)).toBe(200);
     const rows = response.json().result as { x: number }[];
     expect(rows).toHaveLength(1000);
@@ -157,5 +177,76 @@ describe('engine processes are shared fairly between keys', () => {
     expect(response.json().error.code).toBe('query_timeout');
     expect(response.json().error.message).toMatch(/waited .*for a query engine process.*QUERY_TIMEOUT_MS/);
     expect(order).toEqual(['queued 504', 'blocker 504', 'blocker 504']);
+  });
+});
+
+describe('a query is admitted to the engine before its scans', () => {
+  it('a key at its share and its queue limit is refused before it reads a table: 429 with Retry-After, and the store saw no search for it', async () => {
+    const flooder = await server.createKey({});
+    // one endless query runs and one waits (SANDBOX_ENGINE_PER_KEY 1, SANDBOX_ENGINE_QUEUE_PER_KEY 1): the other two are refused
+    const flood = Array.from({ length: 4 }, () => sandboxed(ENDLESS, flooder));
+    await settled(flood, 2);
+    const scansBefore = await counter('sandbox_scans_total');
+    const eventsBefore = await counter('sandbox_scanned_events_total');
+    const refused = await Promise.all(Array.from({ length: 3 }, () => sandboxed(ORDINARY, flooder)));
+    const scansAfter = await counter('sandbox_scans_total');
+    const eventsAfter = await counter('sandbox_scanned_events_total');
+    const flooded = await Promise.all(flood);
+
+    expect(flooded.map((response) => response.statusCode).sort()).toEqual([429, 429, 504, 504]);
+    for (const response of refused) {
+      expect(response.statusCode, response.body).toBe(429);
+      expect(response.json().error.code).toBe('rate_limited');
+      expect(response.json().error.message).toMatch(/SANDBOX_ENGINE_PER_KEY.*SANDBOX_ENGINE_QUEUE_PER_KEY/);
+      expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+    expect(scansAfter).toBe(scansBefore);
+    expect(eventsAfter).toBe(eventsBefore);
+
+    // the refusals and the flood's end left no place taken: the key is admitted again and its query reads the table
+    const again = await sandboxed(ORDINARY, flooder);
+    expect(again.statusCode, again.body).toBe(200);
+    expect((again.json().result as unknown[]).length).toBe(7);
+    expect(await counter('sandbox_scanned_events_total')).toBeGreaterThan(eventsAfter);
+  });
+
+  it('a query that fails after its scans gives its place back: three in a row, then the same key is answered', async () => {
+    const key = await server.createKey({});
+    // the path's type is known only from the scanned rows, so the translation refuses it after the scans
+    const failing = 'select r.path + 1 as n from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r';
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const eventsBefore = await counter('sandbox_scanned_events_total');
+      const response = await sandboxed(failing, key);
+      expect(response.statusCode, response.body).toBe(400);
+      expect(response.json().error.message).toMatch(/STRING/);
+      expect(await counter('sandbox_scanned_events_total')).toBeGreaterThan(eventsBefore);
+    }
+    const response = await sandboxed(ORDINARY, key);
+    expect(response.statusCode, response.body).toBe(200);
+  });
+});
+
+describe('no value larger than the result byte cap is built in the engine', () => {
+  it.each([
+    ["select repeat('x', 1500000000) as s", 'REPEAT'],
+    ["select lpad('x', 2000000000, 'y') as s", 'LPAD'],
+  ])('%s: 400 query_too_expensive naming the limit, and the engine processes did not grow', async (sql, name) => {
+    const before = enginePeaks();
+    expect(before.size).toBe(2);
+    const response = await sandboxed(sql);
+    expect(response.statusCode, response.body.slice(0, 300)).toBe(400);
+    expect(response.json().error.code).toBe('query_too_expensive');
+    expect(response.json().error.message).toMatch(new RegExp(`^${name} would build a string of more than 1048576 bytes.*\\(SANDBOX_MAX_RESULT_BYTES\\)`));
+    const after = enginePeaks();
+    // the same processes (none died and was replaced), each with a peak far below the string asked for
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+    for (const peakKiB of after.values()) expect(peakKiB).toBeLessThan(1024 * 1024);
+  });
+
+  it('an array of 3,000,000 elements is refused as a value over the byte cap, before it is built', async () => {
+    const response = await sandboxed('select x from unnest(generate_array(1, 3000000)) as x');
+    expect(response.statusCode, response.body.slice(0, 300)).toBe(400);
+    expect(response.json().error.code).toBe('query_too_expensive');
+    expect(response.json().error.message).toMatch(/^GENERATE_ARRAY would build an array of more than 131072 elements, 8 bytes each, more than the 1048576 bytes .*\(SANDBOX_MAX_RESULT_BYTES\)/);
   });
 });

@@ -60,7 +60,7 @@ async function referenceRows(sql: string, params: Record<string, string>): Promi
     const declared = cte.columns.map((column) => (column.name === 'metadata' ? { name: 'metadata', type: 'inferred' as const } : column));
     return [cte.name, ...cte.aliases].map((name) => ({ schema: inferTableSchema(name, declared, rows), rows }));
   });
-  const { sql: duckDb } = translateToDuckDb(query, { tables: tables.map((table) => table.schema), parameters: params, now: server.clock.now(), maxChars: server.config.SANDBOX_MAX_TRANSLATED_CHARS });
+  const { sql: duckDb } = translateToDuckDb(query, { tables: tables.map((table) => table.schema), parameters: params, now: server.clock.now(), maxChars: server.config.SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: server.config.SANDBOX_MAX_RESULT_BYTES });
   return (await engine.run({ tables, sql: duckDb, timeoutMs: 30_000 })).rows;
 }
 

@@ -7,6 +7,7 @@ import { EmbeddedEngine, type EngineTable } from '../../src/executor/engine/embe
 import { inferTableSchema } from '../../src/executor/engine/schema-inference.ts';
 import { metadataRows } from '../../src/executor/rows/logs.ts';
 import { sandboxEngineResultRowsTotal } from '../../src/metrics.ts';
+import { stringGuard } from '../../src/sql/duckdb/value-size.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
 
 const samplesDirectory = path.resolve(import.meta.dirname, '../fixtures/logflare-samples');
@@ -246,6 +247,13 @@ describe('bounded results', () => {
     const error = await query(`select repeat('x', 1000000) as s from range(300)`).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(QueryTooExpensive);
     expect((error as Error).message).toMatch(/larger than 16777216 bytes \(SANDBOX_MAX_RESULT_BYTES\)/);
+    expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
+  });
+
+  it('a value the translation\'s size guard refuses fails with QueryTooExpensive in the guard\'s words, and the next query works', async () => {
+    const error = await query(`select (CASE ${stringGuard('REPEAT', '2000', 1000)} ELSE 'x' END) as s`).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(QueryTooExpensive);
+    expect((error as Error).message).toMatch(/^REPEAT would build a string of more than 1000 bytes, the most a result may hold \(SANDBOX_MAX_RESULT_BYTES\); use shorter/);
     expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
   });
 });

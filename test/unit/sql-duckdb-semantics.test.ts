@@ -50,7 +50,7 @@ const NOW = Date.parse('2024-02-01T00:00:00Z');
 
 function translate(sql: string, parameters: Record<string, string> = {}) {
   const tree = parseSandboxQuery(sql, { allowedTables: TABLES.map((t) => t.name), parameterNames: Object.keys(parameters) });
-  return translateToDuckDb(tree, { tables: TABLES, parameters, now: NOW, maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS });
+  return translateToDuckDb(tree, { tables: TABLES, parameters, now: NOW, maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: loadConfig({}).SANDBOX_MAX_RESULT_BYTES });
 }
 
 async function rows(sql: string, parameters: Record<string, string> = {}): Promise<Record<string, unknown>[]> {

@@ -162,7 +162,7 @@ afterAll(() => connection?.closeSync());
 async function runStudio(id: string): Promise<{ rows: Record<string, unknown>[]; columns: { name: string; type: SqlType }[] }> {
   const entry = studio.find((q) => q.id === id)!;
   const tree = parseSandboxQuery(entry.sql, { allowedTables: TABLES.map((t) => t.name), parameterNames: Object.keys(entry.params) });
-  const { sql, columns } = translateToDuckDb(tree, { tables: TABLES, parameters: entry.params, now: Date.parse('2024-01-01T02:00:00Z'), maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS });
+  const { sql, columns } = translateToDuckDb(tree, { tables: TABLES, parameters: entry.params, now: Date.parse('2024-01-01T02:00:00Z'), maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: loadConfig({}).SANDBOX_MAX_RESULT_BYTES });
   const reader = await connection.runAndReadAll(sql);
   return { rows: reader.getRowObjectsJson() as Record<string, unknown>[], columns };
 }

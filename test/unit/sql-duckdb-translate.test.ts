@@ -101,7 +101,7 @@ beforeAll(async () => {
 });
 afterAll(() => connection?.closeSync());
 
-const context = { tables: [edgeLogs, functionLogs], parameters: { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00.000Z' }, now: Date.parse('2024-01-01T01:00:00Z'), maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS };
+const context = { tables: [edgeLogs, functionLogs], parameters: { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00.000Z' }, now: Date.parse('2024-01-01T01:00:00Z'), maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: loadConfig({}).SANDBOX_MAX_RESULT_BYTES };
 const translate = (q: Query) => translateToDuckDb(q, context);
 
 async function run(q: Query): Promise<Record<string, unknown>[]> {

@@ -33,7 +33,7 @@ beforeAll(() => initSqlParser());
 
 function translate(text: string, maxChars = BUDGET) {
   const query = parseSandboxQuery(text, { allowedTables: ['edge_logs'], parameterNames: ['project'] });
-  return translateToDuckDb(query, { tables: TABLES, parameters: { project: 'p' }, now: Date.UTC(2024, 0, 1), maxChars });
+  return translateToDuckDb(query, { tables: TABLES, parameters: { project: 'p' }, now: Date.UTC(2024, 0, 1), maxChars, maxValueBytes: 16 * 1024 * 1024 });
 }
 
 function refusal(run: () => unknown): Error {
@@ -79,8 +79,9 @@ describe('format elements', () => {
     const once = translate(`select format_timestamp('%e', ${timestamp}) as t from edge_logs`).sql;
     const many = translate(`select format_timestamp('${'%e%s%E*S'.repeat(200)}', ${timestamp}) as t from edge_logs`).sql;
     const occurrences = (sql: string) => sql.split('"edge_logs"."event_message"').length - 1;
-    expect(occurrences(once)).toBe(1);
-    expect(occurrences(many)).toBe(1);
+    // the argument's own text may name the column more than once (CONCAT's size guard reads it too), but 200 elements add none
+    expect(occurrences(once)).toBeGreaterThan(0);
+    expect(occurrences(many)).toBe(occurrences(once));
   });
 });
 

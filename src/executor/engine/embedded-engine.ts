@@ -6,7 +6,7 @@ import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from 
 import { sandboxEngineResultRowsTotal, sandboxEngineTruncatedResultsTotal } from '../../metrics.ts';
 import type { TableSchema } from '../../sql/types.ts';
 import type { EngineMessage, ResultColumn, ServiceMessage } from './engine-protocol.ts';
-import { EngineQueue } from './engine-queue.ts';
+import { EngineQueue, type EngineReservation as EngineQueueReservation } from './engine-queue.ts';
 import type { EngineLimits } from './locked-database.ts';
 
 export interface EngineTable {
@@ -25,6 +25,17 @@ export interface EngineRequest {
   key?: string;
   /** The answer's first rows only: the engine reads no further. Default: no row cap. */
   maxRows?: number;
+}
+
+/** A query run in a reserved turn: its time and key are the reservation's. */
+export type ReservedRequest = Omit<EngineRequest, 'timeoutMs' | 'key'>;
+
+/** A query's place in the engine's turns, taken before its scans (EngineQueue). */
+export interface EngineReservation {
+  /** Waits for the turn (in turn order, by the reservation's deadline), then runs the query. Once. */
+  run(request: ReservedRequest): Promise<EngineResult>;
+  /** Frees the place of a query that will not run (its scans failed); after run(), nothing to do. May be called again. */
+  release(): void;
 }
 
 export interface EngineResult {
@@ -92,9 +103,37 @@ export class EmbeddedEngine {
   }
 
   async run(request: EngineRequest): Promise<EngineResult> {
+    const reservation = this.reserve(request.key ?? NO_KEY, performance.now() + request.timeoutMs);
+    try {
+      return await reservation.run(request);
+    } finally {
+      reservation.release();
+    }
+  }
+
+  /**
+   * A place in the engine's turns for a query that has until `deadline` (performance.now()'s clock),
+   * taken before its scans; throws RateLimited or StoreUnavailable (with Retry-After) when the key or
+   * the engine may take no more.
+   */
+  reserve(key: string, deadline: number): EngineReservation {
     if (this.closing) throw new StoreUnavailable('the query engine is shutting down');
-    const deadline = performance.now() + request.timeoutMs;
-    const turn = await this.queue.acquire(request.key ?? NO_KEY, deadline);
+    const place = this.queue.reserve(key, deadline);
+    let ran = false;
+    return {
+      run: (request) => {
+        ran = true;
+        return this.runIn(place, deadline, request);
+      },
+      // once run, the place is the query's turn, which the run frees when the query is over
+      release: () => {
+        if (!ran) place.release();
+      },
+    };
+  }
+
+  private async runIn(place: EngineQueueReservation, deadline: number, request: ReservedRequest): Promise<EngineResult> {
+    const turn = await place.turn();
     try {
       if (this.closing) throw new StoreUnavailable('the query engine is shutting down');
       let process = await this.acquire();
@@ -306,6 +345,9 @@ class EngineProcess {
             `the query's result is larger than ${this.options.maxResultBytes} bytes (SANDBOX_MAX_RESULT_BYTES) of JSON; select fewer or shorter columns (substr), fewer rows (LIMIT), or aggregate`,
           ),
         );
+        break;
+      case 'value_too_large':
+        pending.reject(new QueryTooExpensive(`${message.message}; use shorter values, fewer repetitions or a smaller range`));
         break;
       case 'invalid_query':
         pending.reject(new InvalidQuery(message.message));

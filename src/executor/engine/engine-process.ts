@@ -6,6 +6,7 @@
  * the process waits for work.
  */
 import { StatementType, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import { valueTooLargeMessage } from '../../sql/duckdb/value-size.ts';
 import { BoundedResult, isStringTooLong, ResultTooLarge } from './bounded-result.ts';
 import type { EngineMessage, FailureReason, ResultColumn, ServiceMessage } from './engine-protocol.ts';
 import { openLockedDatabase, type EngineLimits, type LockedDatabase } from './locked-database.ts';
@@ -60,6 +61,8 @@ function failureOf(error: unknown, duringQuery: boolean): Failure {
   const message = error instanceof Error ? error.message : String(error);
   if (message.startsWith('Out of Memory Error')) return new Failure('out_of_memory', message);
   if (message.startsWith('INTERRUPT Error')) return new Failure('interrupted', message);
+  const tooLarge = valueTooLargeMessage(message);
+  if (tooLarge !== undefined) return new Failure('value_too_large', tooLarge);
   if (!duringQuery || /^(INTERNAL|FATAL) Error/.test(message)) return new Failure('internal', message);
   return new Failure('invalid_query', cleanQueryError(message));
 }

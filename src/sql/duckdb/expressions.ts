@@ -20,6 +20,7 @@ import {
 } from './literals.ts';
 import { accessField, itemsNamed, sameName, type ColumnShape, type Scope, type Typed } from './scope.ts';
 import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, isNumeric, isOrderable, typeName } from './types.ts';
+import { concatenation } from './value-size.ts';
 
 /** A select-list column, as GROUP BY, HAVING, QUALIFY and ORDER BY may name it. */
 export interface SelectColumn extends ColumnShape {
@@ -50,6 +51,8 @@ export interface ExprContext {
   seen: { aggregate: boolean };
   /** The whole query's translation budget, which every expression is checked against as it is built. */
   budget: SqlBudget;
+  /** The largest string or array a function may build in the engine (SANDBOX_MAX_RESULT_BYTES). */
+  maxValueBytes: number;
 }
 
 export function translateExpr(expr: Expr, ctx: ExprContext): Typed {
@@ -278,6 +281,11 @@ function binary(expr: Extract<Expr, { kind: 'binary' }>, ctx: ExprContext): Type
     }
     return addInterval(translateExpr(timestamp, ctx), interval, operator === '-', ctx);
   }
+  if (operator === '||') {
+    // a chain a || b || c is one concatenation, so its size is checked once and its operands are not bound level by level
+    const operands = concatenated(expr).map((operand) => expect(translateExpr(operand, ctx), ['string'], '||', position));
+    return { sql: concatenation(operands.map((operand) => operand.sql), ctx.budget, ctx.maxValueBytes), type: STRING };
+  }
   const left = translateExpr(expr.left, ctx);
   const right = translateExpr(expr.right, ctx);
   if (operator === 'and' || operator === 'or') {
@@ -289,11 +297,6 @@ function binary(expr: Extract<Expr, { kind: 'binary' }>, ctx: ExprContext): Type
     const [l, r] = comparePair(left, right, operator, position);
     return { sql: `(${l.sql} ${COMPARISONS[operator as keyof typeof COMPARISONS]} ${r.sql})`, type: BOOL };
   }
-  if (operator === '||') {
-    expect(left, ['string'], '||', position);
-    expect(right, ['string'], '||', position);
-    return { sql: `(${left.sql} || ${right.sql})`, type: STRING };
-  }
   if (operator === '%') throw new InvalidQuery(`BigQuery has no % operator; use MOD(a, b)`, position);
   if (operator in BITWISE || operator === '^') {
     expect(left, ['int64'], operator, position);
@@ -303,6 +306,13 @@ function binary(expr: Extract<Expr, { kind: 'binary' }>, ctx: ExprContext): Type
   const numericLeft = expect(left, ['int64', 'float64', 'numeric'], `operator ${operator}`, position);
   const numericRight = expect(right, ['int64', 'float64', 'numeric'], `operator ${operator}`, position);
   return arithmetic(operator as '+' | '-' | '*' | '/', numericLeft, numericRight, ctx.budget, position);
+}
+
+/** The operands of a chain of ||, left to right. */
+function concatenated(expr: Expr, operands: Expr[] = []): Expr[] {
+  if (expr.kind !== 'binary' || expr.operator !== '||') operands.push(expr);
+  else concatenated(expr.right, concatenated(expr.left, operands));
+  return operands;
 }
 
 /** + - * keep INT64 (DuckDB's BIGINT overflow is an error, as in BigQuery); / is always FLOAT64 and fails on zero. */

@@ -19,6 +19,7 @@ import { LAMBDA_PARAMETER, MICROS_PER, float64Literal, quoteString, timestampLit
 import type { Typed } from './scope.ts';
 import { formatTimestampSql, parseTimestampFormats } from './time-format.ts';
 import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, commonType, isOrderable, typeName } from './types.ts';
+import { bytes, concatenation, listGuard, stringGuard } from './value-size.ts';
 
 type CallExpr = Extract<Expr, { kind: 'call' }>;
 
@@ -302,7 +303,7 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   concat: scalar([1, 255], (call) => {
     const args = call.expr.args.map((_, i) => typed(call, i, 'string'));
     // DuckDB's concat skips NULLs; BigQuery's (like ||) returns NULL
-    return { sql: `(${joined(call, args.map((a) => a.sql), ' || ')})`, type: STRING };
+    return { sql: concatenation(args.map((a) => a.sql), call.ctx.budget, call.ctx.maxValueBytes), type: STRING };
   }),
   length: scalar([1, 1], (call) => {
     const value = typed(call, 0, 'string', 'bytes');
@@ -322,7 +323,17 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   replace: scalar([3, 3], (call) => {
     const args = [typed(call, 0, 'string'), typed(call, 1, 'string'), typed(call, 2, 'string')];
     // BigQuery leaves the string alone when the searched text is empty
-    return { sql: once(call, args, ([value, from, to]) => `(CASE WHEN ${from} = '' THEN ${value} ELSE replace(${value}, ${from}, ${to}) END)`), type: STRING };
+    const sql = once(call, args, ([value, from, to]) => {
+      const replaced = `replace(${value}, ${from}, ${to})`;
+      // a longer text grows the string: by the most one match per length of the searched text could add, and
+      // only past the limit are the matches counted
+      const growth = `(${bytes(to!)} - ${bytes(from!)})`;
+      const most = `${bytes(value!)} + ${bytes(value!)} / ${bytes(from!)} * ${growth}`;
+      const exact = `${bytes(value!)} + (${bytes(value!)} - ${bytes(`replace(${value}, ${from}, '')`)}) / ${bytes(from!)} * ${growth}`;
+      const limit = call.ctx.maxValueBytes;
+      return `(CASE WHEN ${from} = '' THEN ${value} WHEN ${growth} > 0 AND ${most} > ${limit} THEN (CASE ${stringGuard('REPLACE', exact, limit)} ELSE ${replaced} END) ELSE ${replaced} END)`;
+    });
+    return { sql, type: STRING };
   }),
   split: scalar([1, 2], (call) => {
     const value = typed(call, 0, 'string');
@@ -345,8 +356,19 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   regexp_replace: scalar([3, 3], (call) => {
     const [value, pattern] = regexArgs(call);
     const replacement = typed(call, 2, 'string');
-    // every match, as BigQuery; DuckDB replaces only the first without 'g'
-    return { sql: `regexp_replace(${value.sql}, ${pattern.sql}, ${replacement.sql}, 'g')`, type: STRING };
+    // each \1 in the replacement copies a match, and the matches together are no longer than the value
+    const copies = replacement.stringLiteral === undefined ? undefined : (replacement.stringLiteral.match(/\\[0-9]/g) ?? []).length;
+    const sql = once(call, [value, pattern, replacement], ([text, regex, to]) => {
+      // every match, as BigQuery; DuckDB replaces only the first without 'g'
+      const replaced = `regexp_replace(${text}, ${regex}, ${to}, 'g')`;
+      const copied = `${bytes(text!)} * (1 + ${copies ?? `len(regexp_extract_all(${to}, '\\\\[0-9]'))`})`;
+      // at most one match per character and one more; only past the limit are the matches counted
+      const most = `${copied} + (${bytes(text!)} + 1) * ${bytes(to!)}`;
+      const exact = `${copied} + len(regexp_extract_all(${text}, ${regex})) * ${bytes(to!)}`;
+      const limit = call.ctx.maxValueBytes;
+      return `(CASE WHEN ${most} > ${limit} THEN (CASE ${stringGuard('REGEXP_REPLACE', exact, limit)} ELSE ${replaced} END) ELSE ${replaced} END)`;
+    });
+    return { sql, type: STRING };
   }),
   json_value: scalar([1, 2], jsonScalar),
   json_query: scalar([2, 2], jsonText),
@@ -422,7 +444,9 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   reverse: scalar([1, 1], (call) => ({ sql: `reverse(${typed(call, 0, 'string').sql})`, type: STRING })),
   repeat: scalar([2, 2], (call) => {
     const [value, times] = [typed(call, 0, 'string'), typed(call, 1, 'int64')];
-    return { sql: once(call, [value, times], ([text, count]) => `(CASE WHEN ${count} < 0 THEN error('REPEAT: count must not be negative') ELSE repeat(${text}, ${count}) END)`), type: STRING };
+    const sql = once(call, [value, times], ([text, count]) =>
+      `(CASE WHEN ${count} < 0 THEN error('REPEAT: count must not be negative') ${stringGuard('REPEAT', `${bytes(text!)} * ${count}`, call.ctx.maxValueBytes)} ELSE repeat(${text}, ${count}) END)`);
+    return { sql, type: STRING };
   }),
   left: scalar([2, 2], (call) => ({ sql: `left(${typed(call, 0, 'string').sql}, ${typed(call, 1, 'int64').sql})`, type: STRING })),
   right: scalar([2, 2], (call) => ({ sql: `right(${typed(call, 0, 'string').sql}, ${typed(call, 1, 'int64').sql})`, type: STRING })),
@@ -446,7 +470,10 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
     const [start, end] = [typed(call, 0, 'int64'), typed(call, 1, 'int64')];
     const step = call.expr.args.length > 2 ? typed(call, 2, 'int64') : { sql: 'CAST(1 AS BIGINT)', type: INT64 };
     // BigQuery refuses a zero step; an empty range is an empty array in both
-    const sql = once(call, [start, end, step], ([from, to, by]) => `(CASE WHEN ${by} = 0 THEN error('GENERATE_ARRAY: step cannot be 0') ELSE generate_series(${from}, ${to}, ${by}) END)`);
+    const sql = once(call, [start, end, step], ([from, to, by]) => {
+      const elements = `floor((CAST(${to} AS DOUBLE) - CAST(${from} AS DOUBLE)) / ${by}) + 1`;
+      return `(CASE WHEN ${by} = 0 THEN error('GENERATE_ARRAY: step cannot be 0') ${listGuard('GENERATE_ARRAY', elements, call.ctx.maxValueBytes)} ELSE generate_series(${from}, ${to}, ${by}) END)`;
+    });
     return { sql, type: { kind: 'array', element: INT64 } };
   }),
   array_length: scalar([1, 1], (call) => {
@@ -460,8 +487,14 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
     const separator = typed(call, 1, 'string');
     // NULL elements are skipped unless a replacement text is given
     const elements = call.expr.args.length > 2 ? `list_transform(${value.sql}, lambda ${LAMBDA_PARAMETER}: coalesce(${LAMBDA_PARAMETER}, ${typed(call, 2, 'string').sql}))` : value.sql;
-    // not bound once: DuckDB takes only a constant separator, which a bound one is not
-    return { sql: `(CASE WHEN ${separator.sql} IS NULL THEN NULL ELSE array_to_string(${elements}, ${separator.sql}) END)`, type: STRING };
+    // the elements only are bound once: DuckDB takes only a constant separator, which a bound one is not
+    const sql = bindOnce(call.ctx.budget, [elements], ([list]) => {
+      const texts = `coalesce(list_sum(list_transform(${list}, lambda ${LAMBDA_PARAMETER}: strlen(${LAMBDA_PARAMETER}))), 0)`;
+      const separators = `greatest(len(list_filter(${list}, lambda ${LAMBDA_PARAMETER}: ${LAMBDA_PARAMETER} IS NOT NULL)) - 1, 0)`;
+      const size = `CAST(${texts} AS DOUBLE) + ${separators} * ${bytes(separator.sql)}`;
+      return `(CASE WHEN ${separator.sql} IS NULL THEN NULL ${stringGuard('ARRAY_TO_STRING', size, call.ctx.maxValueBytes)} ELSE array_to_string(${list}, ${separator.sql}) END)`;
+    });
+    return { sql, type: STRING };
   }),
 
   // time
@@ -600,8 +633,13 @@ function mathFunction(call: Call, fn: string, domain?: (x: string) => string): T
 function pad(call: Call, fn: 'lpad' | 'rpad'): Typed {
   const [value, length] = [typed(call, 0, 'string'), typed(call, 1, 'int64')];
   const filler = call.expr.args.length > 2 ? typed(call, 2, 'string') : { sql: `' '`, type: STRING };
-  const sql = once(call, [value, length, filler], ([text, size, fill]) =>
-    `(CASE WHEN ${size} < 0 THEN error('${fn.toUpperCase()}: length must not be negative') ELSE ${fn}(${text}, CAST(${size} AS INTEGER), ${fill}) END)`);
+  const sql = once(call, [value, length, filler], ([text, size, fill]) => {
+    // the characters added, at the filler's bytes per character; a shorter length cuts the text, which builds nothing
+    const padded = `${bytes(text!)} + (CAST(${size} AS DOUBLE) - length(${text})) * ${bytes(fill!)} / greatest(length(${fill}), 1)`;
+    const grown = `(CASE WHEN ${size} > length(${text}) THEN ${padded} ELSE 0 END)`;
+    return `(CASE WHEN ${size} < 0 THEN error('${fn.toUpperCase()}: length must not be negative') ${stringGuard(fn.toUpperCase(), grown, call.ctx.maxValueBytes)} ` +
+      `ELSE ${fn}(${text}, CAST(${size} AS INTEGER), ${fill}) END)`;
+  });
   return { sql, type: STRING };
 }
 

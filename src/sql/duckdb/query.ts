@@ -24,6 +24,8 @@ export interface TranslationContext {
   now: number;
   /** The most characters the DuckDB text may have (SANDBOX_MAX_TRANSLATED_CHARS); checked as it is built. */
   maxChars: number;
+  /** The largest string or array a function may build in the engine (SANDBOX_MAX_RESULT_BYTES); see value-size.ts. */
+  maxValueBytes: number;
 }
 
 /** The query's own CTEs visible at a point, innermost first. */
@@ -150,6 +152,7 @@ export class QueryTranslator {
       windows: false,
       seen: { aggregate: false },
       budget: this.budget,
+      maxValueBytes: this.context.maxValueBytes,
     };
   }
 
