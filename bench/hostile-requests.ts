@@ -37,7 +37,12 @@ const INPUTS: HostileInput[] = [
     name: '256 columns of substr nested 8 deep (23.5 KB)',
     params: { sql: `select ${Array.from({ length: 256 }, (_, i) => `${nestedSubstr(8)} as c${i}`).join(', ')} from edge_logs limit 1` },
   },
-  { finding: 3, name: 'generate_array of 3,000,000 rows', params: { sql: 'select x from unnest(generate_array(1, 3000000)) as x' } },
+  { finding: 3, name: '3,000,000 rows (generate_array of 3,000,000)', params: { sql: 'select x from unnest(generate_array(1, 3000000)) as x' } },
+  {
+    finding: 3,
+    name: '3,000,000 rows (a cross join of 3,000 x 1,000)',
+    params: { sql: 'select a * 1000 + b as x from unnest(generate_array(1, 3000)) as a cross join unnest(generate_array(1, 1000)) as b' },
+  },
   { finding: 3, name: '300 rows of a 1 MB string', params: { sql: "select repeat('x', 1000000) as s from unnest(generate_array(1, 300)) as x" } },
   { finding: 5, name: '64 scans of edge_logs in one union all', params: { sql: Array.from({ length: 64 }, () => 'select id from edge_logs').join(' union all ') } },
   {

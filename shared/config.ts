@@ -95,7 +95,7 @@ export const configSchema = z.object({
   SANDBOX_ENGINE_PER_KEY: z.coerce.number().int().min(1).max(32).default(1),
   // engine queries waiting for a process, or still scanning before their turn: per key (more get 429) and in all (more get 503),
   // refused before any scan; waiting counts in QUERY_TIMEOUT_MS
-  SANDBOX_ENGINE_QUEUE_PER_KEY: z.coerce.number().int().min(0).max(1000).default(4),
+  SANDBOX_ENGINE_QUEUE_PER_KEY: z.coerce.number().int().min(0).max(1000).default(6),
   SANDBOX_ENGINE_QUEUE_MAX: z.coerce.number().int().min(0).max(10_000).default(16),
   // JSON bytes of the rows one engine query may return (its first rows up to the endpoint's row cap); more is a 400
   SANDBOX_MAX_RESULT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(16 * 1024 * 1024),
