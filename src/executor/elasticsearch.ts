@@ -13,6 +13,11 @@ export interface StoreOptions {
   signal?: AbortSignal;
   /** Wall-clock time, epoch milliseconds (default Date.now): partitions are created and named by it. */
   now?: () => number;
+  /**
+   * When the whole request's answer is due, on performance.now()'s clock: a search gets what is left
+   * of it (at most timeoutMs), so a request of many pages and scans is bounded as one.
+   */
+  deadline?: number;
 }
 
 /** Elasticsearch's reasons for refusing a regexp that the translator let through (too long, too many states). */
@@ -196,6 +201,14 @@ async function unstartedPrimaries(expressions: readonly string[], options: Store
   return unstarted.map((row) => ({ index: row.index!, neverStarted: (inSync[row.index!]?.in_sync_allocations?.[row.shard ?? '0'] ?? []).length === 0 }));
 }
 
+/** The time one call to the store may take: its own timeout, or what is left of the request's, if less. */
+function timeLeft(options: StoreOptions): number {
+  if (options.deadline === undefined) return options.timeoutMs;
+  const left = options.deadline - performance.now();
+  if (left <= 0) throw new QueryTimeout(`the query ran out of its time limit (QUERY_TIMEOUT_MS, ${options.timeoutMs} ms) before the log store was asked; narrow the time window or the query`);
+  return Math.min(options.timeoutMs, left);
+}
+
 /** Time spent on one request so far, and what is left of its timeout (at least 1 ms, as a request timeout must be). */
 function requestClock(timeoutMs: number): { elapsedMs(): number; remainingMs(): number } {
   const started = process.hrtime.bigint();
@@ -249,7 +262,7 @@ async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: Store
 
 /** One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning. */
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
-  const clock = requestClock(options.timeoutMs);
+  const clock = requestClock(timeLeft(options));
   // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
   const attempt = (index: estypes.Indices | undefined) => options.elasticsearch.search<Record<string, unknown>>({ ...request, index, allow_partial_search_results: false }, { requestTimeout: clock.remainingMs(), signal: options.signal });
   try {

@@ -20,7 +20,7 @@ export interface ExecutorOptions extends StoreOptions {
   maxValueBytes: number;
   /** Whose query it is in the engine's turns (an API key id). */
   engineKey: string;
-  /** When the answer is due, on performance.now()'s clock: the engine gets what is left, its wait for a process included; its reservation ends then. */
+  /** When the answer is due (StoreOptions): the engine too gets what is left, its wait for a process included; its reservation ends then. */
   deadline: number;
 }
 

@@ -1,7 +1,7 @@
-import { errors } from '@elastic/elasticsearch';
+import { errors, type Client } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
 import { BadParameter, InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../src/errors.ts';
-import { isShardNotStarted, partitionsWithoutEvents, storeError } from '../../src/executor/elasticsearch.ts';
+import { isShardNotStarted, partitionsWithoutEvents, search, storeError } from '../../src/executor/elasticsearch.ts';
 import { keyLookUpFailure } from '../../src/auth/authenticator.ts';
 import { regexpQuery } from '../../src/planner/regex-budget.ts';
 
@@ -139,5 +139,16 @@ describe('isShardNotStarted', () => {
     expect(isShardNotStarted(refusal(404, { error: { root_cause: [{ type: 'illegal_index_shard_state_exception', reason: 'CurrentState[RECOVERING] operations only allowed when shard state is one of [POST_RECOVERY, STARTED]' }], type: 'illegal_index_shard_state_exception' }, status: 404 }))).toBe(true);
     expect(isShardNotStarted(refusal(404, { error: { type: 'index_not_found_exception' } }))).toBe(false);
     expect(isShardNotStarted(refusal(503, { error: { type: 'cluster_block_exception' } }))).toBe(false);
+  });
+});
+
+describe("a request's deadline", () => {
+  it('a search asked after the request ran out of time is 504 query_timeout, and the store is never asked', async () => {
+    let asked = 0;
+    const store = { search: async () => void (asked += 1) } as unknown as Client;
+    const late = search({ index: 'x', query: { match_all: {} } }, { elasticsearch: store, timeoutMs: 30_000, deadline: performance.now() - 1 });
+    await expect(late).rejects.toBeInstanceOf(QueryTimeout);
+    await expect(late).rejects.toThrow(/time limit \(QUERY_TIMEOUT_MS, 30000 ms\)/);
+    expect(asked).toBe(0);
   });
 });
