@@ -52,8 +52,18 @@ async function residualRows(plan: Plan, reservation: EngineReservation, options:
   if (!plan.residual) throw new Error('a residual answer needs a residual query');
   const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
   if (aggregation) {
-    // both at once: the check decides which answer stands, and usually it is the aggregation
-    const [irregular, groups] = await Promise.all([search(aggregation.irregular, options), groupRows(aggregation, options)]);
+    // both at once: the check decides which answer stands, and usually it is the aggregation; one failing stops the other
+    const stop = new AbortController();
+    const both = { ...options, signal: stop.signal };
+    const stopping = async <T>(work: Promise<T>): Promise<T> => {
+      try {
+        return await work;
+      } catch (error) {
+        stop.abort();
+        throw error;
+      }
+    };
+    const [irregular, groups] = await Promise.all([stopping(search(aggregation.irregular, both)), stopping(groupRows(aggregation, both))]);
     if (totalHits(irregular) > 0) {
       sandboxScansTotal.inc({ kind: 'aggregation_fallback' });
       return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, reservation, options);
