@@ -192,7 +192,7 @@ async function answer(events: StoredEvent[], lql: string, now: number, rowsOf: '
   const catalogs = await new FieldCatalogs(client, 0, { now: () => Date.now() }, 30_000).forSources(indexPrefix, ['edge_logs']);
   const query = rowsOf === 'ids' ? { ...parsed, select: [{ kind: 'field' as const, path: 'id', offset: 1 }], chart: undefined } : parsed;
   const plan = planEndpointQuery(logsAll, { project: 'p' }, { now, projects: null, indexPrefix }, { language: 'lql', query, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs });
-  const rows = (await executePlan(plan, { elasticsearch: client, timeoutMs: 30_000, engine: () => Promise.reject(new Error('no engine needed')), engineKey: 'test', deadline: 0, maxTranslatedChars: 1, maxValueBytes: 1 })) as Record<string, unknown>[];
+  const rows = (await executePlan(plan, { elasticsearch: client, timeoutMs: 30_000, engine: () => Promise.reject(new Error('no engine needed')), engineKey: 'test', deadline: performance.now() + 30_000, maxTranslatedChars: 1, maxValueBytes: 1 })) as Record<string, unknown>[];
   await client.indices.delete({ index });
   return rows;
 }
