@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { ProjectField, SourceName } from '../shared/sources.ts';
-import type { SqlType } from '../src/sql/types.ts';
+import type { SqlType } from '../shared/sql-type.ts';
+import { EVENT_COLUMNS, type EventColumn } from '../shared/stored-event.ts';
 
 /**
  * A saved endpoint as data: its parameters, the CTEs its saved query defines (each with its output
@@ -120,7 +121,7 @@ export type Cte = SourceCte | WindowedSourceCte | WindowStartCte | RequestCounts
 export interface EventSelection {
   kind: 'events';
   from: string;
-  columns: readonly ('id' | 'timestamp' | 'event_message' | 'metadata')[];
+  columns: readonly Exclude<EventColumn, 'project'>[];
   limit: number;
 }
 
@@ -132,17 +133,18 @@ export interface BucketSelection {
 
 export type Selection = EventSelection | BucketSelection;
 
+const EVENT_COLUMN_TYPES: Readonly<Record<EventColumn, SqlType>> = {
+  id: { kind: 'string' },
+  timestamp: { kind: 'timestamp' },
+  event_message: { kind: 'string' },
+  // the element type is inferred from the scanned rows
+  metadata: { kind: 'array', element: { kind: 'unknown' } },
+  project: { kind: 'string' },
+};
+
 /** The columns every source CTE exposes, plus `project` where the source keeps it as a column. */
 export function sourceColumns(hasProjectColumn: boolean): CteColumn[] {
-  const columns: CteColumn[] = [
-    { name: 'id', type: { kind: 'string' } },
-    { name: 'timestamp', type: { kind: 'timestamp' } },
-    { name: 'event_message', type: { kind: 'string' } },
-    // the element type is inferred from the scanned rows
-    { name: 'metadata', type: { kind: 'array', element: { kind: 'unknown' } } },
-  ];
-  if (hasProjectColumn) columns.push({ name: 'project', type: { kind: 'string' } });
-  return columns;
+  return EVENT_COLUMNS.filter((name) => name !== 'project' || hasProjectColumn).map((name) => ({ name, type: EVENT_COLUMN_TYPES[name] }));
 }
 
 /** The CTE a sandboxed query names, by its name or one of its aliases. */

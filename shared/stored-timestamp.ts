@@ -42,6 +42,26 @@ export function nanosTextFromMillis(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 23)}000000Z`;
 }
 
+/** Microseconds since the epoch as the nine-digit UTC form. */
+export function nanosTextFromMicros(micros: number): string {
+  return `${formatMicros(micros).slice(0, -1)}000Z`;
+}
+
+const NANOS_TEXT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.(\d{3})(\d{6})Z$/;
+
+/**
+ * A nine-digit timestamp in epoch milliseconds. Digits below the millisecond are rounded `down` or
+ * `up`, or with `exact` make the answer undefined; so does text not in the nine-digit form.
+ */
+export function millisFromNanosText(text: string, rounding: 'down' | 'up' | 'exact'): number | undefined {
+  const match = NANOS_TEXT.exec(text);
+  if (!match) return undefined;
+  const [, seconds, millis, below] = match;
+  const whole = Date.parse(`${seconds}Z`) + Number(millis);
+  if (below === '000000') return whole;
+  return rounding === 'down' ? whole : rounding === 'up' ? whole + 1 : undefined;
+}
+
 export function clampToDateNanos(timestamp: string): string {
   if (timestamp < DATE_NANOS_MIN) return DATE_NANOS_MIN;
   if (timestamp > DATE_NANOS_MAX) return DATE_NANOS_MAX;

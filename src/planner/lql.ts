@@ -1,6 +1,7 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { cteByName, tableNames, type EndpointDefinition, type SourceCte, type WindowedSourceCte } from '../../queries/endpoint.ts';
-import { clampToDateNanos, isoToNanosText, nanosTextFromMillis } from '../../shared/stored-timestamp.ts';
+import { KEYWORD_COLUMNS, exactTextField, isEventColumn, isInternalPath } from '../../shared/stored-event.ts';
+import { clampToDateNanos, isoToNanosText, microsecondsFromStoredTimestamp, nanosTextFromMicros } from '../../shared/stored-timestamp.ts';
 import { BadParameter, InvalidQuery, LqlSyntax, UnknownField, UnknownTable } from '../errors.ts';
 import type { LqlChart, LqlComparison, LqlFilter, LqlQuery, LqlRange, LqlTime, LqlTimestampFilter, LqlValue } from '../lql/syntax.ts';
 import { NUMERIC_FIELD_TYPES, inNestedRecords, nestedAncestor, type FieldCatalog } from './field-catalog.ts';
@@ -15,9 +16,6 @@ type Query = estypes.QueryDslQueryContainer;
 
 /** The syslog order `metadata.level:error..critical` ranges over. */
 export const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
-
-/** Columns LQL reads as themselves; other names are read inside metadata, internal fields never. */
-const EVENT_COLUMNS = new Set(['id', 'timestamp', 'event_message', 'project']);
 
 export interface LqlPlanContext extends ScopeContext {
   catalogs: ReadonlyMap<string, FieldCatalog>;
@@ -64,9 +62,6 @@ function lqlTable(endpoint: EndpointDefinition, query: LqlQuery): SourceCte | Wi
   return cte;
 }
 
-/** Fields the platform stores beside the producer's: no query reaches them. */
-const INTERNAL_PATH = /^(_|shape(\.|$)|folded_fields(\.|$)|key_field(\.|$)|metadata_unindexed(\.|$))/;
-
 /**
  * A path LQL may read: a column of the table, anything inside metadata, or another top-level name,
  * which is read inside metadata because that is where the ingest worker keeps a producer's other
@@ -74,10 +69,11 @@ const INTERNAL_PATH = /^(_|shape(\.|$)|folded_fields(\.|$)|key_field(\.|$)|metad
  */
 function checkedPath(path: string, columns: ReadonlySet<string>): string {
   if (path.startsWith('metadata.') && path.length > 'metadata.'.length) return path;
-  if (EVENT_COLUMNS.has(path) && columns.has(path)) return path;
-  if (path === 'metadata' || INTERNAL_PATH.test(path) || path.split('.').some((part) => part === '')) {
+  // metadata itself holds records, not values
+  if (path === 'metadata' || isInternalPath(path) || path.split('.').some((part) => part === '')) {
     throw new InvalidQuery(`${path} is not a field a query may read; use ${[...columns].filter((column) => column !== 'metadata').join(', ')} or m.<path> inside metadata`);
   }
+  if (isEventColumn(path) && columns.has(path)) return path;
   return `metadata.${path}`;
 }
 
@@ -103,14 +99,9 @@ function filterQuery(filter: LqlFilter, catalog: FieldCatalog, columns: Readonly
   return filter.negated ? { bool: { must_not: [query] } } : query;
 }
 
-/** The store field a path is searched by: event_message through its keyword (substrings and regexes are case-sensitive). */
-function storeField(path: string): string {
-  return path === 'event_message' ? 'event_message.keyword' : path;
-}
-
 function comparisonQuery(filter: LqlComparison, catalog: FieldCatalog, columns: ReadonlySet<string>): Query {
   const path = checkedPath(filter.path, columns);
-  const field = storeField(path);
+  const field = exactTextField(path);
   const type = fieldType(path, catalog);
   if (filter.operator !== 'is_null' && filter.value?.kind !== 'null') assertHoldsValues(path, type);
   let leaf: Query;
@@ -138,7 +129,7 @@ const RANGE_KEYS = { '<': 'lt', '<=': 'lte', '>': 'gt', '>=': 'gte' } as const;
 
 function rangeQuery(filter: LqlRange, catalog: FieldCatalog, columns: ReadonlySet<string>): Query {
   const path = checkedPath(filter.path, columns);
-  const field = storeField(path);
+  const field = exactTextField(path);
   const levels = levelRange(filter);
   if (levels) return inNestedRecords(path, { terms: { [field]: levels } }, catalog);
   const type = fieldType(path, catalog);
@@ -162,7 +153,7 @@ function assertHoldsValues(path: string, type: string | undefined): void {
 }
 
 function fieldType(path: string, catalog: FieldCatalog): string | undefined {
-  if (path === 'event_message' || path === 'id' || path === 'project') return 'keyword';
+  if (KEYWORD_COLUMNS.has(path)) return 'keyword';
   return catalog.typeOf(path);
 }
 
@@ -223,7 +214,7 @@ function span(time: LqlTime, now: number): [number, number] {
     case 'iso': {
       const nanos = isoToNanosText(time.text);
       if (nanos === undefined) throw new LqlSyntax(`${time.text} is not an ISO 8601 date or time`);
-      const micros = Date.parse(`${nanos.slice(0, 23)}Z`) * 1000 + Number(nanos.slice(23, 26));
+      const micros = microsecondsFromStoredTimestamp(nanos);
       // a date alone is the whole day
       return /^\d{4}-\d{2}-\d{2}$/.test(time.text) ? [micros, micros + 86_400_000_000 - 1] : [micros, micros];
     }
@@ -254,8 +245,7 @@ function span(time: LqlTime, now: number): [number, number] {
 }
 
 function nanosText(micros: number): string {
-  const millis = Math.floor(micros / 1000);
-  return clampToDateNanos(`${nanosTextFromMillis(millis).slice(0, 23)}${String(micros - millis * 1000).padStart(3, '0')}000Z`);
+  return clampToDateNanos(nanosTextFromMicros(micros));
 }
 
 /** The instants a timestamp filter admits, in epoch microseconds; an absent side is unbounded, `exclusive` marks strict ones. */
@@ -327,7 +317,7 @@ function chartScan(table: string, index: string, filter: Query[], chart: LqlChar
   let value: ChartScan['value'] = { column, path: [], from: 'doc_count' };
   if (chart.aggregate === 'count') {
     if (path && path !== 'timestamp') {
-      metric = { filter: inNestedRecords(path, { exists: { field: storeField(path) } }, catalog) };
+      metric = { filter: inNestedRecords(path, { exists: { field: exactTextField(path) } }, catalog) };
       value = { column, path: ['value'], from: 'doc_count' };
     }
   } else {
@@ -336,7 +326,7 @@ function chartScan(table: string, index: string, filter: Query[], chart: LqlChar
     if (chart.aggregate !== 'countd' && (type === undefined || !NUMERIC_FIELD_TYPES.has(type))) {
       throw new BadParameter(`c:${chart.aggregate}(${path}): the field is ${type === undefined ? 'not in any event yet' : `of type ${type}`}; only numeric fields can be averaged, summed or ranked`, 'invalid_query');
     }
-    const field = storeField(path);
+    const field = exactTextField(path);
     const inner: estypes.AggregationsAggregationContainer =
       chart.aggregate === 'countd'
         ? { cardinality: { field, precision_threshold: 40_000 } }

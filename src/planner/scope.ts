@@ -1,8 +1,8 @@
 import type { estypes } from '@elastic/elasticsearch';
 import type { SourceCte, UsageWindow, WindowScope, WindowedSourceCte } from '../../queries/endpoint.ts';
-import { clampToDateNanos, isoToNanosText, nanosTextFromMillis } from '../../shared/stored-timestamp.ts';
+import { clampToDateNanos, isoToNanosText, millisFromNanosText, nanosTextFromMillis } from '../../shared/stored-timestamp.ts';
 import { partitionsOverlapping, type PartitionPeriod, type TimeBounds } from '../../shared/partitions.ts';
-import type { SourceName } from '../../shared/sources.ts';
+import { sourceByName, type SourceName } from '../../shared/sources.ts';
 import { BadParameter, Forbidden } from '../errors.ts';
 import { luceneRegexpForContains } from './regex.ts';
 import { regexpQuery, type RegexLimits } from './regex-budget.ts';
@@ -91,7 +91,7 @@ export function scopeOf(cte: SourceCte | WindowedSourceCte, params: ValidatedPar
     if (start) range.gt = timestampBound(timeBounds.startExclusive, start);
     if (end) range.lte = timestampBound(timeBounds.endInclusive, end);
     if (range.gt !== undefined || range.lte !== undefined) filter.push({ range: { timestamp: range } });
-    const index = partitions({ fromMs: millisOfBound(range.gt, Math.floor), toMs: millisOfBound(range.lte, Math.ceil) });
+    const index = partitions({ fromMs: millisOfBound(range.gt, 'down'), toMs: millisOfBound(range.lte, 'up') });
     if (context.projects !== null) {
       if (!context.projects.includes(projectValue)) {
         throw new Forbidden(`this API key may not read project ${JSON.stringify(projectValue)}; it is limited to: ${context.projects.join(', ')}`);
@@ -105,14 +105,12 @@ export function scopeOf(cte: SourceCte | WindowedSourceCte, params: ValidatedPar
   // the usage pattern matches urls, not a project field, so the key's restriction is a filter of its own
   const filter: estypes.QueryDslQueryContainer[] = [{ range: { timestamp: { gte: nanosTextFromMillis(context.now - window.lookBackMs) } } }];
   const index = partitions({ fromMs: context.now - window.lookBackMs });
-  if (context.projects !== null) filter.push({ terms: { project: context.projects } });
+  if (context.projects !== null) filter.push({ terms: { [sourceByName(cte.source)!.projectField]: context.projects } });
   filter.push({ nested: { path: cte.scope.requestPath, query: requestUrlMatch(cte, params) } });
   return { index, filter };
 }
 
-/** A nine-digit bound (`2024-01-01T00:00:00.123456789Z`) in epoch milliseconds, rounded outwards. */
-function millisOfBound(bound: estypes.QueryDslDateRangeQuery['gt'], round: (ms: number) => number): number | undefined {
-  if (typeof bound !== 'string') return undefined;
-  const fraction = Number(`0.${bound.slice(20, 29)}`) * 1000;
-  return Date.parse(`${bound.slice(0, 19)}Z`) + round(fraction);
+/** A range bound in epoch milliseconds, rounded outwards. */
+function millisOfBound(bound: estypes.QueryDslDateRangeQuery['gt'], rounding: 'down' | 'up'): number | undefined {
+  return typeof bound === 'string' ? millisFromNanosText(bound, rounding) : undefined;
 }

@@ -1,6 +1,7 @@
 import type { estypes } from '@elastic/elasticsearch';
 import type { Cte, EndpointDefinition, RequestCountsCte, WindowStartCte, WindowedSourceCte } from '../../queries/endpoint.ts';
 import type { TimeBounds } from '../../shared/partitions.ts';
+import { sourceFieldsOf } from '../../shared/stored-event.ts';
 import { BadParameter } from '../errors.ts';
 import type { ConstantScan, EventScan, RequestCountScan } from './plan.ts';
 import { requestUrlMatch, scopeOf, windowOf, type ScopeContext, type ValidatedParameters } from './scope.ts';
@@ -15,11 +16,6 @@ const EVENT_RESPONSE_FIELDS = ['hits.hits._id', 'hits.hits._source', 'hits.hits.
 
 /** Events per search request of a scan (Elasticsearch's default max_result_window). */
 const EVENT_PAGE_SIZE = 10_000;
-
-/** The `_source` fields behind a CTE's columns: metadata comes with the values the worker set aside. */
-function sourceFields(columns: readonly string[]): string[] {
-  return columns.flatMap((column) => (column === 'metadata' ? ['metadata', 'metadata_unindexed'] : [column]));
-}
 
 export interface EventScanShape {
   table: string;
@@ -48,7 +44,7 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
     // id breaks ties so pages are stable; it also makes search_after paging exact
     sort: shape.order === 'timestamp_desc' ? [{ timestamp: { order: 'desc' } }, { id: { order: 'desc' } }] : [{ _doc: { order: 'asc' } }],
     // only what rows are made of: less for Elasticsearch to write and for us to hold and parse
-    _source: sourceFields(columns.map((column) => column.name)),
+    _source: columns.flatMap((column) => sourceFieldsOf(column.name)),
     filter_path: EVENT_RESPONSE_FIELDS,
   };
   return { kind: 'events', table: shape.table, cte: cte.name, columns, index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take: shape.take };

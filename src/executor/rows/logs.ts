@@ -1,5 +1,5 @@
 import type { estypes } from '@elastic/elasticsearch';
-import { restoreSetAsideFields, type SetAsideField } from '../../../shared/event-index.ts';
+import { restoreSetAsideFields, type StoredEvent } from '../../../shared/event-index.ts';
 import { microsecondsFromStoredTimestamp } from '../../../shared/stored-timestamp.ts';
 
 export interface LogRow {
@@ -57,7 +57,7 @@ export function logRows(hits: estypes.SearchHit<Record<string, unknown>>[]): Log
 /** Search hits of stored events -> rows of the chosen columns of a source CTE (id, timestamp, event_message, metadata, project). */
 export function columnRows(hits: estypes.SearchHit<Record<string, unknown>>[], columns: readonly string[]): Record<string, unknown>[] {
   return hits.map((hit) => {
-    const stored = (hit._source ?? {}) as { metadata?: unknown; metadata_unindexed?: SetAsideField[] } & Record<string, unknown>;
+    const stored = (hit._source ?? {}) as Pick<StoredEvent, 'metadata_unindexed'> & Record<string, unknown>;
     const source = columns.includes('metadata') ? restoreSetAsideFields(stored) : stored;
     const row: Record<string, unknown> = {};
     for (const column of columns) row[column] = columnValue(column, source, hit);

@@ -1,4 +1,5 @@
 import type { estypes } from '@elastic/elasticsearch';
+import { SHAPE_FIELDS } from '../../../shared/stored-event.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
 import type { SqlType, TableColumn } from '../../sql/types.ts';
@@ -80,12 +81,12 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   const unnests = scope.unnests;
   const regular: QueryDsl = {
     bool: {
-      filter: [{ exists: { field: 'shape.version' } }],
-      must_not: [{ terms: { 'shape.multi': [...new Set([...unnests.map((unnest) => unnest.path), ...paths])] } }, { exists: { field: '_ignored' } }],
+      filter: [{ exists: { field: SHAPE_FIELDS.version } }],
+      must_not: [{ terms: { [SHAPE_FIELDS.multi]: [...new Set([...unnests.map((unnest) => unnest.path), ...paths])] } }, { exists: { field: '_ignored' } }],
     },
   };
   // an inner unnest of an empty or missing array yields no row for the event
-  const present = unnests.filter((unnest) => unnest.join === 'inner').map((unnest): QueryDsl => ({ term: { 'shape.arrays': unnest.path } }));
+  const present = unnests.filter((unnest) => unnest.join === 'inner').map((unnest): QueryDsl => ({ term: { [SHAPE_FIELDS.arrays]: unnest.path } }));
   const scopeFilter = input.fallback.scope;
   const metricAggregations = Object.assign({}, ...metrics.map((metric) => metric.aggregation)) as Record<string, estypes.AggregationsAggregationContainer>;
   // metrics are computed on the events: under reverse_nested when the groups are nested records

@@ -1,5 +1,6 @@
 import type { estypes } from '@elastic/elasticsearch';
-import { clampToDateNanos, isoToNanosText, nanosTextFromMillis } from '../../../shared/stored-timestamp.ts';
+import { ALWAYS_PRESENT_COLUMNS, exactTextField } from '../../../shared/stored-event.ts';
+import { clampToDateNanos, isoToNanosText, millisFromNanosText, nanosTextFromMillis } from '../../../shared/stored-timestamp.ts';
 import type { Expr } from '../../sql/syntax.ts';
 import { NUMERIC_FIELD_TYPES, inNestedRecords, type FieldCatalog } from '../field-catalog.ts';
 import { luceneRegexpForContains } from '../regex.ts';
@@ -25,9 +26,6 @@ export interface PredicateContext {
   /** What current_timestamp() means, epoch milliseconds. */
   now: number;
 }
-
-/** Columns every stored event has, so NOT over them has no NULL case. */
-const ALWAYS_PRESENT = new Set(['id', 'timestamp', 'event_message']);
 
 /** The conjuncts of a WHERE clause: a AND b AND c -> [a, b, c]. */
 export function conjuncts(expr: Expr | undefined): Expr[] {
@@ -146,7 +144,7 @@ export function pushDown(expr: Expr, context: PredicateContext): PushedPredicate
 function negation(operand: Expr, context: PredicateContext): PushedPredicate | undefined {
   const inner = pushDown(operand, context);
   if (!inner?.exact) return undefined;
-  if (!fieldsOf(operand, context).every((field) => field.kind === 'column' && ALWAYS_PRESENT.has(field.column))) return undefined;
+  if (!fieldsOf(operand, context).every((field) => field.kind === 'column' && ALWAYS_PRESENT_COLUMNS.has(field.column))) return undefined;
   return { query: { bool: { must_not: [inner.query] } }, exact: true };
 }
 
@@ -191,7 +189,7 @@ function comparison(operator: string, left: Expr, right: Expr, context: Predicat
   if (value === undefined) return undefined;
   if (op === '!=') {
     // a record array holds many values: only a single-valued column can be compared for inequality
-    if (field.kind !== 'column' || !ALWAYS_PRESENT.has(field.column)) return undefined;
+    if (field.kind !== 'column' || !ALWAYS_PRESENT_COLUMNS.has(field.column)) return undefined;
     const equal = comparison('=', fieldExpr, valueExpr, context);
     return equal?.exact ? { query: { bool: { must_not: [equal.query] } }, exact: true } : undefined;
   }
@@ -295,8 +293,9 @@ function onField(
     if (field.column === 'metadata' || field.column === 'timestamp') return undefined;
     if (field.column === 'event_message') {
       if (existence) return { query: { exists: { field: 'event_message' } }, exact: true };
-      const query = leaf('event_message.keyword', 'keyword');
-      return query ? withIgnored(query, 'event_message.keyword') : undefined;
+      const keyword = exactTextField(field.column);
+      const query = leaf(keyword, 'keyword');
+      return query ? withIgnored(query, keyword) : undefined;
     }
     const query = leaf(field.column, 'keyword');
     return query ? { query, exact: true } : undefined;
@@ -354,8 +353,9 @@ export function timestampConstant(expr: Expr, now: number): string | undefined {
     if (base === undefined || interval.kind !== 'interval' || interval.value.kind !== 'number') return undefined;
     const unitMs = INTERVAL_MS[interval.unit];
     const amount = Number(interval.value.text);
-    if (unitMs === undefined || !Number.isInteger(amount) || !base.endsWith('000000Z')) return undefined;
-    const millis = Date.parse(base.slice(0, 23) + 'Z') + (expr.name === 'timestamp_sub' ? -1 : 1) * amount * unitMs;
+    const baseMillis = millisFromNanosText(base, 'exact');
+    if (unitMs === undefined || !Number.isInteger(amount) || baseMillis === undefined) return undefined;
+    const millis = baseMillis + (expr.name === 'timestamp_sub' ? -1 : 1) * amount * unitMs;
     return Number.isFinite(millis) ? clampToDateNanos(nanosTextFromMillis(millis)) : undefined;
   }
   return undefined;
@@ -448,7 +448,7 @@ function exactField(expr: Expr, context: PredicateContext): { exists: Query; pat
   if (!field || field.kind === 'one_of') return undefined;
   if (field.kind === 'column') {
     if (field.column === 'metadata') return undefined;
-    return { exists: ALWAYS_PRESENT.has(field.column) ? MATCH_ALL : { exists: { field: field.column } }, paths: [] };
+    return { exists: ALWAYS_PRESENT_COLUMNS.has(field.column) ? MATCH_ALL : { exists: { field: field.column } }, paths: [] };
   }
   const type = context.catalog.typeOf(field.path);
   if (type === undefined || type === 'object' || type === 'nested' || type === 'conflict' || type === 'text') return undefined;

@@ -1,9 +1,6 @@
+import { isEventColumn, type EventColumn } from '../../../shared/stored-event.ts';
 import type { Expr, FromItem, Relation, Select } from '../../sql/syntax.ts';
 
-/** A column every source CTE has, single-valued on each event. */
-export type EventColumn = 'id' | 'timestamp' | 'event_message' | 'project' | 'metadata';
-
-const EVENT_COLUMNS = new Set<string>(['id', 'timestamp', 'event_message', 'project', 'metadata']);
 
 /** One endpoint-CTE reference, renamed to the scan table that serves it. */
 export interface ScannedTable {
@@ -124,7 +121,7 @@ export class SelectScope {
 
   private column(name: string): FieldReference | undefined {
     const lower = name.toLowerCase();
-    if (!EVENT_COLUMNS.has(lower) || !this.scanned!.columns.has(lower)) return undefined;
-    return { kind: 'column', column: lower as EventColumn };
+    if (!isEventColumn(lower) || !this.scanned!.columns.has(lower)) return undefined;
+    return { kind: 'column', column: lower };
   }
 }
