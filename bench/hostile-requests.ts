@@ -12,6 +12,7 @@ import { KeyStore } from '../src/auth/key-store.ts';
 import { percentile } from './latency.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { partitionIndexName } from '../shared/partitions.ts';
+import { microsecondsFromStoredTimestamp } from '../shared/stored-timestamp.ts';
 import { edgeEvent } from './query-data.ts';
 import { bulkLoad, withBenchStore } from './query-store.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
@@ -123,7 +124,7 @@ await withBenchStore(config, 'hostile', async (store) => {
   // every event in one project, so one request's scans can pass the scan limit
   const project = 'proj000';
   console.error(`loading ${EDGE_EVENTS.toLocaleString('en')} edge events of one project over the last 7 days`);
-  const daily = (event: StoredEvent) => partitionIndexName(store.indexPrefix, 'edge_logs', 'daily', Date.parse(event.timestamp));
+  const daily = (event: StoredEvent) => partitionIndexName(store.indexPrefix, 'edge_logs', 'daily', Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));
   await bulkLoad(store.elasticsearch, daily, EDGE_EVENTS, (n) => ({ ...edgeEvent(n, endMs), project }));
   const env = (extra: Record<string, string> = {}) => ({
     KAFKA_BROKERS: store.kafkaBrokers.join(','),

@@ -6,6 +6,7 @@ import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { createLogger } from '../shared/logger.ts';
 import { legacyIndexName } from '../shared/partitions.ts';
+import { formatMicros } from '../shared/stored-timestamp.ts';
 import { buildServer } from '../src/server.ts';
 import { percentile } from './latency.ts';
 import { bulkLoad, withBenchStore } from './query-store.ts';
@@ -43,7 +44,7 @@ function edgeEvent(n: number, end: number): StoredEvent {
   const metadata = { request: [{ url, path: `/${area}/v1/table${n % 50}`, method: 'GET' }], response: { status_code: 200, origin_time: n % 300 } };
   return {
     id: `bench-${n}`,
-    timestamp: `${new Date(Math.floor(micros / 1000)).toISOString().slice(0, 23)}${String(micros % 1000).padStart(3, '0')}Z`,
+    timestamp: formatMicros(micros),
     event_message: `GET | 200 | ${url}`,
     project: project(projectNumber),
     metadata,

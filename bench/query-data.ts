@@ -3,6 +3,7 @@ import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { partitionIndexName } from '../shared/partitions.ts';
 import { SOURCE_NAMES, type SourceName } from '../shared/sources.ts';
+import { formatMicros, microsecondsFromStoredTimestamp } from '../shared/stored-timestamp.ts';
 import { bulkLoad } from './query-store.ts';
 
 /**
@@ -23,9 +24,6 @@ const STATUS = [200, 200, 200, 201, 204, 304, 400, 401, 404, 500, 503];
 
 export const projectName = (n: number) => `proj${String(n % PROJECTS).padStart(3, '0')}`;
 
-export function storedTimestamp(micros: number): string {
-  return `${new Date(Math.floor(micros / 1000)).toISOString().slice(0, 23)}${String(micros % 1000).padStart(3, '0')}Z`;
-}
 
 function micros(n: number, endMs: number): number {
   return (endMs - Math.floor((((n * 7919) % SPREAD) / SPREAD) * WEEK_MS)) * 1000 - (n % 1000);
@@ -51,7 +49,7 @@ export function edgeEvent(n: number, endMs: number): StoredEvent {
   const timestamp = micros(n, endMs);
   return {
     id: `edge-${n}`,
-    timestamp: storedTimestamp(timestamp),
+    timestamp: formatMicros(timestamp),
     event_message: `${metadata.request.method} | ${status} | 203.0.113.${n % 250} | ${metadata.request.url}`,
     project,
     metadata,
@@ -72,10 +70,10 @@ export function otherSourceEvent(source: SourceName, n: number, endMs: number, b
   };
   const eventMessage = source === 'auth_logs' ? JSON.stringify({ auth_event: { actor_id: `u${n % 50}`, action: 'login' } }) : `${source} ${n % 7 === 0 ? 'ObjectNotFound' : 'ok'} ${n}`;
   const spread = Math.floor(((n * 7919) % OTHER_SOURCE_EVENTS) / OTHER_SOURCE_EVENTS * WEEK_MS);
-  return { id: `${source}-${n}`, timestamp: storedTimestamp((endMs - spread) * 1000), event_message: eventMessage, project, metadata, shape: eventShape(metadata) };
+  return { id: `${source}-${n}`, timestamp: formatMicros((endMs - spread) * 1000), event_message: eventMessage, project, metadata, shape: eventShape(metadata) };
 }
 
-const dailyPartition = (prefix: string, source: SourceName) => (event: StoredEvent) => partitionIndexName(prefix, source, 'daily', Date.parse(event.timestamp));
+const dailyPartition = (prefix: string, source: SourceName) => (event: StoredEvent) => partitionIndexName(prefix, source, 'daily', Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));
 
 /** Edge events numbered [from, to), straight into their daily partitions (bulk, not through Kafka). */
 export async function loadEdgeEvents(elasticsearch: Client, prefix: string, from: number, to: number, endMs: number): Promise<void> {

@@ -6,8 +6,9 @@ import { eventShape } from '../shared/event-shape.ts';
 import { createLogger } from '../shared/logger.ts';
 import { legacyIndexName } from '../shared/partitions.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
+import { formatMicros } from '../shared/stored-timestamp.ts';
 import { buildServer } from '../src/server.ts';
-import { OTHER_SOURCE_EVENTS, otherSourceEvent, storedTimestamp } from './query-data.ts';
+import { OTHER_SOURCE_EVENTS, otherSourceEvent } from './query-data.ts';
 import { bulkLoad, withBenchStore } from './query-store.ts';
 import { measureHttp, percentile } from './latency.ts';
 
@@ -54,7 +55,7 @@ function edgeEvent(n: number, total: number): StoredEvent {
     request: { method: n % 3 === 0 ? 'POST' : 'GET', path, search: n % 4 === 0 ? '?select=*' : '', url: `https://${project}.supabase.co${path}`, headers: { user_agent: 'bench' }, cf: { country: ['DE', 'US', 'FR', 'BR'][n % 4] } },
     response: { status_code: status, origin_time: n % 400, headers: { content_type: 'application/json' } },
   };
-  return { id: `edge-${n}`, timestamp: storedTimestamp(micros), event_message: `${metadata.request.method} | ${status} | ${metadata.request.url}`, project, metadata, shape: eventShape(metadata) };
+  return { id: `edge-${n}`, timestamp: formatMicros(micros), event_message: `${metadata.request.method} | ${status} | ${metadata.request.url}`, project, metadata, shape: eventShape(metadata) };
 }
 
 /** One query's row count (from a first request that must succeed), then REQUESTS sequential latencies. */

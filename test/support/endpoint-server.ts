@@ -8,6 +8,7 @@ import { eventPartitioning } from '../../ingest/event-partition.ts';
 import { partitionPeriodOf, retentionDaysOf } from '../../shared/config.ts';
 import { createLogger } from '../../shared/logger.ts';
 import type { SourceName } from '../../shared/sources.ts';
+import { formatMicros } from '../../shared/stored-timestamp.ts';
 import { KeyStore } from '../../src/auth/key-store.ts';
 import { buildServer } from '../../src/server.ts';
 import { ManualClock } from './manual-clock.ts';
@@ -69,7 +70,7 @@ export async function startEndpointServer(options: { now: number; overrides?: Re
 
 /** Stored form of a timestamp given as epoch milliseconds plus extra microseconds. */
 export function storedTimestamp(ms: number, extraMicros = 0): string {
-  return `${new Date(ms).toISOString().slice(0, 23)}${String(extraMicros).padStart(3, '0')}Z`;
+  return formatMicros(ms * 1000 + extraMicros);
 }
 
 export interface RequestRecord {

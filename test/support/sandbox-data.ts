@@ -1,6 +1,7 @@
 import type { StoredEvent } from '../../shared/event-index.ts';
 import { eventShape } from '../../shared/event-shape.ts';
 import { SOURCES, type SourceName } from '../../shared/sources.ts';
+import { formatMicros } from '../../shared/stored-timestamp.ts';
 
 /**
  * Events for sandbox tests: every source, two projects interleaved in time, values on both sides
@@ -23,7 +24,7 @@ const START = Date.UTC(2023, 11, 31, 12);
 const SPAN_MS = 36 * 3600 * 1000;
 
 function stored(ms: number, micros: number): string {
-  return `${new Date(ms).toISOString().slice(0, 23)}${String(micros).padStart(3, '0')}Z`;
+  return formatMicros(ms * 1000 + micros);
 }
 
 /** Where a source keeps the project: a column, or a metadata field. */
