@@ -291,6 +291,7 @@ function timeHolds(filter: MeaningFilter, micros: number): boolean {
   return filter.modifiers?.negate ? !result : result;
 }
 
+/** The stored form of an instant, written here independently of shared/stored-timestamp.ts so the reference checks it rather than repeats it. */
 function isoOfMicros(micros: number): string {
   return `${new Date(Math.floor(micros / 1000)).toISOString().slice(0, 19)}.${String(micros % SECOND).padStart(6, '0')}Z`;
 }

@@ -9,6 +9,7 @@ const dataset = sandboxDataset({ perSource: 720, projects: ['default', 'other'] 
 const NOW = Date.UTC(2024, 0, 1, 1);
 let server: EndpointTestServer;
 
+/** Microseconds since the epoch of a stored timestamp, computed here independently of the service. */
 function micros(stored: string): number {
   return Date.parse(`${stored.slice(0, 23)}Z`) * 1000 + Number(stored.slice(23, 26));
 }
