@@ -2,6 +2,7 @@ import type { estypes } from '@elastic/elasticsearch';
 import { SHAPE_FIELDS } from '../../../shared/stored-event.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
+import { mapExpression, subqueryOf, walk } from '../../sql/walk.ts';
 import type { SqlType, TableColumn } from '../../sql/types.ts';
 import { NUMERIC_FIELD_TYPES, nestedAncestor, type FieldCatalog } from '../field-catalog.ts';
 import type { AggregationKey, AggregationMetric, AggregationScan, EventScan, ResidualQuery } from '../plan.ts';
@@ -65,10 +66,10 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   if (nestedKeys.size > 1) return undefined;
   const nested = [...nestedKeys][0];
   if (nested && !scope.unnests.some((unnest) => unnest.join === 'inner' && unnest.path === nested)) return undefined;
-  if (keys.length === 0 && !containsAggregate([select.items, select.having, query.orderBy])) return undefined;
+  if (keys.length === 0 && !containsAggregate([...itemExpressions(select.items), select.having, ...query.orderBy.map((item) => item.expr)])) return undefined;
 
   const metrics: { call: Expr; metric: AggregationMetric; aggregation: Record<string, estypes.AggregationsAggregationContainer>; type: SqlType }[] = [];
-  const calls = aggregateCalls([select.items, select.having, select.qualify, query.orderBy]);
+  const calls = aggregateCalls([...itemExpressions(select.items), select.having, select.qualify, ...query.orderBy.map((item) => item.expr)]);
   for (const call of calls) {
     if (metrics.some((existing) => sameExpression(existing.call, call))) continue;
     const column = `__m${metrics.length}`;
@@ -272,25 +273,29 @@ function countedCondition(expr: Expr): Expr | undefined {
   return undefined;
 }
 
-function aggregateCalls(node: unknown): Extract<Expr, { kind: 'call' }>[] {
+function itemExpressions(items: readonly SelectItem[]): Expr[] {
+  return items.flatMap((item) => (item.kind === 'expression' ? [item.expr] : []));
+}
+
+/** The aggregate calls outside subqueries, outermost only (an aggregate's arguments hold none). */
+function aggregateCalls(exprs: readonly (Expr | undefined)[]): Extract<Expr, { kind: 'call' }>[] {
   const found: Extract<Expr, { kind: 'call' }>[] = [];
-  const visit = (value: unknown): void => {
-    if (Array.isArray(value)) return value.forEach(visit);
-    if (typeof value !== 'object' || value === null) return;
-    const expr = value as Expr;
-    if (expr.kind === 'subquery' || expr.kind === 'exists' || expr.kind === 'in_subquery' || expr.kind === 'array_subquery') return;
-    if (expr.kind === 'call' && isAggregateCall(expr)) {
-      found.push(expr);
-      return;
-    }
-    Object.values(value).forEach(visit);
+  const visitor = {
+    expr: (expr: Expr): boolean => {
+      if (subqueryOf(expr)) return false;
+      if (expr.kind === 'call' && isAggregateCall(expr)) {
+        found.push(expr);
+        return false;
+      }
+      return true;
+    },
   };
-  visit(node);
+  for (const expr of exprs) if (expr) walk(expr, visitor);
   return found;
 }
 
-function containsAggregate(node: unknown): boolean {
-  return aggregateCalls(node).length > 0;
+function containsAggregate(exprs: readonly (Expr | undefined)[]): boolean {
+  return aggregateCalls(exprs).length > 0;
 }
 
 function withoutPositions(node: unknown): unknown {
@@ -304,19 +309,11 @@ function sameExpression(a: unknown, b: unknown): boolean {
 /** Every occurrence of a key or aggregate expression replaced by the identifier of its column. */
 function replaceExpressions(node: Expr, replacements: readonly (readonly [Expr, string])[]): Expr {
   const texts = replacements.map(([expr, column]) => [JSON.stringify(withoutPositions(expr)), column] as const);
-  const visit = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(visit);
-    if (typeof value !== 'object' || value === null) return value;
-    const kind = (value as { kind?: string }).kind;
-    if (kind !== undefined && kind !== 'query') {
-      const text = JSON.stringify(withoutPositions(value));
-      const match = texts.find(([candidate]) => candidate === text);
-      if (match) return { kind: 'identifier', path: [match[1]] };
-    }
-    if (kind === 'query') return value;
-    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, visit(inner)]));
-  };
-  return visit(node) as Expr;
+  return mapExpression(node, (expr) => {
+    const text = JSON.stringify(withoutPositions(expr));
+    const match = texts.find(([candidate]) => candidate === text);
+    return match ? { kind: 'identifier', path: [match[1]] } : undefined;
+  });
 }
 
 /** After the rewrite only the group table's columns and select aliases may be named; anything else was a raw column. */
@@ -324,20 +321,19 @@ function referencesRawColumns(residual: Query, columns: ReadonlySet<string>): bo
   const select = residual.body as Select;
   const aliases = new Set(select.items.flatMap((item) => (item.kind === 'expression' && item.alias ? [item.alias.toLowerCase()] : [])));
   let raw = false;
-  const visit = (value: unknown, aliasesVisible: boolean): void => {
-    if (Array.isArray(value)) return value.forEach((element) => visit(element, aliasesVisible));
-    if (typeof value !== 'object' || value === null) return;
-    const expr = value as Expr;
-    if (expr.kind === 'identifier') {
-      const name = expr.path[0]!;
-      if (!(expr.path.length === 1 && (columns.has(name) || (aliasesVisible && aliases.has(name.toLowerCase()))))) raw = true;
-      return;
-    }
-    if ((value as { kind?: string }).kind === 'query') return;
-    Object.values(value).forEach((inner) => visit(inner, aliasesVisible));
+  const visit = (expr: Expr | undefined, aliasesVisible: boolean): void => {
+    if (!expr) return;
+    walk(expr, {
+      query: () => false,
+      expr: (node) => {
+        if (node.kind !== 'identifier') return;
+        const name = node.path[0]!;
+        if (!(node.path.length === 1 && (columns.has(name) || (aliasesVisible && aliases.has(name.toLowerCase()))))) raw = true;
+      },
+    });
   };
-  visit(select.items, false);
+  for (const expr of itemExpressions(select.items)) visit(expr, false);
   visit(select.where, false);
-  visit(residual.orderBy, true);
+  for (const item of residual.orderBy) visit(item.expr, true);
   return raw;
 }

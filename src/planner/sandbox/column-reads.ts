@@ -1,4 +1,5 @@
 import type { Query } from '../../sql/syntax.ts';
+import { walk } from '../../sql/walk.ts';
 
 /**
  * Which columns of its tables a query may read, judged by names alone: a column is read when any
@@ -20,32 +21,24 @@ export class ColumnReads {
 
   static of(query: Query): ColumnReads {
     const reads = new ColumnReads();
-    const pending: unknown[] = [query];
-    // iterative: a query is a deep tree (long operator chains), and the stack is not the place for it
-    while (pending.length > 0) {
-      const node = pending.pop();
-      if (Array.isArray(node)) {
-        pending.push(...node);
-        continue;
-      }
-      if (typeof node !== 'object' || node === null) continue;
-      reads.note(node as Record<string, unknown>);
-      pending.push(...Object.values(node));
-    }
+    walk(query, {
+      expr: (expr) => {
+        if (expr.kind === 'identifier') reads.noteName(expr.path);
+        else if (expr.kind === 'field') reads.names.add(expr.field.toLowerCase());
+      },
+      selectItem: (item) => {
+        if (item.kind === 'wildcard') reads.wildcard = true;
+      },
+      join: (join) => {
+        for (const column of join.using ?? []) reads.names.add(column.toLowerCase());
+      },
+    });
     return reads;
   }
 
-  private note(node: Record<string, unknown>): void {
-    if (node.kind === 'identifier') {
-      const path = node.path as string[];
-      for (const part of path) this.names.add(part.toLowerCase());
-      if (path.length === 1) this.bareNames.add(path[0]!.toLowerCase());
-    } else if (node.kind === 'wildcard') {
-      this.wildcard = true;
-    } else if (node.kind === 'field') {
-      this.names.add((node.field as string).toLowerCase());
-    }
-    if (Array.isArray(node.using)) for (const column of node.using as string[]) this.names.add(column.toLowerCase());
+  private noteName(path: readonly string[]): void {
+    for (const part of path) this.names.add(part.toLowerCase());
+    if (path.length === 1) this.bareNames.add(path[0]!.toLowerCase());
   }
 
   /**

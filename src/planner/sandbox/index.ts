@@ -1,8 +1,9 @@
 import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../../queries/endpoint.ts';
 import { SandboxViolation, UnknownTable } from '../../errors.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
-import type { Expr, Query, Relation, Select, SetExpression } from '../../sql/syntax.ts';
+import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
+import { subqueryOf, walk } from '../../sql/walk.ts';
 import type { FieldCatalog } from '../field-catalog.ts';
 import type { Plan, Scan } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
@@ -135,13 +136,17 @@ function isColumn(expr: Expr, column: string, select: Select, scope: SelectScope
 }
 
 
-function hasAggregateOrWindow(node: unknown): boolean {
-  if (Array.isArray(node)) return node.some(hasAggregateOrWindow);
-  if (typeof node !== 'object' || node === null) return false;
-  const expr = node as Expr;
-  if (expr.kind === 'call' && (expr.over !== undefined || isAggregateCall(expr))) return true;
-  if (expr.kind === 'subquery' || expr.kind === 'exists' || expr.kind === 'in_subquery' || expr.kind === 'array_subquery') return false;
-  return Object.values(node).some(hasAggregateOrWindow);
+/** Whether an item calls an aggregate or window function outside its subqueries. */
+function hasAggregateOrWindow(items: readonly SelectItem[]): boolean {
+  let found = false;
+  const visitor = {
+    expr: (expr: Expr): boolean => {
+      if (expr.kind === 'call' && (expr.over !== undefined || isAggregateCall(expr))) found = true;
+      return !found && subqueryOf(expr) === undefined;
+    },
+  };
+  for (const item of items) if (item.kind === 'expression') walk(item.expr, visitor);
+  return found;
 }
 
 function numberLiteral(expr: Expr | undefined): number | undefined {
@@ -162,43 +167,29 @@ function stringParameters(params: ValidatedParameters): Record<string, string | 
  */
 function collectReferences(query: Query, ownCtes: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
   const visible = new Set(ownCtes);
-  for (const cte of query.with) {
-    collectReferences(cte.query, visible, endpoint, into);
-    visible.add(cte.name.toLowerCase());
-  }
-  collectInSetExpression(query.body, visible, endpoint, into);
-  collectInExpressions([query.orderBy, query.limit, query.offset], visible, endpoint, into);
+  // the relations met after a SELECT are its own: a query below it is collected by its own call
+  let select: Select | undefined;
+  walk(query, {
+    query: (inner) => {
+      if (inner === query) return true;
+      collectReferences(inner, visible, endpoint, into);
+      return false;
+    },
+    cte: (cte) => {
+      collectReferences(cte.query, visible, endpoint, into);
+      visible.add(cte.name.toLowerCase());
+      return false;
+    },
+    select: (found) => {
+      select = found;
+    },
+    relation: (relation) => {
+      if (relation.kind === 'table') bindTable(relation, select!, visible, endpoint, into);
+    },
+  });
 }
 
-function collectInSetExpression(body: SetExpression, visible: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
-  if (body.kind === 'set_operation') {
-    collectInSetExpression(body.left, visible, endpoint, into);
-    collectInSetExpression(body.right, visible, endpoint, into);
-  } else if (body.kind === 'nested_query') {
-    collectReferences(body.query, visible, endpoint, into);
-  } else {
-    for (const item of body.from) {
-      collectInRelation(item.relation, body, visible, endpoint, into);
-      for (const join of item.joins) {
-        collectInRelation(join.relation, body, visible, endpoint, into);
-        collectInExpressions(join.on, visible, endpoint, into);
-      }
-    }
-    collectInExpressions([body.items, body.where, body.groupBy, body.having, body.qualify], visible, endpoint, into);
-  }
-}
-
-function collectInRelation(relation: Relation, select: Select, visible: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
-  if (relation.kind === 'derived') return collectReferences(relation.query, visible, endpoint, into);
-  if (relation.kind === 'nested_join') {
-    collectInRelation(relation.item.relation, select, visible, endpoint, into);
-    for (const join of relation.item.joins) {
-      collectInRelation(join.relation, select, visible, endpoint, into);
-      collectInExpressions(join.on, visible, endpoint, into);
-    }
-    return;
-  }
-  if (relation.kind === 'unnest') return collectInExpressions(relation.array, visible, endpoint, into);
+function bindTable(relation: Extract<Relation, { kind: 'table' }>, select: Select, visible: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
   const written = relation.name.join('.');
   if (relation.name.length === 1 && visible.has(written.toLowerCase())) return;
   const cte = relation.name.length === 1 ? (cteByName(endpoint.ctes, written) ?? cteByName(endpoint.ctes, written.toLowerCase())) : undefined;
@@ -207,12 +198,4 @@ function collectInRelation(relation: Relation, select: Select, visible: Readonly
   relation.alias ??= written;
   relation.name = [table];
   into.push({ relation, cte, table, select });
-}
-
-/** Subqueries inside expressions read CTEs too. */
-function collectInExpressions(node: unknown, visible: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
-  if (Array.isArray(node)) return node.forEach((element) => collectInExpressions(element, visible, endpoint, into));
-  if (typeof node !== 'object' || node === null) return;
-  if ((node as { kind?: string }).kind === 'query') return collectReferences(node as Query, visible, endpoint, into);
-  for (const value of Object.values(node)) collectInExpressions(value, visible, endpoint, into);
 }

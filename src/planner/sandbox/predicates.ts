@@ -2,6 +2,7 @@ import type { estypes } from '@elastic/elasticsearch';
 import { ALWAYS_PRESENT_COLUMNS, exactTextField } from '../../../shared/stored-event.ts';
 import { clampToDateNanos, isoToNanosText, millisFromNanosText, nanosTextFromMillis } from '../../../shared/stored-timestamp.ts';
 import type { Expr } from '../../sql/syntax.ts';
+import { walk } from '../../sql/walk.ts';
 import { NUMERIC_FIELD_TYPES, inNestedRecords, type FieldCatalog } from '../field-catalog.ts';
 import { luceneRegexpForContains } from '../regex.ts';
 import { regexpQuery } from '../regex-budget.ts';
@@ -148,20 +149,14 @@ function negation(operand: Expr, context: PredicateContext): PushedPredicate | u
   return { query: { bool: { must_not: [inner.query] } }, exact: true };
 }
 
+/** Every identifier in `expr`, subqueries included (an unresolved one counts as an unknown field). */
 function fieldsOf(expr: Expr, context: PredicateContext): FieldReference[] {
   const found: FieldReference[] = [];
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(visit);
-    if (typeof node !== 'object' || node === null) return;
-    const candidate = node as Expr;
-    if (candidate.kind === 'identifier') {
-      const field = context.scope.resolve(candidate.path);
-      found.push(field ?? { kind: 'metadata', path: '?' });
-      return;
-    }
-    Object.values(node).forEach(visit);
-  };
-  visit(expr);
+  walk(expr, {
+    expr: (node) => {
+      if (node.kind === 'identifier') found.push(context.scope.resolve(node.path) ?? { kind: 'metadata', path: '?' });
+    },
+  });
   return found;
 }
 
