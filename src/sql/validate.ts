@@ -5,7 +5,8 @@
  */
 import { InvalidQuery, SandboxViolation, UnknownTable, type QueryPosition } from '../errors.ts';
 import { isAggregate, sandboxFunction } from './functions.ts';
-import type { Expr, FromItem, OrderItem, Query, Relation, Select, SetExpression, WindowSpec } from './syntax.ts';
+import type { Expr, FromItem, OrderItem, Query, Relation, Select, SetExpression } from './syntax.ts';
+import { childExpressions, subqueryOf } from './walk.ts';
 
 export interface SandboxLimits {
   /** Length of the query text in UTF-8 bytes, checked before parsing. */
@@ -197,15 +198,8 @@ export function validateSandboxQuery(
     for (const item of items) visitExpr(item.expr, context);
   }
 
-  function visitWindow(spec: WindowSpec, context: Context): void {
-    for (const expr of spec.partitionBy) visitExpr(expr, context);
-    visitOrderBy(spec.orderBy, context);
-    for (const bound of [spec.frame?.start, spec.frame?.end]) {
-      if (bound && (bound.kind === 'preceding' || bound.kind === 'following')) visitExpr(bound.offset, context);
-    }
-  }
-
-  function visitCall(node: Extract<Expr, { kind: 'call' }>, context: Context): void {
+  /** Checks a call where it stands; its arguments, ORDER BY and LIMIT are read in the returned context. */
+  function checkCall(node: Extract<Expr, { kind: 'call' }>, context: Context): Context {
     const fn = sandboxFunction(node.name);
     // The reference's wording: "Restricted function session_user".
     if (!fn) throw new SandboxViolation(`restricted function ${node.name}`, node.position);
@@ -229,91 +223,43 @@ export function validateSandboxQuery(
     if (node.over && NO_WINDOWS.has(context.clause)) {
       throw new InvalidQuery(`window function ${node.name} is not allowed in ${CLAUSE_NAMES[context.clause]}`, node.position);
     }
-    const inner = { ...context, insideAggregate: context.insideAggregate || aggregate };
-    for (const arg of node.args) visitExpr(arg, inner);
-    if (node.orderBy) visitOrderBy(node.orderBy, inner);
-    if (node.limit) visitExpr(node.limit, inner);
-    if (node.over) visitWindow(node.over, context);
+    // a windowed call is never an aggregate here, so its window is read in the same context
+    return { ...context, insideAggregate: context.insideAggregate || aggregate };
   }
 
   function visitExpr(node: Expr, outer: Context, chainedFrom?: string): void {
     // A chain of one operator (`a or b or c`) is one level, however long: only its first link counts.
     const depth = node.kind === 'binary' && node.operator === chainedFrom ? outer.depth : outer.depth + 1;
     checkDepth(depth, node.position);
-    const context = { ...outer, depth };
+    const context = checkExpr(node, { ...outer, depth });
+    const children = childExpressions(node);
+    children.forEach((child, index) => visitExpr(child, context, node.kind === 'binary' && index === 0 ? node.operator : undefined));
+    const query = subqueryOf(node);
+    if (query) visitQuery(query, context);
+  }
+
+  /** Checks one expression before its children are read; returns the context they are read in. */
+  function checkExpr(node: Expr, context: Context): Context {
     switch (node.kind) {
-      case 'identifier':
-      case 'string':
-      case 'number':
-      case 'boolean':
-      case 'null':
-      case 'typed_literal':
-      case 'date_part':
-        return;
       case 'parameter':
         if (!parameterNames.includes(node.name)) {
           const declared = parameterNames.length > 0 ? parameterNames.map((name) => `@${name}`).join(', ') : 'none';
           throw new InvalidQuery(`unknown parameter @${node.name}; this endpoint's parameters are: ${declared}`, node.position);
         }
-        return;
-      case 'interval':
-        return visitExpr(node.value, context);
-      case 'unary':
-        return visitExpr(node.operand, context);
-      case 'binary':
-        visitExpr(node.left, context, node.operator);
-        return visitExpr(node.right, context);
-      case 'like':
-        visitExpr(node.expr, context);
-        return visitExpr(node.pattern, context);
-      case 'between':
-        visitExpr(node.expr, context);
-        visitExpr(node.low, context);
-        return visitExpr(node.high, context);
+        return context;
       case 'in_list':
         checkListLength(node.list.length, 'an IN list', node.position);
-        visitExpr(node.expr, context);
-        for (const item of node.list) visitExpr(item, context);
-        return;
-      case 'in_subquery':
-        visitExpr(node.expr, context);
-        return visitQuery(node.query, context);
-      case 'in_unnest':
-        visitExpr(node.expr, context);
-        return visitExpr(node.array, context);
-      case 'is':
-        return visitExpr(node.expr, context);
-      case 'call':
-        return visitCall(node, context);
-      case 'cast':
-        return visitExpr(node.expr, context);
-      case 'case':
-        if (node.operand) visitExpr(node.operand, context);
-        for (const branch of node.whens) {
-          visitExpr(branch.when, context);
-          visitExpr(branch.then, context);
-        }
-        if (node.else) visitExpr(node.else, context);
-        return;
-      case 'extract':
-        return visitExpr(node.expr, context);
-      case 'subscript':
-        visitExpr(node.expr, context);
-        return visitExpr(node.index, context);
-      case 'field':
-        return visitExpr(node.expr, context);
+        return context;
       case 'struct':
         checkListLength(node.fields.length, 'a STRUCT', node.position);
-        for (const field of node.fields) visitExpr(field.expr, context);
-        return;
+        return context;
       case 'array':
         checkListLength(node.elements.length, 'an array', node.position);
-        for (const element of node.elements) visitExpr(element, context);
-        return;
-      case 'array_subquery':
-      case 'subquery':
-      case 'exists':
-        return visitQuery(node.query, context);
+        return context;
+      case 'call':
+        return checkCall(node, context);
+      default:
+        return context;
     }
   }
 
