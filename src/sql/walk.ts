@@ -1,8 +1,8 @@
 /**
- * The one traversal of the syntax tree in syntax.ts: every pass that looks through a query (the
- * planner's CTE binding, aggregate detection, column reads, predicate push-down) visits it here,
- * so a new node kind is taught to one place. The switches end in `unreachable`, so a kind added to
- * syntax.ts without a case here is a type error.
+ * The one traversal of the syntax tree in syntax.ts: the planner's passes (CTE binding, aggregate
+ * detection, column reads, predicate push-down) walk it here, and the validator reads each
+ * expression's children from `childExpressions`, so a new node kind is taught to one place. The
+ * switches end in `unreachable`, so a kind added to syntax.ts without a case here is a type error.
  *
  * Order is the validator's: a query's CTEs, body, ORDER BY, LIMIT, OFFSET; a SELECT's FROM (each
  * relation, then its join condition), items, WHERE, GROUP BY, HAVING, QUALIFY; an expression's
