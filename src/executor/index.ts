@@ -2,7 +2,7 @@ import type { estypes } from '@elastic/elasticsearch';
 import { QueryTooBroad, QueryTooExpensive, SandboxViolation } from '../errors.ts';
 import type { AggregationScan, Plan, Scan, SelectedColumn } from '../planner/plan.ts';
 import { sandboxScansTotal } from '../metrics.ts';
-import { translateToDuckDb } from '../sql/duckdb/index.ts';
+import { translateToDuckDb } from './duckdb-sql/index.ts';
 import type { SqlType, TableColumn, TableSchema } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
 import type { EmbeddedEngine, EngineReservation, EngineTable } from './engine/embedded-engine.ts';

@@ -1,7 +1,7 @@
 /**
  * The functions a sandboxed query may call: the allow-list is the sandbox's real wall (DuckDB's own
  * settings cannot stop e.g. `enable_logging`), so anything not listed here is refused, whatever it
- * is called. The DuckDB printer (src/sql/duckdb/) needs a translation for every name in
+ * is called. The DuckDB printer (src/executor/duckdb-sql/) needs a translation for every name in
  * `SANDBOX_FUNCTION_NAMES`.
  *
  * Constructs with their own syntax (CAST/SAFE_CAST, EXTRACT, STRUCT, ARRAY(subquery), and

@@ -9,7 +9,7 @@ import { EmbeddedEngine, type EngineTable } from '../../src/executor/engine/embe
 import { inferTableSchema } from '../../src/executor/engine/schema-inference.ts';
 import { metadataRows } from '../../src/executor/rows/logs.ts';
 import { metricsRegistry } from '../../src/metrics.ts';
-import { translateToDuckDb } from '../../src/sql/duckdb/index.ts';
+import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import { BOOTSTRAP_KEY, startEndpointServer, type EndpointTestServer } from '../support/endpoint-server.ts';
 import { sandboxDataset } from '../support/sandbox-data.ts';

@@ -7,7 +7,7 @@ import { EmbeddedEngine, type EngineTable } from '../../src/executor/engine/embe
 import { inferTableSchema } from '../../src/executor/engine/schema-inference.ts';
 import { metadataRows } from '../../src/executor/rows/logs.ts';
 import { sandboxEngineResultRowsTotal } from '../../src/metrics.ts';
-import { stringGuard } from '../../src/sql/duckdb/value-size.ts';
+import { stringGuard } from '../../src/executor/duckdb-sql/value-size.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
 
 const samplesDirectory = path.resolve(import.meta.dirname, '../fixtures/logflare-samples');

@@ -8,7 +8,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.ts';
 import { duckDbTypeName } from '../../src/executor/engine/duckdb-type.ts';
-import { translateToDuckDb } from '../../src/sql/duckdb/index.ts';
+import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
 import { testDuckDb } from '../support/duckdb.ts';

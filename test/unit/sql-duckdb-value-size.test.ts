@@ -1,13 +1,13 @@
 /**
- * The size guards of the translation (src/sql/duckdb/value-size.ts), run on a real in-memory DuckDB
+ * The size guards of the translation (src/executor/duckdb-sql/value-size.ts), run on a real in-memory DuckDB
  * with a value limit of 1000 bytes: a function refuses to build a larger string or array, and keeps
  * BigQuery's results (NULLs, negative counts, empty ranges) for ordinary sizes.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.ts';
-import { translateToDuckDb } from '../../src/sql/duckdb/index.ts';
-import { valueTooLargeMessage } from '../../src/sql/duckdb/value-size.ts';
+import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
+import { valueTooLargeMessage } from '../../src/executor/duckdb-sql/value-size.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import type { TableSchema } from '../../src/sql/types.ts';
 import { testDuckDb } from '../support/duckdb.ts';

@@ -8,8 +8,8 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.ts';
 import { BadParameter, QueryTooExpensive, SandboxViolation } from '../../src/errors.ts';
-import { translateToDuckDb } from '../../src/sql/duckdb/index.ts';
-import { parseTimestampFormats } from '../../src/sql/duckdb/time-format.ts';
+import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
+import { parseTimestampFormats } from '../../src/executor/duckdb-sql/time-format.ts';
 import { DEFAULT_SANDBOX_LIMITS, initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
 

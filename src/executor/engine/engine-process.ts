@@ -6,7 +6,7 @@
  * the process waits for work.
  */
 import { StatementType, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
-import { valueTooLargeMessage } from '../../sql/duckdb/value-size.ts';
+import { valueTooLargeMessage } from '../duckdb-sql/value-size.ts';
 import { BoundedResult, isStringTooLong, ResultTooLarge } from './bounded-result.ts';
 import type { EngineMessage, FailureReason, ResultColumn, ServiceMessage } from './engine-protocol.ts';
 import { openLockedDatabase, type EngineLimits, type LockedDatabase } from './locked-database.ts';

@@ -13,7 +13,7 @@ export type ServiceMessage =
   | { type: 'run'; requestId: number; sql: string; maxRows: number; maxBytes: number }
   | { type: 'interrupt'; requestId: number };
 
-/** `value_too_large`: a function would have built a string or array larger than the result's byte cap (see src/sql/duckdb/value-size.ts). */
+/** `value_too_large`: a function would have built a string or array larger than the result's byte cap (see src/executor/duckdb-sql/value-size.ts). */
 export type FailureReason = 'invalid_query' | 'out_of_memory' | 'result_too_large' | 'value_too_large' | 'interrupted' | 'internal';
 
 export interface ResultColumn {

@@ -6,7 +6,7 @@
  * value in scope, innermost FROM clause first; what follows are struct field accesses.
  */
 import { InvalidQuery, type QueryPosition } from '../../errors.ts';
-import type { SqlType } from '../types.ts';
+import type { SqlType } from '../../sql/types.ts';
 import { quoteIdentifier, quoteString } from './literals.ts';
 import { typeName } from './types.ts';
 

@@ -3,8 +3,8 @@
  * statement, so a printed `"alias"."column"` can only mean what name resolution decided.
  */
 import { InvalidQuery, SandboxViolation, UnknownTable } from '../../errors.ts';
-import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from '../syntax.ts';
-import type { TableSchema } from '../types.ts';
+import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from '../../sql/syntax.ts';
+import type { TableSchema } from '../../sql/types.ts';
 import { SqlBudget } from './budget.ts';
 import {
   implicitName,

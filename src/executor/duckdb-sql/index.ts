@@ -3,8 +3,8 @@
  * BigQuery's meaning, and its output columns with their types. Pure.
  */
 import { InvalidQuery } from '../../errors.ts';
-import type { Query } from '../syntax.ts';
-import type { SqlType } from '../types.ts';
+import type { Query } from '../../sql/syntax.ts';
+import type { SqlType } from '../../sql/types.ts';
 import { QueryTranslator, type TranslationContext } from './query.ts';
 
 export type { TranslationContext } from './query.ts';

@@ -3,8 +3,8 @@
  * computes the same value (or fails where BigQuery fails).
  */
 import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
-import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../syntax.ts';
-import type { SqlType } from '../types.ts';
+import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../../sql/syntax.ts';
+import type { SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
 import type { SqlBudget } from './budget.ts';
 import { translateCall } from './functions.ts';

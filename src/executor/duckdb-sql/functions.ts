@@ -3,8 +3,8 @@
  * 1-based positions, partial regex matches, units and rounding follow BigQuery, not DuckDB.
  */
 import { InvalidQuery, SandboxViolation } from '../../errors.ts';
-import type { Expr } from '../syntax.ts';
-import type { SqlType } from '../types.ts';
+import type { Expr } from '../../sql/syntax.ts';
+import type { SqlType } from '../../sql/types.ts';
 import {
   addInterval,
   expect,

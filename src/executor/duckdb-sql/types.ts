@@ -1,5 +1,5 @@
 /** SqlType helpers: DuckDB spelling, BigQuery spelling for messages, and BigQuery's coercion rules. */
-import type { SqlType } from '../types.ts';
+import type { SqlType } from '../../sql/types.ts';
 
 /** BigQuery's name of a type, for error messages. */
 export function typeName(type: SqlType): string {
