@@ -7,7 +7,8 @@ import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../../sql/syn
 import type { SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
 import type { SqlBudget } from './budget.ts';
-import { translateCall } from './functions.ts';
+import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
+import { translateCall, type ExpressionPrinter } from './functions.ts';
 import {
   dateLiteral,
   datetimeLiteral,
@@ -18,42 +19,9 @@ import {
   quoteString,
   timestampLiteral,
 } from './literals.ts';
-import { accessField, itemsNamed, sameName, type ColumnShape, type Scope, type Typed } from './scope.ts';
-import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, isNumeric, isOrderable, typeName } from './types.ts';
+import { accessField, itemsNamed, sameName } from './scope.ts';
+import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, expect, isNumeric, isOrderable, typeName, unifyTypes, type Typed } from './types.ts';
 import { concatenation } from './value-size.ts';
-
-/** A select-list column, as GROUP BY, HAVING, QUALIFY and ORDER BY may name it. */
-export interface SelectColumn extends ColumnShape {
-  sql: string;
-  /** The item contains an aggregate (GROUP BY may not name it). */
-  aggregate: boolean;
-}
-
-export interface QueryResult {
-  sql: string;
-  columns: ColumnShape[];
-}
-
-/** What an expression may see and contain where it stands. */
-export interface ExprContext {
-  scope: Scope;
-  /** Translates a subquery whose FROM clause sees `scope` as its outer scope. */
-  subquery(query: Query, outer: Scope): QueryResult;
-  parameters: Record<string, string | undefined>;
-  now: number;
-  /** Where the expression stands, for messages ("WHERE", "GROUP BY"). */
-  clause: string;
-  aggregates: boolean;
-  windows: boolean;
-  /** Select-list aliases visible here (GROUP BY, HAVING, QUALIFY, ORDER BY), preferred to FROM names. */
-  aliases?: SelectColumn[];
-  /** Set when an aggregate or window function was translated. */
-  seen: { aggregate: boolean };
-  /** The whole query's translation budget, which every expression is checked against as it is built. */
-  budget: SqlBudget;
-  /** The largest string or array a function may build in the engine (SANDBOX_MAX_RESULT_BYTES). */
-  maxValueBytes: number;
-}
 
 export function translateExpr(expr: Expr, ctx: ExprContext): Typed {
   const value = translateNode(expr, ctx);
@@ -129,7 +97,7 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
       return { sql: `(${value.sql} IS ${expr.negated ? 'NOT ' : ''}${expr.test.toUpperCase()})`, type: BOOL };
     }
     case 'call':
-      return translateCall(expr, ctx);
+      return translateCall(expr, ctx, PRINTER);
     case 'cast':
       return castValue(translateExpr(expr.expr, ctx), expr.type, expr.safe, ctx.budget, expr.position);
     case 'case':
@@ -190,11 +158,6 @@ function findAlias(aliases: SelectColumn[], name: string, position?: QueryPositi
 function singleColumn(result: QueryResult, what: string, position?: QueryPosition): Typed {
   if (result.columns.length !== 1) throw new InvalidQuery(`a ${what} must return exactly one column, this one returns ${result.columns.length}`, position);
   return { sql: result.sql, type: result.columns[0]!.type };
-}
-
-export function expect(value: Typed, kinds: SqlType['kind'][], where: string, position?: QueryPosition): Typed {
-  if (value.type.kind === 'unknown' || kinds.includes(value.type.kind)) return value;
-  throw new InvalidQuery(`${where} expects ${kinds.map((k) => k.toUpperCase()).join(' or ')}, got ${typeName(value.type)}`, position);
 }
 
 /**
@@ -380,17 +343,6 @@ function caseExpr(expr: Extract<Expr, { kind: 'case' }>, ctx: ExprContext): Type
   return { sql: `(CASE ${operand ? `${operand.sql} ` : ''}${branches}${otherwise ? ` ELSE ${otherwise.sql}` : ''} END)`, type };
 }
 
-/** The common type of several results (CASE branches, IF, COALESCE), an error when there is none. */
-export function unifyTypes(values: Typed[], where: string, position?: QueryPosition): SqlType {
-  let type: SqlType = UNKNOWN;
-  for (const value of values) {
-    const next = commonType(type, value.type);
-    if (!next) throw new InvalidQuery(`${where} has results of types ${typeName(type)} and ${typeName(value.type)}, which have no common type`, position);
-    type = next;
-  }
-  return type;
-}
-
 /** `CASE WHEN ok THEN value ELSE error(...)/NULL END`: BigQuery's error, or NULL for the SAFE_ forms. */
 function orFail(test: string, value: string, message: string, safe: boolean): string {
   return `(CASE WHEN ${test} THEN ${value} ELSE ${safe ? 'NULL' : `error(${message})`} END)`;
@@ -547,3 +499,6 @@ export function windowSql(spec: WindowSpec, ctx: ExprContext): string {
   }
   return ` OVER (${parts.join(' ')})`;
 }
+
+/** What the function translations call back into; passed to them, so that functions.ts does not import this module. */
+const PRINTER: ExpressionPrinter = { translateExpr, addInterval, orderItemSql, windowSql };

@@ -3,29 +3,32 @@
  * 1-based positions, partial regex matches, units and rounding follow BigQuery, not DuckDB.
  */
 import { InvalidQuery, SandboxViolation } from '../../errors.ts';
-import type { Expr } from '../../sql/syntax.ts';
+import type { Expr, OrderItem, WindowSpec } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
-import {
-  addInterval,
-  expect,
-  orderItemSql,
-  translateExpr,
-  unifyTypes,
-  windowSql,
-  type ExprContext,
-} from './expressions.ts';
 import { bindOnce } from './bind.ts';
+import type { ExprContext } from './expression-context.ts';
 import { LAMBDA_PARAMETER, MICROS_PER, float64Literal, quoteString, timestampLiteral } from './literals.ts';
-import type { Typed } from './scope.ts';
 import { formatTimestampSql, parseTimestampFormats } from './time-format.ts';
-import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, commonType, isOrderable, typeName } from './types.ts';
+import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, commonType, expect, isOrderable, typeName, unifyTypes, type Typed } from './types.ts';
 import { bytes, concatenation, listGuard, stringGuard } from './value-size.ts';
 
 type CallExpr = Extract<Expr, { kind: 'call' }>;
 
+/**
+ * The expression printer's entry points a function translation calls back into (arguments in an
+ * aggregate's ORDER BY, an OVER clause, INTERVAL arithmetic), handed in by expressions.ts.
+ */
+export interface ExpressionPrinter {
+  translateExpr(expr: Expr, ctx: ExprContext): Typed;
+  addInterval(value: Typed, interval: Extract<Expr, { kind: 'interval' }>, subtract: boolean, ctx: ExprContext): Typed;
+  orderItemSql(sql: string, item: OrderItem): string;
+  windowSql(spec: WindowSpec, ctx: ExprContext): string;
+}
+
 interface Call {
   expr: CallExpr;
   ctx: ExprContext;
+  printer: ExpressionPrinter;
   /** Argument i translated where the call stands (inside an aggregate: where nested aggregates are refused). */
   arg(i: number): Typed;
   /** The call's window clause, `''` when it has none. */
@@ -226,13 +229,13 @@ export const FUNCTIONS: Record<string, FunctionTranslation> = {
   string_agg: aggregate([1, 2], (call) => {
     const value = typed(call, 0, 'string');
     const separator = call.expr.args.length > 1 ? typed(call, 1, 'string').sql : `','`;
-    const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => orderItemSql(translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
+    const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
     return { sql: `string_agg(${call.expr.distinct ? 'DISTINCT ' : ''}${value.sql}, ${separator}${order})${call.over}`, type: STRING };
   }),
   array_agg: aggregate([1, 1], (call) => {
     const value = call.arg(0);
     if (value.type.kind === 'array') fail(call, 'BigQuery has no arrays of arrays');
-    const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => orderItemSql(translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
+    const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
     const distinct = call.expr.distinct ? 'DISTINCT ' : '';
     if (call.expr.ignoreNulls) return { sql: `list(${distinct}${value.sql}${order}) FILTER (WHERE ${value.sql} IS NOT NULL)${call.over}`, type: { kind: 'array', element: value.type } };
     // BigQuery refuses to build an array holding NULL; DuckDB would keep it
@@ -646,7 +649,7 @@ function pad(call: Call, fn: 'lpad' | 'rpad'): Typed {
 function intervalArithmetic(call: Call, subtract: boolean): Typed {
   const interval = call.expr.args[1];
   if (interval?.kind !== 'interval') fail(call, 'argument 2 must be an INTERVAL such as INTERVAL 1 HOUR');
-  return addInterval(call.arg(0), interval, subtract, call.ctx);
+  return call.printer.addInterval(call.arg(0), interval, subtract, call.ctx);
 }
 
 function substring(call: Call): Typed {
@@ -670,7 +673,7 @@ function trimFunction(call: Call, fn: 'trim' | 'ltrim' | 'rtrim'): Typed {
   return { sql: `${fn}(${value.sql}, ${typed(call, 1, 'string').sql})`, type: STRING };
 }
 
-export function translateCall(expr: CallExpr, ctx: ExprContext): Typed {
+export function translateCall(expr: CallExpr, ctx: ExprContext, printer: ExpressionPrinter): Typed {
   const translation = Object.hasOwn(FUNCTIONS, expr.name) ? FUNCTIONS[expr.name] : undefined;
   if (!translation) throw new SandboxViolation(`function ${expr.name.toUpperCase()} is not supported in sandboxed queries`, expr.position);
   const [min, max] = translation.arity;
@@ -699,11 +702,12 @@ export function translateCall(expr: CallExpr, ctx: ExprContext): Typed {
   const call: Call = {
     expr,
     ctx: argContext,
+    printer,
     arg(i) {
-      if (!args.has(i)) args.set(i, translateExpr(expr.args[i]!, argContext));
+      if (!args.has(i)) args.set(i, printer.translateExpr(expr.args[i]!, argContext));
       return args.get(i)!;
     },
-    over: expr.over ? windowSql(expr.over, ctx) : '',
+    over: expr.over ? printer.windowSql(expr.over, ctx) : '',
   };
   return translation.translate(call);
 }

@@ -6,17 +6,11 @@ import { InvalidQuery, SandboxViolation, UnknownTable } from '../../errors.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from '../../sql/syntax.ts';
 import type { TableSchema } from '../../sql/types.ts';
 import { SqlBudget } from './budget.ts';
-import {
-  implicitName,
-  orderItemSql,
-  translateExpr,
-  type ExprContext,
-  type QueryResult,
-  type SelectColumn,
-} from './expressions.ts';
+import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
+import { implicitName, orderItemSql, translateExpr } from './expressions.ts';
 import { BOUND_PARAMETER, LAMBDA_PARAMETER, quoteIdentifier } from './literals.ts';
-import { Scope, accessField, columnOf, itemsNamed, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable, type Typed } from './scope.ts';
-import { commonType, typeName } from './types.ts';
+import { Scope, accessField, columnOf, itemsNamed, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable } from './scope.ts';
+import { commonType, typeName, type Typed } from './types.ts';
 
 export interface TranslationContext {
   tables: TableSchema[];

@@ -8,15 +8,7 @@
 import { InvalidQuery, type QueryPosition } from '../../errors.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { quoteIdentifier, quoteString } from './literals.ts';
-import { typeName } from './types.ts';
-
-/** A translated expression: its DuckDB text and its BigQuery type. */
-export interface Typed {
-  sql: string;
-  type: SqlType;
-  /** Set for a string literal or a parameter: BigQuery coerces those to the type they are compared with. */
-  stringLiteral?: string;
-}
+import { typeName, type Typed } from './types.ts';
 
 export interface ColumnShape {
   name: string;

@@ -1,4 +1,5 @@
-/** SqlType helpers: DuckDB spelling, BigQuery spelling for messages, and BigQuery's coercion rules. */
+/** SqlType helpers: DuckDB spelling, BigQuery spelling for messages, BigQuery's coercion rules, and the checks on a translated value's type. */
+import { InvalidQuery, type QueryPosition } from '../../errors.ts';
 import type { SqlType } from '../../sql/types.ts';
 
 /** BigQuery's name of a type, for error messages. */
@@ -65,4 +66,28 @@ export function commonType(a: SqlType, b: SqlType): SqlType | undefined {
 /** Types BigQuery can compare with = and <: not arrays, structs (only =) or JSON. */
 export function isOrderable(type: SqlType): boolean {
   return type.kind !== 'array' && type.kind !== 'struct' && type.kind !== 'json';
+}
+
+/** A translated expression: its DuckDB text and its BigQuery type. */
+export interface Typed {
+  sql: string;
+  type: SqlType;
+  /** Set for a string literal or a parameter: BigQuery coerces those to the type they are compared with. */
+  stringLiteral?: string;
+}
+
+export function expect(value: Typed, kinds: SqlType['kind'][], where: string, position?: QueryPosition): Typed {
+  if (value.type.kind === 'unknown' || kinds.includes(value.type.kind)) return value;
+  throw new InvalidQuery(`${where} expects ${kinds.map((k) => k.toUpperCase()).join(' or ')}, got ${typeName(value.type)}`, position);
+}
+
+/** The common type of several results (CASE branches, IF, COALESCE), an error when there is none. */
+export function unifyTypes(values: Typed[], where: string, position?: QueryPosition): SqlType {
+  let type: SqlType = UNKNOWN;
+  for (const value of values) {
+    const next = commonType(type, value.type);
+    if (!next) throw new InvalidQuery(`${where} has results of types ${typeName(type)} and ${typeName(value.type)}, which have no common type`, position);
+    type = next;
+  }
+  return type;
 }
