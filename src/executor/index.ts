@@ -55,15 +55,8 @@ async function residualRows(plan: Plan, reservation: EngineReservation, options:
     // both at once: the check decides which answer stands, and usually it is the aggregation; one failing stops the other
     const stop = new AbortController();
     const both = { ...options, signal: stop.signal };
-    const stopping = async <T>(work: Promise<T>): Promise<T> => {
-      try {
-        return await work;
-      } catch (error) {
-        stop.abort();
-        throw error;
-      }
-    };
-    const [irregular, groups] = await Promise.all([stopping(search(aggregation.irregular, both)), stopping(groupRows(aggregation, both))]);
+    const abort = (reason: unknown) => stop.abort(reason);
+    const [irregular, groups] = await Promise.all([stoppingOthers(search(aggregation.irregular, both), abort), stoppingOthers(groupRows(aggregation, both), abort)]);
     if (totalHits(irregular) > 0) {
       sandboxScansTotal.inc({ kind: 'aggregation_fallback' });
       return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, reservation, options);
@@ -73,18 +66,24 @@ async function residualRows(plan: Plan, reservation: EngineReservation, options:
   }
   const budget = new ScanBudget(plan.maxScannedEvents ?? Number.POSITIVE_INFINITY);
   const tables: EngineTable[] = await Promise.all(
-    plan.scans.map(async (scan) => {
-      try {
-        const rows = await tableRows(scan, options, budget);
-        return { schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows };
-      } catch (error) {
-        // the answer is lost with this scan: the others stop reading now
-        budget.cancel(error);
-        throw error;
-      }
-    }),
+    plan.scans.map((scan) =>
+      stoppingOthers(
+        tableRows(scan, options, budget).then((rows) => ({ schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows })),
+        (reason) => budget.cancel(reason),
+      ),
+    ),
   );
   return runResidual(plan, tables, reservation, options);
+}
+
+/** One of a request's searches run side by side: the answer is lost if it fails, so the others are stopped before its failure is passed on. */
+async function stoppingOthers<T>(work: Promise<T>, stop: (reason: unknown) => void): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    stop(error);
+    throw error;
+  }
 }
 
 /**
