@@ -6,7 +6,7 @@ import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from 
 import { sandboxEngineResultRowsTotal, sandboxEngineTruncatedResultsTotal } from '../../metrics.ts';
 import type { TableSchema } from '../../sql/types.ts';
 import type { EngineMessage, ResultColumn, ServiceMessage } from './engine-protocol.ts';
-import { EngineQueue, type EngineReservation as EngineQueueReservation } from './engine-queue.ts';
+import { EngineQueue, outOfTime, type EngineReservation as EngineQueueReservation } from './engine-queue.ts';
 import type { EngineLimits } from './locked-database.ts';
 
 export interface EngineTable {
@@ -140,7 +140,7 @@ export class EmbeddedEngine {
       try {
         if (!process.alive) process = await EngineProcess.start(this.options);
         const timeoutMs = deadline - performance.now();
-        if (timeoutMs <= 0) throw new QueryTimeout('the query ran out of its time limit (QUERY_TIMEOUT_MS) before the query engine could run it');
+        if (timeoutMs <= 0) throw outOfTime();
         const result = await process.run({ ...request, timeoutMs });
         if (result.truncated) sandboxEngineTruncatedResultsTotal.inc();
         return result;

@@ -198,7 +198,8 @@ export class EngineQueue {
   }
 }
 
-function outOfTime(): QueryTimeout {
+/** A query whose deadline came before the engine could run it. */
+export function outOfTime(): QueryTimeout {
   return new QueryTimeout('the query ran out of its time limit (QUERY_TIMEOUT_MS) before the query engine could run it');
 }
 
