@@ -135,7 +135,12 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   };
 
   const replace = (node: Expr): Expr => replaceExpressions(node, [...keys.map((key) => [key.expr, key.key.column] as const), ...metrics.map((metric) => [metric.call, metric.metric.column] as const)]);
-  const items: SelectItem[] = select.items.map((item) => (item.kind === 'expression' ? { ...item, expr: replace(item.expr) } : item));
+  // an item keeps the name it had (`function_id`, not the key column it now reads)
+  const items: SelectItem[] = select.items.map((item) => {
+    if (item.kind !== 'expression') return item;
+    const name = item.alias ?? implicitName(item.expr);
+    return { ...item, expr: replace(item.expr), ...(name === undefined ? {} : { alias: name }) };
+  });
   const residual: Query = {
     kind: 'query',
     with: [],
