@@ -161,43 +161,18 @@ class Binder {
     this.names.set(expr, this.resolve(expr.path, frame, expr.position));
   }
 
+  /** A scope that surely has the name wins, innermost first; only then one whose values may have it (see `possibly`). */
   private resolve(path: readonly string[], frame: Frame, position?: QueryPosition): Binding {
     const [head, ...rest] = path as [string, ...string[]];
     for (let scope: Frame | undefined = frame; scope; scope = scope.parent) {
-      const found = this.resolveIn(scope, head, rest, position);
+      const found = surely(scope, head, rest, position);
+      if (found) return found;
+    }
+    for (let scope: Frame | undefined = frame; scope; scope = scope.parent) {
+      const found = possibly(scope, head, rest, position);
       if (found) return found;
     }
     throw new InvalidQuery(`Unrecognized name: ${head}`, position);
-  }
-
-  private resolveIn(frame: Frame, head: string, rest: string[], position?: QueryPosition): Binding | undefined {
-    const range = frame.ranges.find((candidate) => candidate.name !== undefined && sameName(candidate.name, head));
-    if (range?.kind === 'value') return element(range, rest);
-    if (range?.kind === 'table') {
-      if (rest.length === 0) return { kind: 'row', range: range.relation };
-      const [columnName, ...fields] = rest as [string, ...string[]];
-      const matches = visibleColumnsNamed(range, columnName);
-      if (matches.length > 1) throw new InvalidQuery(`Name ${columnName} is ambiguous inside ${head}: it has two columns of that name`, position);
-      if (!matches[0] && !range.open) throw new InvalidQuery(`Name ${columnName} not found inside ${head}`, position);
-      return { kind: 'column', range: range.relation, column: matches[0]?.name ?? columnName, fields };
-    }
-    const columns = frame.ranges.flatMap((candidate) => (candidate.kind === 'table' ? visibleColumnsNamed(candidate, head).map((column) => ({ range: candidate, column })) : []));
-    if (columns.length > 1) throw new InvalidQuery(`Column name ${head} is ambiguous: more than one table in FROM has it; qualify it`, position);
-    if (columns[0]) return { kind: 'column', range: columns[0].range.relation, column: columns[0].column.name, fields: rest };
-    const values = frame.ranges.filter((candidate): candidate is Extract<Range, { kind: 'value' }> => candidate.kind === 'value' && !candidate.offset);
-    const records = values.filter((value) => value.element.kind === 'record' && namedShapes(value.element.fields, head).length > 0);
-    if (records.length > 1) throw new InvalidQuery(`Name ${head} is ambiguous: more than one unnested record has a field ${head}; qualify it`, position);
-    if (records[0]) return element(records[0], [head, ...rest]);
-    // no range is known to hold the name; one that may (a record, or a value or table known only once rows are read) is taken
-    const possible = frame.ranges.filter((candidate) => (candidate.kind === 'value' ? !candidate.offset && (candidate.element.kind === 'record' || candidate.element.kind === 'open') : candidate.open));
-    if (possible.length === 1) {
-      const only = possible[0]!;
-      return only.kind === 'value' ? element(only, [head, ...rest]) : { kind: 'column', range: only.relation, column: head, fields: rest };
-    }
-    if (possible.length === 0) return undefined;
-    // every one is a record the store knows, and none has the field: a field no stored event has, NULL as in a schema that has it
-    if (possible.every((candidate) => candidate.kind === 'value' && candidate.element.kind === 'record')) return { kind: 'missing' };
-    throw new InvalidQuery(`Name ${head} is ambiguous: more than one unnested value may have a field ${head}; qualify it`, position);
   }
 
   private fromItem(item: FromItem, frame: Frame, ctes: CteFrame | undefined, outer: Frame | undefined): void {
@@ -403,6 +378,45 @@ class Binder {
     if (id === undefined) this.rangeIds.set(relation, (id = this.rangeIds.size));
     return id;
   }
+}
+
+/** A range variable, a column of a table, or a field of a record the store knows to have it. */
+function surely(frame: Frame, head: string, rest: string[], position?: QueryPosition): Binding | undefined {
+  const range = frame.ranges.find((candidate) => candidate.name !== undefined && sameName(candidate.name, head));
+  if (range?.kind === 'value') return element(range, rest);
+  if (range?.kind === 'table') {
+    if (rest.length === 0) return { kind: 'row', range: range.relation };
+    const [columnName, ...fields] = rest as [string, ...string[]];
+    // qualified, a column USING merged away is still the right side's own
+    const matches = namedColumns(range.columns, columnName);
+    if (matches.length > 1) throw new InvalidQuery(`Name ${columnName} is ambiguous inside ${head}: it has two columns of that name`, position);
+    if (!matches[0] && !range.open) throw new InvalidQuery(`Name ${columnName} not found inside ${head}`, position);
+    return { kind: 'column', range: range.relation, column: matches[0]?.name ?? columnName, fields };
+  }
+  const columns = frame.ranges.flatMap((candidate) => (candidate.kind === 'table' ? visibleColumnsNamed(candidate, head).map((column) => ({ range: candidate, column })) : []));
+  if (columns.length > 1) throw new InvalidQuery(`Column name ${head} is ambiguous: more than one table in FROM has it; qualify it`, position);
+  if (columns[0]) return { kind: 'column', range: columns[0].range.relation, column: columns[0].column.name, fields: rest };
+  const records = frame.ranges.filter(
+    (candidate): candidate is Extract<Range, { kind: 'value' }> => candidate.kind === 'value' && !candidate.offset && candidate.element.kind === 'record' && namedShapes(candidate.element.fields, head).length > 0,
+  );
+  if (records.length > 1) throw new InvalidQuery(`Name ${head} is ambiguous: more than one unnested record has a field ${head}; qualify it`, position);
+  return records[0] && element(records[0], [head, ...rest]);
+}
+
+/**
+ * A name no scope surely has: the field of the one value of a scope that may have it (a record the
+ * store does not list it in, read as NULL where no row has it; or a value or table known only once
+ * rows are read). Of several, none known to have it, the name is missing (NULL).
+ */
+function possibly(frame: Frame, head: string, rest: string[], position?: QueryPosition): Binding | undefined {
+  const possible = frame.ranges.filter((candidate) => (candidate.kind === 'value' ? !candidate.offset && (candidate.element.kind === 'record' || candidate.element.kind === 'open') : candidate.open));
+  if (possible.length === 0) return undefined;
+  if (possible.length === 1) {
+    const only = possible[0]!;
+    return only.kind === 'value' ? element(only, [head, ...rest]) : { kind: 'column', range: only.relation, column: head, fields: rest };
+  }
+  if (possible.every((candidate) => candidate.kind === 'value' && candidate.element.kind === 'record')) return { kind: 'missing' };
+  throw new InvalidQuery(`Name ${head} is ambiguous: more than one unnested value may have a field ${head}; qualify it`, position);
 }
 
 function element(range: Extract<Range, { kind: 'value' }>, fields: string[]): Binding {

@@ -55,7 +55,8 @@ export class Scope {
       case 'column': {
         const range = this.range(binding.range, false);
         if (range.kind !== 'table') throw new Error('a column binding names a table range');
-        const [column] = itemsNamed(visibleColumns(range), binding.column);
+        // the binder decided which columns the name may reach (a qualified one reaches a column USING merged away)
+        const column = itemsNamed(range.columns, binding.column).find((candidate) => !candidate.anonymous);
         if (!column) throw new InvalidQuery(`Unrecognized name: ${binding.column}`, position);
         return accessFields(columnOf(range, column), binding.fields, position);
       }
