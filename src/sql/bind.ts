@@ -9,7 +9,7 @@
  * tables are known to hold before any row is read (the store's field catalog), never from the rows.
  */
 import { InvalidQuery, UnknownTable, type QueryPosition } from '../errors.ts';
-import { implicitName, type BindEnvironment, type Binding, type Bindings, type NamedShape, type Shape, type TableRelation, type UnnestRelation } from './bindings.ts';
+import { implicitName, type BindEnvironment, type Binding, type Bindings, type ColumnBinding, type NamedShape, type Shape, type TableRelation, type UnnestRelation } from './bindings.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from './syntax.ts';
 import { childExpressions, subqueryOf } from './walk.ts';
 
@@ -59,23 +59,21 @@ const SCALAR_ARRAY_FUNCTIONS = new Set([
 /** Functions whose result holds what their first argument holds. */
 const FIRST_ARGUMENT_FUNCTIONS = new Set(['array_concat', 'array_reverse', 'coalesce', 'ifnull', 'nullif', 'any_value', 'min', 'max', 'first_value', 'last_value', 'lag', 'lead', 'nth_value']);
 
-/** Where a date function reads a bare word as its unit (`timestamp_diff(a, b, hour)`), not as a name. */
-const DATE_PART_ARGUMENTS: Readonly<Record<string, number>> = { timestamp_trunc: 1, datetime_trunc: 1, date_trunc: 1, timestamp_diff: 2, datetime_diff: 2, date_diff: 2 };
-
 /** Every name of `query`, bound; throws InvalidQuery or UnknownTable for a name that means nothing or more than one thing. */
 export function bind(query: Query, environment: BindEnvironment): Bindings {
   const binder = new Binder(environment);
   binder.query(query, undefined, undefined);
-  return { names: binder.names };
+  return { names: binder.names, using: binder.usingPairs };
 }
 
 class Binder {
   readonly names = new Map<Expr | SelectItem, Binding>();
+  readonly usingPairs = new Map<Join, { left: ColumnBinding; right: ColumnBinding }[]>();
+  /** Each FROM element's range (an unnest's element, not its offset), for the shapes of the names bound to it. */
   private readonly ranges = new Map<Relation, Range>();
-  private readonly offsets = new Map<Relation, Range>();
   private readonly outputs = new Map<Query, Output>();
   private readonly rangeIds = new Map<Relation, number>();
-  private anonymousItems = 0;
+  private uniqueOrigins = 0;
 
   constructor(private readonly environment: BindEnvironment) {}
 
@@ -143,8 +141,7 @@ class Binder {
       if (next.kind === 'identifier') this.identifier(next, frame, aliases);
       const query = subqueryOf(next);
       if (query) pending.push(query);
-      const unit = next.kind === 'call' && Object.hasOwn(DATE_PART_ARGUMENTS, next.name) ? next.args[DATE_PART_ARGUMENTS[next.name]!] : undefined;
-      const children = childExpressions(next).filter((child) => child !== unit || child.kind !== 'identifier' || child.path.length !== 1);
+      const children = childExpressions(next);
       for (let index = children.length - 1; index >= 0; index--) pending.push(children[index]!);
     }
   }
@@ -189,12 +186,15 @@ class Binder {
   private using(join: Join, frame: Frame, rightStart: number): void {
     const right = frame.ranges[rightStart];
     if (frame.ranges.length !== rightStart + 1 || right?.kind !== 'table') throw new InvalidQuery('JOIN ... USING needs a table on its right');
-    for (const name of join.using!) {
-      const leftSide = frame.ranges.slice(0, rightStart).flatMap((range) => (range.kind === 'table' ? visibleColumnsNamed(range, name) : []));
+    const pairs = join.using!.map((name) => {
+      const leftSide = frame.ranges.slice(0, rightStart).flatMap((range) => (range.kind === 'table' ? visibleColumnsNamed(range, name).map((column) => ({ range, column })) : []));
       const rightColumn = visibleColumnsNamed(right, name)[0];
       if (leftSide.length !== 1 || !rightColumn) throw new InvalidQuery(`column ${name} in USING must exist exactly once on each side of the join`);
       right.hidden.add(rightColumn.name.toLowerCase());
-    }
+      const left = leftSide[0]!;
+      return { left: columnBinding(left.range.relation, left.column.name), right: columnBinding(right.relation, rightColumn.name) };
+    });
+    this.usingPairs.set(join, pairs);
   }
 
   private relation(relation: Relation, frame: Frame, ctes: CteFrame | undefined, outer: Frame | undefined): void {
@@ -229,7 +229,7 @@ class Binder {
       throw new InvalidQuery(`duplicate table alias ${range.name} in the same FROM clause`, position);
     }
     frame.ranges.push(range);
-    (range.kind === 'value' && range.offset ? this.offsets : this.ranges).set(range.relation, range);
+    if (range.kind === 'table' || !range.offset) this.ranges.set(range.relation, range);
   }
 
   private table(name: string, ctes: CteFrame | undefined, position?: QueryPosition): Output {
@@ -357,7 +357,7 @@ class Binder {
   /** Select columns that read the same thing share an origin; any other expression is its own. */
   private originOf(expr: Expr): string {
     const binding = expr.kind === 'identifier' ? this.names.get(expr) : undefined;
-    return binding ? this.originOfBinding(binding) : `item ${this.anonymousItems++}`;
+    return binding ? this.originOfBinding(binding) : `item ${this.uniqueOrigins++}`;
   }
 
   private originOfBinding(binding: Binding): string {
@@ -369,7 +369,7 @@ class Binder {
       case 'row':
         return `${this.rangeId(binding.range)}.#row`;
       default:
-        return `item ${this.anonymousItems++}`;
+        return `item ${this.uniqueOrigins++}`;
     }
   }
 
@@ -417,6 +417,10 @@ function possibly(frame: Frame, head: string, rest: string[], position?: QueryPo
   }
   if (possible.every((candidate) => candidate.kind === 'value' && candidate.element.kind === 'record')) return { kind: 'missing' };
   throw new InvalidQuery(`Name ${head} is ambiguous: more than one unnested value may have a field ${head}; qualify it`, position);
+}
+
+function columnBinding(range: TableRelation, column: string): ColumnBinding {
+  return { kind: 'column', range, column, fields: [] };
 }
 
 function element(range: Extract<Range, { kind: 'value' }>, fields: string[]): Binding {

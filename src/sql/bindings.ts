@@ -3,7 +3,7 @@
  * these to push predicates down, the printer to print the residual query. Both see the same tree,
  * so they key bindings by node identity: a range by its FROM relation, a name by its identifier.
  */
-import type { Expr, Relation, SelectItem } from './syntax.ts';
+import type { Expr, Join, Relation, SelectItem } from './syntax.ts';
 import type { SqlType } from './types.ts';
 
 /** A FROM element whose rows have columns: a table (endpoint scan, own CTE) or a derived table. */
@@ -34,9 +34,13 @@ export type Binding =
   /** A bare name that only a record in scope could hold, and the store says none does: NULL. */
   | { kind: 'missing' };
 
+export type ColumnBinding = Extract<Binding, { kind: 'column' }>;
+
 export interface Bindings {
   /** Each identifier and each qualified wildcard (`t.*`, `m.*`) of the query, by node. */
   readonly names: ReadonlyMap<Expr | SelectItem, Binding>;
+  /** Each JOIN ... USING: per name, the left side's column and the right side's (which the bare name no longer reaches). */
+  readonly using: ReadonlyMap<Join, readonly { left: ColumnBinding; right: ColumnBinding }[]>;
 }
 
 /** The tables a query may read and what their columns are known to hold. */

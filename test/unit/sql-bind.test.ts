@@ -139,6 +139,13 @@ describe('shadowing', () => {
     expect(name('id')).toEqual({ kind: 'column', range: a, column: 'id', fields: [] });
     expect(name('b.id')).toEqual({ kind: 'column', range: b, column: 'id', fields: [] });
   });
+
+  it('JOIN ... USING pairs the two sides\' columns for the join condition', () => {
+    const { query, bindings } = bound('select 1 from logs as a join other as b using (id)');
+    const [a, b] = relations(query);
+    const join = (query.body as Select).from[0]!.joins[0]!;
+    expect(bindings.using.get(join)).toEqual([{ left: { kind: 'column', range: a, column: 'id', fields: [] }, right: { kind: 'column', range: b, column: 'id', fields: [] } }]);
+  });
 });
 
 describe('what is known before the rows', () => {

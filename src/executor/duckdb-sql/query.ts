@@ -238,7 +238,6 @@ export class QueryTranslator {
     if (join.relation.kind === 'unnest' && (join.kind === 'right' || join.kind === 'full')) {
       throw new InvalidQuery(`${kind} JOIN UNNEST is not allowed: UNNEST reads the rows to its left`, join.relation.position);
     }
-    const before = scope.ranges.length;
     const relation = this.relation(join.relation, scope, ctes, outer, 'join');
     if (join.kind === 'cross') {
       if (join.on || join.using) throw new InvalidQuery(`CROSS JOIN takes no ON or USING`, join.relation.position);
@@ -246,27 +245,21 @@ export class QueryTranslator {
     }
     const ctx = this.exprContext(scope, ctes, 'JOIN ON');
     if (join.on) return `${kind} JOIN ${relation} ON ${this.condition(join.on, ctx)}`;
-    if (join.using) return `${kind} JOIN ${relation} ON ${this.using(join, scope, before)}`;
+    if (join.using) return `${kind} JOIN ${relation} ON ${this.using(join, scope)}`;
     // `left join unnest(...)` keeps the row with NULLs when the array is empty
     if (join.relation.kind === 'unnest') return `${kind} JOIN ${relation} ON TRUE`;
     throw new InvalidQuery(`${kind} JOIN needs ON or USING`, join.relation.position);
   }
 
   /** JOIN ... USING (a): equality of the two sides' `a`; the bare name then means the left side's. */
-  private using(join: Join, scope: Scope, rightStart: number): string {
+  private using(join: Join, scope: Scope): string {
     if (join.kind === 'right' || join.kind === 'full') {
       throw new SandboxViolation(`${join.kind.toUpperCase()} JOIN ... USING is not supported; write ON with qualified columns`);
     }
-    const right = scope.ranges[rightStart];
-    if (scope.ranges.length !== rightStart + 1 || right?.kind !== 'table') throw new InvalidQuery('JOIN ... USING needs a table on its right');
-    return this.budget.join(join.using!.map((name) => {
-      const leftSide = scope.ranges.slice(0, rightStart).flatMap((range) =>
-        range.kind === 'table' ? visibleColumns(range).filter((c) => sameName(c.name, name)).map((c) => columnOf(range, c)) : [],
-      );
-      const rightColumn = visibleColumns(right).find((c) => sameName(c.name, name));
-      if (leftSide.length !== 1 || !rightColumn) throw new InvalidQuery(`column ${name} in USING must exist exactly once on each side of the join`);
-      right.hidden.add(rightColumn.name.toLowerCase());
-      return `(${leftSide[0]!.sql} = ${columnOf(right, rightColumn).sql})`;
+    const pairs = this.bindings.using.get(join) ?? [];
+    return this.budget.join(pairs.map(({ left, right }) => {
+      scope.hide(right);
+      return `(${scope.value(left).sql} = ${scope.value(right).sql})`;
     }), ' AND ');
   }
 

@@ -4,7 +4,7 @@
  * becomes a printed column reference; its struct field accesses are typed here.
  */
 import { InvalidQuery, type QueryPosition } from '../../errors.ts';
-import type { Binding } from '../../sql/bindings.ts';
+import type { Binding, ColumnBinding } from '../../sql/bindings.ts';
 import type { Relation } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { quoteIdentifier, quoteString } from './literals.ts';
@@ -75,6 +75,12 @@ export class Scope {
       case 'alias':
         throw new Error('a select alias is read from the select list');
     }
+  }
+
+  /** JOIN ... USING: the right side's column is no longer one of its table's own in `*`. */
+  hide(binding: ColumnBinding): void {
+    const range = this.range(binding.range, false);
+    if (range.kind === 'table') range.hidden.add(binding.column.toLowerCase());
   }
 
   /** The range made from `source`, here or in an enclosing scope (a correlated name). */
