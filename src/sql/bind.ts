@@ -84,8 +84,14 @@ class Binder {
       // a CTE sees the CTEs before it, not the enclosing query's FROM clause
       frame = { name: cte.name, output: this.query(cte.query, frame, undefined), parent: frame };
     }
-    // ORDER BY after a set operation names output columns, by name or position: nothing to bind
     const output = query.body.kind === 'select' ? this.select(query.body, frame, outer, query.orderBy) : this.setExpression(query.body, frame, outer);
+    // ORDER BY after a set operation names output columns (or their positions), nothing else
+    if (query.body.kind !== 'select') {
+      for (const { expr } of query.orderBy) {
+        const column = expr.kind === 'identifier' && expr.path.length === 1 ? namedColumns(output.columns, expr.path[0]!)[0] : undefined;
+        if (column) this.names.set(expr, { kind: 'alias', name: column.name });
+      }
+    }
     this.outputs.set(query, output);
     return output;
   }

@@ -61,7 +61,7 @@ export class QueryTranslator {
       if (query.orderBy.length) {
         const columns = result.columns;
         const ordinals = new Map(columns.map((column, i) => [column, i + 1]));
-        const order = query.orderBy.map((item) => orderItemSql(String(outputPosition(item.expr, columns, ordinals)), item));
+        const order = query.orderBy.map((item) => orderItemSql(String(this.outputPosition(item.expr, columns, ordinals)), item));
         result = { ...result, sql: `${result.sql} ORDER BY ${this.budget.join(order, ', ', query.position)}` };
       }
     }
@@ -318,6 +318,15 @@ export class QueryTranslator {
     return binding?.kind === 'alias' ? selectColumn(columns, binding.name) : undefined;
   }
 
+  /** ORDER BY after a set operation names output columns: an ordinal or a name the binder found, printed as the position. */
+  private outputPosition(expr: Expr, columns: ColumnShape[], ordinals: Map<ColumnShape, number>): number {
+    if (expr.kind === 'number' && /^\d+$/.test(expr.text) && Number(expr.text) >= 1 && Number(expr.text) <= columns.length) return Number(expr.text);
+    const binding = this.bindings.names.get(expr);
+    const column = binding?.kind === 'alias' ? itemsNamed(columns, binding.name).find((c) => !c.anonymous) : undefined;
+    if (column) return ordinals.get(column)!;
+    throw new InvalidQuery(`ORDER BY after a set operation must name an output column`, expr.position);
+  }
+
   private tableColumns(name: string, ctes: CteFrame | undefined, position?: { line: number; column: number }): ColumnShape[] {
     for (let frame = ctes; frame; frame = frame.parent) if (sameName(frame.name, name)) return frame.columns;
     const table = this.context.tables.find((t) => t.name === name) ?? this.context.tables.find((t) => sameName(t.name, name));
@@ -344,16 +353,6 @@ function tableColumns(range: Extract<RangeVariable, { kind: 'table' }>): { name:
 function structFields(value: Typed, what: string, position?: { line: number; column: number }): { name: string; value: Typed }[] {
   if (value.type.kind !== 'struct') throw new InvalidQuery(`${what}.* needs a table or a STRUCT, got ${typeName(value.type)}`, position);
   return value.type.fields.map((field) => ({ name: field.name, value: accessField(value, field.name, position) }));
-}
-
-/** ORDER BY after a set operation names output columns: an ordinal or a name, printed as the position. */
-function outputPosition(expr: Expr, columns: ColumnShape[], ordinals: Map<ColumnShape, number>): number {
-  if (expr.kind === 'number' && /^\d+$/.test(expr.text) && Number(expr.text) >= 1 && Number(expr.text) <= columns.length) return Number(expr.text);
-  if (expr.kind === 'identifier' && expr.path.length === 1) {
-    const column = itemsNamed(columns, expr.path[0]!).find((c) => !c.anonymous);
-    if (column) return ordinals.get(column)!;
-  }
-  throw new InvalidQuery(`ORDER BY after a set operation must name an output column`, expr.position);
 }
 
 function count(expr: Expr, clause: string): string {
