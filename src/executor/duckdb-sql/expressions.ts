@@ -3,6 +3,7 @@
  * computes the same value (or fails where BigQuery fails).
  */
 import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
+import { implicitName } from '../../sql/bindings.ts';
 import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
@@ -20,7 +21,6 @@ import {
   timestampLiteral,
 } from './literals.ts';
 import { accessField, itemsNamed, sameName } from './scope.ts';
-import { implicitName } from '../../sql/bindings.ts';
 import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, expect, isNumeric, isOrderable, typeName, unifyTypes, type Typed } from './types.ts';
 import { concatenation } from './value-size.ts';
 

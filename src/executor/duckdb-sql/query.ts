@@ -199,9 +199,11 @@ export class QueryTranslator {
   /** `*`, `t.*` (a table's columns) or `v.*` (a record's fields), minus EXCEPT names. */
   private wildcard(item: Extract<SelectItem, { kind: 'wildcard' }>, scope: Scope): SelectColumn[] {
     let values: { name: string; value: Typed }[];
-    // `t.*` is bound to t's whole row, `m.*` to the record m: either way a struct's fields
+    // `t.*` is bound to t's whole row (its columns), `m.*` to the record m (its fields)
     const binding = this.bindings.names.get(item);
-    if (binding) {
+    if (binding?.kind === 'row') {
+      values = tableColumns(scope.tableOf(binding));
+    } else if (binding) {
       values = structFields(scope.value(binding, item.position), item.qualifier!.join('.'), item.position);
     } else {
       if (scope.ranges.length === 0) throw new InvalidQuery(`SELECT * needs a FROM clause`, item.position);

@@ -65,16 +65,20 @@ export class Scope {
         if (range.kind !== 'value') throw new Error('an element binding names an unnest');
         return accessFields(valueOf(range), binding.fields, position);
       }
-      case 'row': {
-        const range = this.range(binding.range, false);
-        if (range.kind !== 'table') throw new Error('a row binding names a table range');
-        return rowOf(range);
-      }
+      case 'row':
+        return rowOf(this.tableOf(binding));
       case 'missing':
         return MISSING;
       case 'alias':
         throw new Error('a select alias is read from the select list');
     }
+  }
+
+  /** The table a whole-row binding names. */
+  tableOf(binding: Extract<Binding, { kind: 'row' }>): Extract<RangeVariable, { kind: 'table' }> {
+    const range = this.range(binding.range, false);
+    if (range.kind !== 'table') throw new Error('a row binding names a table range');
+    return range;
   }
 
   /** JOIN ... USING: the right side's column is no longer one of its table's own in `*`. */
@@ -114,10 +118,6 @@ export function itemsNamed<T extends { name: string }>(items: readonly T[], name
     BY_NAME.set(items, index);
   }
   return (index.get(name.toLowerCase()) ?? []) as T[];
-}
-
-function visibleColumnsNamed(range: Extract<RangeVariable, { kind: 'table' }>, name: string): ColumnShape[] {
-  return itemsNamed(range.columns, name).filter((c) => !c.anonymous && !range.hidden.has(c.name.toLowerCase()));
 }
 
 export function visibleColumns(range: Extract<RangeVariable, { kind: 'table' }>): ColumnShape[] {
