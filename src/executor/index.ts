@@ -97,7 +97,7 @@ function checkTranslatedSize(plan: Plan, { maxTranslatedChars: maxChars, maxValu
   const candidates = aggregation ? [plan, { ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }] : [plan];
   for (const { scans, residual } of candidates) {
     try {
-      translateToDuckDb(residual!.query, { tables: scans.map(declaredSchema), parameters: residual!.parameters, now: residual!.now, maxChars, maxValueBytes });
+      translateToDuckDb(residual!.query, { tables: scans.map(declaredSchema), bindings: residual!.bindings, parameters: residual!.parameters, now: residual!.now, maxChars, maxValueBytes });
     } catch (error) {
       if (error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
     }
@@ -113,6 +113,7 @@ async function runResidual(plan: Plan, tables: EngineTable[], reservation: Engin
   const residual = plan.residual!;
   const { sql } = translateToDuckDb(residual.query, {
     tables: tables.map((table) => table.schema),
+    bindings: residual.bindings,
     parameters: residual.parameters,
     now: residual.now,
     maxChars: options.maxTranslatedChars,

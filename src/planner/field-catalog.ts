@@ -8,12 +8,27 @@ import type { estypes } from '@elastic/elasticsearch';
 export interface FieldCatalog {
   /** The mapped type (`keyword`, `long`, `double`, `boolean`, `date_nanos`, `text`, `nested`, `object`...), `conflict` when indices disagree, undefined when unmapped. */
   typeOf(field: string): string | undefined;
+  /** The names of the fields directly inside `path` (`request` for `metadata`), as mapped. */
+  fieldsUnder(path: string): readonly string[];
 }
 
 /** A catalog from a field -> type list (as field_caps reports it). */
 export function fieldCatalog(types: Record<string, string>): FieldCatalog {
-  return { typeOf: (field) => types[field] };
+  const children = new Map<string, Set<string>>();
+  for (const field of Object.keys(types)) {
+    // every step of a path is inside the one before, whether or not the list names the parent
+    const parts = field.split('.');
+    for (let length = 1; length < parts.length; length += 1) {
+      const parent = parts.slice(0, length).join('.');
+      const names = children.get(parent) ?? new Set();
+      names.add(parts[length]!);
+      children.set(parent, names);
+    }
+  }
+  return { typeOf: (field) => (Object.hasOwn(types, field) ? types[field] : undefined), fieldsUnder: (path) => [...(children.get(path) ?? [])] };
 }
+
+export const EMPTY_CATALOG: FieldCatalog = fieldCatalog({});
 
 export const NUMERIC_FIELD_TYPES = new Set(['long', 'integer', 'short', 'byte', 'double', 'float', 'half_float', 'scaled_float', 'unsigned_long']);
 

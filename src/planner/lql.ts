@@ -4,7 +4,7 @@ import { KEYWORD_COLUMNS, exactTextField, isEventColumn, isInternalPath } from '
 import { clampToDateNanos, isoToNanosText, microsecondsFromStoredTimestamp, nanosTextFromMicros } from '../../shared/stored-timestamp.ts';
 import { BadParameter, InvalidQuery, LqlSyntax, UnknownField, UnknownTable } from '../errors.ts';
 import type { LqlChart, LqlComparison, LqlFilter, LqlQuery, LqlRange, LqlTime, LqlTimestampFilter, LqlValue } from '../lql/syntax.ts';
-import { NUMERIC_FIELD_TYPES, inNestedRecords, nestedAncestor, type FieldCatalog } from './field-catalog.ts';
+import { EMPTY_CATALOG, NUMERIC_FIELD_TYPES, inNestedRecords, nestedAncestor, type FieldCatalog } from './field-catalog.ts';
 import type { ChartScan, Plan, SelectedColumn } from './plan.ts';
 import { luceneRegexpForContains } from './regex.ts';
 import { regexpQuery } from './regex-budget.ts';
@@ -33,7 +33,7 @@ export function planLqlQuery(endpoint: EndpointDefinition, params: ValidatedPara
   const within = lqlTimeBounds(query.filters, context.now);
   const scopeless = eventScan(cte, params, context, { table: cte.name, predicates: [], order: 'timestamp_desc', take: { kind: 'limit', rows: 0 }, within });
   const known = context.catalogs.get(cte.source);
-  const catalog = known ?? { typeOf: () => undefined };
+  const catalog = known ?? EMPTY_CATALOG;
   const columns = new Set(cte.columns.map((column) => column.name));
   if (known) assertKnownPaths(query, cte.source, known, columns);
   const predicates = query.filters.map((filter) => filterQuery(filter, catalog, columns, context.now));

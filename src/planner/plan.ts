@@ -1,5 +1,6 @@
 import type { estypes } from '@elastic/elasticsearch';
 import type { BucketUnit } from '../../queries/endpoint.ts';
+import type { Bindings } from '../sql/bindings.ts';
 import type { Query } from '../sql/syntax.ts';
 import type { TableColumn } from '../sql/types.ts';
 
@@ -128,6 +129,8 @@ export interface ConstantScan extends ScanBase {
 /** The part of a sandboxed query the embedded engine runs, table references renamed to scan tables. */
 export interface ResidualQuery {
   query: Query;
+  /** What each name of `query` means (src/sql/bind.ts), decided once for the planner and the printer. */
+  bindings: Bindings;
   /** Values of the endpoint's parameters, for `@name` references. */
   parameters: Record<string, string | undefined>;
   /** What current_timestamp() means for this request (epoch milliseconds). */

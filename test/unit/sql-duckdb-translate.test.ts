@@ -248,7 +248,7 @@ describe('printing is a security wall', () => {
   });
 
   it('a date part is looked up as data, not as an object property', () => {
-    const diff = call('timestamp_diff', id('t', 'timestamp'), id('t', 'timestamp'), id('constructor'));
+    const diff = call('timestamp_diff', id('t', 'timestamp'), id('t', 'timestamp'), part('constructor' as Extract<Expr, { kind: 'date_part' }>['part']));
     expect(() => translate(query(select({ items: [item(diff)], from: from(table('edge_logs', 't')) })))).toThrow(/unsupported date part CONSTRUCTOR/);
   });
 

@@ -1,4 +1,5 @@
 /** Where an expression is translated: what it may see and contain, and the query's budget. */
+import type { Bindings } from '../../sql/bindings.ts';
 import type { Query } from '../../sql/syntax.ts';
 import type { SqlBudget } from './budget.ts';
 import type { ColumnShape, Scope } from './scope.ts';
@@ -18,6 +19,8 @@ export interface QueryResult {
 /** What an expression may see and contain where it stands. */
 export interface ExprContext {
   scope: Scope;
+  /** What each name of the query means (src/sql/bind.ts). */
+  bindings: Bindings;
   /** Translates a subquery whose FROM clause sees `scope` as its outer scope. */
   subquery(query: Query, outer: Scope): QueryResult;
   parameters: Record<string, string | undefined>;

@@ -3,6 +3,7 @@
  * computes the same value (or fails where BigQuery fails).
  */
 import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
+import { implicitName } from '../../sql/bindings.ts';
 import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
@@ -32,8 +33,12 @@ export function translateExpr(expr: Expr, ctx: ExprContext): Typed {
 function translateNode(expr: Expr, ctx: ExprContext): Typed {
   switch (expr.kind) {
     case 'identifier': {
-      const alias = ctx.aliases && expr.path.length === 1 ? findAlias(ctx.aliases, expr.path[0]!, expr.position) : undefined;
-      return alias ? { sql: alias.sql, type: alias.type } : ctx.scope.resolve(expr.path, expr.position);
+      const binding = ctx.bindings.names.get(expr);
+      if (!binding) throw new Error(`the name ${expr.path.join('.')} was not bound`);
+      if (binding.kind !== 'alias') return ctx.scope.value(binding, expr.position);
+      const alias = ctx.aliases && selectColumn(ctx.aliases, binding.name);
+      if (!alias) throw new Error(`the alias ${binding.name} is not in the select list`);
+      return { sql: alias.sql, type: alias.type };
     }
     case 'string':
       return { sql: quoteString(expr.value, expr.position), type: STRING, stringLiteral: expr.value };
@@ -142,17 +147,9 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
   }
 }
 
-/** BigQuery's implicit name of a select item or struct field: the last identifier of a path. */
-export function implicitName(expr: Expr): string | undefined {
-  if (expr.kind === 'identifier') return expr.path[expr.path.length - 1];
-  if (expr.kind === 'field') return expr.field;
-  return undefined;
-}
-
-function findAlias(aliases: SelectColumn[], name: string, position?: QueryPosition): SelectColumn | undefined {
-  const matches = itemsNamed(aliases, name).filter((c) => !c.anonymous);
-  if (matches.length > 1) throw new InvalidQuery(`${name} is ambiguous: the select list has more than one column of that name`, position);
-  return matches[0];
+/** The select column an alias binding names (the binder checked it is one value). */
+export function selectColumn(columns: SelectColumn[], name: string): SelectColumn | undefined {
+  return itemsNamed(columns, name).find((column) => !column.anonymous);
 }
 
 function singleColumn(result: QueryResult, what: string, position?: QueryPosition): Typed {

@@ -3,6 +3,8 @@
  * BigQuery's meaning, and its output columns with their types. Pure.
  */
 import { InvalidQuery } from '../../errors.ts';
+import { bind } from '../../sql/bind.ts';
+import { environmentOfTables } from '../../sql/bindings.ts';
 import type { Query } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { QueryTranslator, type TranslationContext } from './query.ts';
@@ -19,7 +21,8 @@ export interface DuckDbQuery {
  * `context.now` (epoch ms) is what CURRENT_TIMESTAMP() means, so a query is deterministic.
  */
 export function translateToDuckDb(query: Query, context: TranslationContext): DuckDbQuery {
-  const result = new QueryTranslator(context).query(query, undefined, undefined);
+  const bindings = context.bindings ?? bind(query, environmentOfTables(context.tables));
+  const result = new QueryTranslator(context, bindings).query(query, undefined, undefined);
   // BigQuery refuses a result with two columns of the same name (and a JSON row could not hold them)
   const seen = new Set<string>();
   for (const column of result.columns) {

@@ -4,10 +4,11 @@
  */
 import { InvalidQuery, SandboxViolation, UnknownTable } from '../../errors.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from '../../sql/syntax.ts';
+import { implicitName, type Bindings } from '../../sql/bindings.ts';
 import type { TableSchema } from '../../sql/types.ts';
 import { SqlBudget } from './budget.ts';
 import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
-import { implicitName, orderItemSql, translateExpr } from './expressions.ts';
+import { orderItemSql, selectColumn, translateExpr } from './expressions.ts';
 import { BOUND_PARAMETER, LAMBDA_PARAMETER, quoteIdentifier } from './literals.ts';
 import { Scope, accessField, columnOf, itemsNamed, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable } from './scope.ts';
 import { commonType, typeName, type Typed } from './types.ts';
@@ -20,6 +21,8 @@ export interface TranslationContext {
   maxChars: number;
   /** The largest string or array a function may build in the engine (SANDBOX_MAX_RESULT_BYTES); see value-size.ts. */
   maxValueBytes: number;
+  /** What each name means, as the planner bound it; bound here over `tables` when absent. */
+  bindings?: Bindings;
 }
 
 /** The query's own CTEs visible at a point, innermost first. */
@@ -34,7 +37,10 @@ export class QueryTranslator {
   private readonly relations = new Set<string>([LAMBDA_PARAMETER, BOUND_PARAMETER]);
   private readonly budget: SqlBudget;
 
-  constructor(private readonly context: TranslationContext) {
+  constructor(
+    private readonly context: TranslationContext,
+    private readonly bindings: Bindings,
+  ) {
     this.budget = new SqlBudget(context.maxChars);
   }
 
@@ -42,7 +48,6 @@ export class QueryTranslator {
     let frame = ctes;
     const withSql: string[] = [];
     for (const cte of query.with) {
-      if (query.with.filter((c) => sameName(c.name, cte.name)).length > 1) throw new InvalidQuery(`duplicate WITH name ${cte.name}`, cte.position);
       // a CTE sees the CTEs before it, not the enclosing query's FROM clause
       const result = this.query(cte.query, frame, undefined);
       withSql.push(`${quoteIdentifier(cte.name)} AS (${result.sql})`);
@@ -56,7 +61,7 @@ export class QueryTranslator {
       if (query.orderBy.length) {
         const columns = result.columns;
         const ordinals = new Map(columns.map((column, i) => [column, i + 1]));
-        const order = query.orderBy.map((item) => orderItemSql(String(outputPosition(item.expr, columns, ordinals)), item));
+        const order = query.orderBy.map((item) => orderItemSql(String(this.outputPosition(item.expr, columns, ordinals)), item));
         result = { ...result, sql: `${result.sql} ORDER BY ${this.budget.join(order, ', ', query.position)}` };
       }
     }
@@ -110,7 +115,7 @@ export class QueryTranslator {
     const aliasContext = (clause: string, windows: boolean): ExprContext => ({ ...base, clause, aggregates: true, windows, aliases: columns });
 
     const groupBy = select.groupBy.map((expr) => {
-      const column = selectColumnNamed(expr, columns);
+      const column = this.selectColumnNamed(expr, columns);
       if (column?.aggregate) throw new InvalidQuery(`GROUP BY ${column.name} refers to an aggregate select item`, expr.position);
       return column ? column.sql : translateExpr(expr, { ...base, clause: 'GROUP BY' }).sql;
     });
@@ -118,7 +123,7 @@ export class QueryTranslator {
     const qualify = select.qualify && this.condition(select.qualify, aliasContext('QUALIFY', true));
     const ordinals = new Map(columns.map((column, i) => [column, i + 1]));
     const order = orderBy.map((item) => {
-      const column = selectColumnNamed(item.expr, columns);
+      const column = this.selectColumnNamed(item.expr, columns);
       return orderItemSql(column ? String(ordinals.get(column)) : translateExpr(item.expr, aliasContext('ORDER BY', true)).sql, item);
     });
 
@@ -138,6 +143,7 @@ export class QueryTranslator {
   private exprContext(scope: Scope, ctes: CteFrame | undefined, clause: string): ExprContext {
     return {
       scope,
+      bindings: this.bindings,
       subquery: (query, from) => this.query(query, ctes, from),
       parameters: this.context.parameters,
       now: this.context.now,
@@ -193,10 +199,12 @@ export class QueryTranslator {
   /** `*`, `t.*` (a table's columns) or `v.*` (a record's fields), minus EXCEPT names. */
   private wildcard(item: Extract<SelectItem, { kind: 'wildcard' }>, scope: Scope): SelectColumn[] {
     let values: { name: string; value: Typed }[];
-    if (item.qualifier) {
-      const range = item.qualifier.length === 1 ? scope.findRange(item.qualifier[0]!) : undefined;
-      if (range?.kind === 'table') values = tableColumns(range);
-      else values = structFields(scope.resolve(item.qualifier, item.position), item.qualifier.join('.'), item.position);
+    // `t.*` is bound to t's whole row (its columns), `m.*` to the record m (its fields)
+    const binding = this.bindings.names.get(item);
+    if (binding?.kind === 'row') {
+      values = tableColumns(scope.tableOf(binding));
+    } else if (binding) {
+      values = structFields(scope.value(binding, item.position), item.qualifier!.join('.'), item.position);
     } else {
       if (scope.ranges.length === 0) throw new InvalidQuery(`SELECT * needs a FROM clause`, item.position);
       values = scope.ranges.flatMap((range) => {
@@ -232,7 +240,6 @@ export class QueryTranslator {
     if (join.relation.kind === 'unnest' && (join.kind === 'right' || join.kind === 'full')) {
       throw new InvalidQuery(`${kind} JOIN UNNEST is not allowed: UNNEST reads the rows to its left`, join.relation.position);
     }
-    const before = scope.ranges.length;
     const relation = this.relation(join.relation, scope, ctes, outer, 'join');
     if (join.kind === 'cross') {
       if (join.on || join.using) throw new InvalidQuery(`CROSS JOIN takes no ON or USING`, join.relation.position);
@@ -240,27 +247,21 @@ export class QueryTranslator {
     }
     const ctx = this.exprContext(scope, ctes, 'JOIN ON');
     if (join.on) return `${kind} JOIN ${relation} ON ${this.condition(join.on, ctx)}`;
-    if (join.using) return `${kind} JOIN ${relation} ON ${this.using(join, scope, before)}`;
+    if (join.using) return `${kind} JOIN ${relation} ON ${this.using(join, scope)}`;
     // `left join unnest(...)` keeps the row with NULLs when the array is empty
     if (join.relation.kind === 'unnest') return `${kind} JOIN ${relation} ON TRUE`;
     throw new InvalidQuery(`${kind} JOIN needs ON or USING`, join.relation.position);
   }
 
   /** JOIN ... USING (a): equality of the two sides' `a`; the bare name then means the left side's. */
-  private using(join: Join, scope: Scope, rightStart: number): string {
+  private using(join: Join, scope: Scope): string {
     if (join.kind === 'right' || join.kind === 'full') {
       throw new SandboxViolation(`${join.kind.toUpperCase()} JOIN ... USING is not supported; write ON with qualified columns`);
     }
-    const right = scope.ranges[rightStart];
-    if (scope.ranges.length !== rightStart + 1 || right?.kind !== 'table') throw new InvalidQuery('JOIN ... USING needs a table on its right');
-    return this.budget.join(join.using!.map((name) => {
-      const leftSide = scope.ranges.slice(0, rightStart).flatMap((range) =>
-        range.kind === 'table' ? visibleColumns(range).filter((c) => sameName(c.name, name)).map((c) => columnOf(range, c)) : [],
-      );
-      const rightColumn = visibleColumns(right).find((c) => sameName(c.name, name));
-      if (leftSide.length !== 1 || !rightColumn) throw new InvalidQuery(`column ${name} in USING must exist exactly once on each side of the join`);
-      right.hidden.add(rightColumn.name.toLowerCase());
-      return `(${leftSide[0]!.sql} = ${columnOf(right, rightColumn).sql})`;
+    const pairs = this.bindings.using.get(join) ?? [];
+    return this.budget.join(pairs.map(({ left, right }) => {
+      scope.hide(right);
+      return `(${scope.value(left).sql} = ${scope.value(right).sql})`;
     }), ' AND ');
   }
 
@@ -271,14 +272,14 @@ export class QueryTranslator {
         const columns = this.tableColumns(name, ctes, relation.position);
         const alias = relation.alias ?? relation.name[relation.name.length - 1]!;
         const printed = this.relationAlias(alias);
-        scope.add({ kind: 'table', name: alias, relation: printed, columns, hidden: new Set() }, relation.position);
+        scope.add({ kind: 'table', source: relation, name: alias, relation: printed, columns, hidden: new Set() });
         return `${place === 'cross' ? 'CROSS JOIN ' : ''}${quoteIdentifier(this.tableName(name, ctes))} AS ${quoteIdentifier(printed)}`;
       }
       case 'derived': {
         // a FROM subquery cannot read the FROM items beside it, only the enclosing query's
         const result = this.query(relation.query, ctes, outer);
         const printed = this.relationAlias(relation.alias ?? 'subquery');
-        scope.add({ kind: 'table', name: relation.alias, relation: printed, columns: result.columns, hidden: new Set() }, relation.position);
+        scope.add({ kind: 'table', source: relation, name: relation.alias, relation: printed, columns: result.columns, hidden: new Set() });
         return `${place === 'cross' ? 'CROSS JOIN ' : ''}(${result.sql}) AS ${quoteIdentifier(printed)}`;
       }
       case 'nested_join': {
@@ -298,12 +299,34 @@ export class QueryTranslator {
         // DuckDB's FROM unnest() of a list of structs does not give the struct value; a lateral
         // subquery does, and a second zipped unnest numbers the elements from 0 (WITH OFFSET)
         const offsetSql = offsetName ? `, unnest(range(0, len(${array.sql}))) AS "offset"` : '';
-        scope.add({ kind: 'value', name: relation.alias, relation: printed, column: 'value', type: array.type.element }, relation.position);
-        if (offsetName) scope.add({ kind: 'value', name: offsetName, relation: printed, column: 'offset', type: { kind: 'int64' } }, relation.position);
+        scope.add({ kind: 'value', source: relation, offset: false, name: relation.alias, relation: printed, column: 'value', type: array.type.element });
+        if (offsetName) scope.add({ kind: 'value', source: relation, offset: true, name: offsetName, relation: printed, column: 'offset', type: { kind: 'int64' } });
         const subquery = `(SELECT unnest(${array.sql}) AS "value"${offsetSql}) AS ${quoteIdentifier(printed)}`;
         return place === 'first' ? subquery : `${place === 'cross' ? 'CROSS JOIN ' : ''}LATERAL ${subquery}`;
       }
     }
+  }
+
+  /** The select column an ORDER BY / GROUP BY item names: an ordinal (`1`) or a select-list alias the binder found. */
+  private selectColumnNamed(expr: Expr, columns: SelectColumn[]): SelectColumn | undefined {
+    if (expr.kind === 'number') {
+      const ordinal = Number(expr.text);
+      if (!/^\d+$/.test(expr.text) || ordinal < 1 || ordinal > columns.length) {
+        throw new InvalidQuery(`ordinal ${expr.text} is out of range: the select list has ${columns.length} columns`, expr.position);
+      }
+      return columns[ordinal - 1];
+    }
+    const binding = expr.kind === 'identifier' ? this.bindings.names.get(expr) : undefined;
+    return binding?.kind === 'alias' ? selectColumn(columns, binding.name) : undefined;
+  }
+
+  /** ORDER BY after a set operation names output columns: an ordinal or a name the binder found, printed as the position. */
+  private outputPosition(expr: Expr, columns: ColumnShape[], ordinals: Map<ColumnShape, number>): number {
+    if (expr.kind === 'number' && /^\d+$/.test(expr.text) && Number(expr.text) >= 1 && Number(expr.text) <= columns.length) return Number(expr.text);
+    const binding = this.bindings.names.get(expr);
+    const column = binding?.kind === 'alias' ? itemsNamed(columns, binding.name).find((c) => !c.anonymous) : undefined;
+    if (column) return ordinals.get(column)!;
+    throw new InvalidQuery(`ORDER BY after a set operation must name an output column`, expr.position);
   }
 
   private tableColumns(name: string, ctes: CteFrame | undefined, position?: { line: number; column: number }): ColumnShape[] {
@@ -332,33 +355,6 @@ function tableColumns(range: Extract<RangeVariable, { kind: 'table' }>): { name:
 function structFields(value: Typed, what: string, position?: { line: number; column: number }): { name: string; value: Typed }[] {
   if (value.type.kind !== 'struct') throw new InvalidQuery(`${what}.* needs a table or a STRUCT, got ${typeName(value.type)}`, position);
   return value.type.fields.map((field) => ({ name: field.name, value: accessField(value, field.name, position) }));
-}
-
-/** The select column an ORDER BY / GROUP BY item names: an ordinal (`1`) or a select-list alias. */
-function selectColumnNamed(expr: Expr, columns: SelectColumn[]): SelectColumn | undefined {
-  if (expr.kind === 'number') {
-    const ordinal = Number(expr.text);
-    if (!/^\d+$/.test(expr.text) || ordinal < 1 || ordinal > columns.length) {
-      throw new InvalidQuery(`ordinal ${expr.text} is out of range: the select list has ${columns.length} columns`, expr.position);
-    }
-    return columns[ordinal - 1];
-  }
-  if (expr.kind !== 'identifier' || expr.path.length !== 1) return undefined;
-  const matches = itemsNamed(columns, expr.path[0]!).filter((c) => !c.anonymous);
-  if (matches.length > 1 && new Set(matches.map((m) => m.sql)).size > 1) {
-    throw new InvalidQuery(`${expr.path[0]} is ambiguous: the select list has more than one column of that name`, expr.position);
-  }
-  return matches[0];
-}
-
-/** ORDER BY after a set operation names output columns: an ordinal or a name, printed as the position. */
-function outputPosition(expr: Expr, columns: ColumnShape[], ordinals: Map<ColumnShape, number>): number {
-  if (expr.kind === 'number' && /^\d+$/.test(expr.text) && Number(expr.text) >= 1 && Number(expr.text) <= columns.length) return Number(expr.text);
-  if (expr.kind === 'identifier' && expr.path.length === 1) {
-    const column = itemsNamed(columns, expr.path[0]!).find((c) => !c.anonymous);
-    if (column) return ordinals.get(column)!;
-  }
-  throw new InvalidQuery(`ORDER BY after a set operation must name an output column`, expr.position);
 }
 
 function count(expr: Expr, clause: string): string {

@@ -1,11 +1,11 @@
 /**
- * Name resolution with BigQuery's rules. A FROM clause brings range variables into scope: tables
- * (CTEs, derived tables), whose columns are visible bare, and unnest values, whose struct fields are
- * visible bare too (BigQuery reads an unnested array of structs as a value table). For a path
- * `a.b.c`: a range variable `a` first, then a column `a` of a table in scope, then a field `a` of a
- * value in scope, innermost FROM clause first; what follows are struct field accesses.
+ * The printer's side of name resolution: each range variable the binder (src/sql/bind.ts) bound a
+ * name to, with its printed relation alias and the types of the rows the scans returned. A binding
+ * becomes a printed column reference; its struct field accesses are typed here.
  */
 import { InvalidQuery, type QueryPosition } from '../../errors.ts';
+import type { Binding, ColumnBinding } from '../../sql/bindings.ts';
+import type { Relation } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { quoteIdentifier, quoteString } from './literals.ts';
 import { typeName, type Typed } from './types.ts';
@@ -20,6 +20,8 @@ export interface ColumnShape {
 export type RangeVariable =
   | {
       kind: 'table';
+      /** The FROM element it was made from (bindings name it). */
+      source: Relation;
       /** What the query calls it: its alias, else the table's name; undefined for an unaliased derived table. */
       name?: string;
       /** The printed relation alias. */
@@ -30,6 +32,9 @@ export type RangeVariable =
     }
   | {
       kind: 'value';
+      source: Relation;
+      /** The WITH OFFSET number of the unnest, not its element. */
+      offset: boolean;
       name?: string;
       relation: string;
       column: string;
@@ -40,52 +45,55 @@ export class Scope {
   readonly ranges: RangeVariable[] = [];
   constructor(readonly parent?: Scope) {}
 
-  add(range: RangeVariable, position?: QueryPosition): void {
-    if (range.name !== undefined && this.ranges.some((r) => r.name !== undefined && sameName(r.name, range.name!))) {
-      throw new InvalidQuery(`duplicate table alias ${range.name} in the same FROM clause`, position);
-    }
+  add(range: RangeVariable): void {
     this.ranges.push(range);
   }
 
-  /** Resolves an identifier chain to a value. */
-  resolve(path: string[], position?: QueryPosition): Typed {
-    const [head, ...rest] = path as [string, ...string[]];
-    for (let scope: Scope | undefined = this; scope; scope = scope.parent) {
-      const found = scope.resolveHead(head, rest, position);
-      if (found) return accessFields(found.value, found.rest, position);
+  /** The value a binding names, typed by the scanned rows. */
+  value(binding: Binding, position?: QueryPosition): Typed {
+    switch (binding.kind) {
+      case 'column': {
+        const range = this.range(binding.range, false);
+        if (range.kind !== 'table') throw new Error('a column binding names a table range');
+        // the binder decided which columns the name may reach (a qualified one reaches a column USING merged away)
+        const column = itemsNamed(range.columns, binding.column).find((candidate) => !candidate.anonymous);
+        if (!column) throw new InvalidQuery(`Unrecognized name: ${binding.column}`, position);
+        return accessFields(columnOf(range, column), binding.fields, position);
+      }
+      case 'element': {
+        const range = this.range(binding.range, binding.offset);
+        if (range.kind !== 'value') throw new Error('an element binding names an unnest');
+        return accessFields(valueOf(range), binding.fields, position);
+      }
+      case 'row':
+        return rowOf(this.tableOf(binding));
+      case 'missing':
+        return MISSING;
+      case 'alias':
+        throw new Error('a select alias is read from the select list');
     }
-    throw new InvalidQuery(`Unrecognized name: ${head}`, position);
   }
 
-  private resolveHead(head: string, rest: string[], position?: QueryPosition): { value: Typed; rest: string[] } | undefined {
-    const range = this.ranges.find((r) => r.name !== undefined && sameName(r.name, head));
-    if (range?.kind === 'value') return { value: valueOf(range), rest };
-    if (range?.kind === 'table') {
-      const [columnName, ...fields] = rest;
-      if (columnName === undefined) throw new InvalidQuery(`${head} is a table; name one of its columns (${head}.column)`, position);
-      const matches = visibleColumnsNamed(range, columnName);
-      if (matches.length > 1) throw new InvalidQuery(`Name ${columnName} is ambiguous inside ${head}: it has two columns of that name`, position);
-      if (!matches[0]) throw new InvalidQuery(`Name ${columnName} not found inside ${head}`, position);
-      return { value: columnOf(range, matches[0]), rest: fields };
-    }
-    const columns = this.ranges.flatMap((r) => (r.kind === 'table' ? visibleColumnsNamed(r, head).map((c) => columnOf(r, c)) : []));
-    if (columns.length > 1) throw new InvalidQuery(`Column name ${head} is ambiguous: more than one table in FROM has it; qualify it`, position);
-    if (columns.length === 1) return { value: columns[0]!, rest };
-    const fields = this.ranges.flatMap((r) => (r.kind === 'value' && r.type.kind === 'struct' && itemsNamed(r.type.fields, head).length > 0 ? [r] : []));
-    if (fields.length > 1) throw new InvalidQuery(`Name ${head} is ambiguous: more than one unnested record has a field ${head}; qualify it`, position);
-    if (fields.length === 1) return { value: valueOf(fields[0]!), rest: [head, ...rest] };
-    // a bare name no table or record has, while an unnested record is in scope: a field no scanned event had
-    if (this.ranges.some((r) => r.kind === 'value' && (r.type.kind === 'struct' || r.type.kind === 'unknown'))) return { value: MISSING, rest: [] };
-    return undefined;
+  /** The table a whole-row binding names. */
+  tableOf(binding: Extract<Binding, { kind: 'row' }>): Extract<RangeVariable, { kind: 'table' }> {
+    const range = this.range(binding.range, false);
+    if (range.kind !== 'table') throw new Error('a row binding names a table range');
+    return range;
   }
 
-  /** A range variable by name, innermost first (for `t.*`). */
-  findRange(name: string): RangeVariable | undefined {
+  /** JOIN ... USING: the right side's column is no longer one of its table's own in `*`. */
+  hide(binding: ColumnBinding): void {
+    const range = this.range(binding.range, false);
+    if (range.kind === 'table') range.hidden.add(binding.column.toLowerCase());
+  }
+
+  /** The range made from `source`, here or in an enclosing scope (a correlated name). */
+  private range(source: Relation, offset: boolean): RangeVariable {
     for (let scope: Scope | undefined = this; scope; scope = scope.parent) {
-      const range = scope.ranges.find((r) => r.name !== undefined && sameName(r.name, name));
+      const range = scope.ranges.find((candidate) => candidate.source === source && (candidate.kind === 'table' || candidate.offset === offset));
       if (range) return range;
     }
-    return undefined;
+    throw new Error('a binding names a range outside the query');
   }
 }
 
@@ -112,16 +120,20 @@ export function itemsNamed<T extends { name: string }>(items: readonly T[], name
   return (index.get(name.toLowerCase()) ?? []) as T[];
 }
 
-function visibleColumnsNamed(range: Extract<RangeVariable, { kind: 'table' }>, name: string): ColumnShape[] {
-  return itemsNamed(range.columns, name).filter((c) => !c.anonymous && !range.hidden.has(c.name.toLowerCase()));
-}
-
 export function visibleColumns(range: Extract<RangeVariable, { kind: 'table' }>): ColumnShape[] {
   return range.columns.filter((c) => !c.anonymous && !range.hidden.has(c.name.toLowerCase()));
 }
 
 export function columnOf(range: Extract<RangeVariable, { kind: 'table' }>, column: ColumnShape): Typed {
   return { sql: `${quoteIdentifier(range.relation)}.${quoteIdentifier(column.name)}`, type: column.type };
+}
+
+/** A table's whole row as a STRUCT of its columns (BigQuery's `select t from x as t`). */
+function rowOf(range: Extract<RangeVariable, { kind: 'table' }>): Typed {
+  const columns = visibleColumns(range);
+  if (columns.length === 0) return { sql: 'NULL', type: { kind: 'struct', fields: [] } };
+  const fields = columns.map((column) => `${quoteIdentifier(column.name)} := ${columnOf(range, column).sql}`);
+  return { sql: `struct_pack(${fields.join(', ')})`, type: { kind: 'struct', fields: columns.map((column) => ({ name: column.name, type: column.type })) } };
 }
 
 export function valueOf(range: Extract<RangeVariable, { kind: 'value' }>): Typed {

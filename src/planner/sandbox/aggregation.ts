@@ -1,5 +1,6 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { SHAPE_FIELDS } from '../../../shared/stored-event.ts';
+import { implicitName } from '../../sql/bindings.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
 import { mapExpression, subqueryOf, walk } from '../../sql/walk.ts';
@@ -38,7 +39,6 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   const { query, select, scope, catalog } = input;
   if (query.with.length > 0 || query.body !== select || !scope.readsOnlyTheScan) return undefined;
   const context: PredicateContext = { scope, catalog, now: input.now };
-  const itemsByAlias = new Map(select.items.flatMap((item) => (item.kind === 'expression' && item.alias ? [[item.alias.toLowerCase(), item.expr] as const] : [])));
   if (select.items.some((item) => item.kind === 'wildcard')) return undefined;
 
   const filters: QueryDsl[] = [];
@@ -52,7 +52,7 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
 
   const keys: { expr: Expr; key: AggregationKey; source: Record<string, estypes.AggregationsCompositeAggregationSource>; type: SqlType; nested?: string }[] = [];
   for (const written of select.groupBy) {
-    const expr = groupKeyExpression(written, select, itemsByAlias);
+    const expr = groupKeyExpression(written, select, scope);
     if (!expr) return undefined;
     const column = `__k${keys.length}`;
     const key = groupKey(expr, column, context);
@@ -135,7 +135,12 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   };
 
   const replace = (node: Expr): Expr => replaceExpressions(node, [...keys.map((key) => [key.expr, key.key.column] as const), ...metrics.map((metric) => [metric.call, metric.metric.column] as const)]);
-  const items: SelectItem[] = select.items.map((item) => (item.kind === 'expression' ? { ...item, expr: replace(item.expr) } : item));
+  // an item keeps the name it had (`function_id`, not the key column it now reads)
+  const items: SelectItem[] = select.items.map((item) => {
+    if (item.kind !== 'expression') return item;
+    const name = item.alias ?? implicitName(item.expr);
+    return { ...item, expr: replace(item.expr), ...(name === undefined ? {} : { alias: name }) };
+  });
   const residual: Query = {
     kind: 'query',
     with: [],
@@ -161,10 +166,11 @@ function prefixed(metric: AggregationMetric, step: string): AggregationMetric {
 }
 
 /** GROUP BY `alias` means the select item of that alias (BigQuery); GROUP BY 2 the second item. */
-function groupKeyExpression(written: Expr, select: Select, itemsByAlias: ReadonlyMap<string, Expr>): Expr | undefined {
-  if (written.kind === 'identifier' && written.path.length === 1) {
-    const aliased = itemsByAlias.get(written.path[0]!.toLowerCase());
-    if (aliased) return aliased;
+function groupKeyExpression(written: Expr, select: Select, scope: SelectScope): Expr | undefined {
+  const alias = scope.aliasOf(written)?.toLowerCase();
+  if (alias !== undefined) {
+    const item = select.items.find((candidate) => candidate.kind === 'expression' && (candidate.alias ?? implicitName(candidate.expr))?.toLowerCase() === alias);
+    return item?.kind === 'expression' ? item.expr : undefined;
   }
   if (written.kind === 'number') {
     const item = select.items[Number(written.text) - 1];
@@ -190,13 +196,13 @@ function groupKey(written: Expr, column: string, context: PredicateContext): Gro
   while (expr.kind === 'cast' && (expr.type === 'DATETIME' || expr.type === 'TIMESTAMP')) expr = expr.expr;
   if (expr.kind === 'call' && expr.name === 'timestamp_trunc' && !expr.over && expr.args.length === 2) {
     const [target, part] = expr.args as [Expr, Expr];
-    const field = target.kind === 'identifier' ? context.scope.resolve(target.path) : undefined;
+    const field = target.kind === 'identifier' ? context.scope.resolve(target) : undefined;
     if (field?.kind !== 'column' || field.column !== 'timestamp' || part.kind !== 'date_part' || !CALENDAR_UNITS.has(part.part)) return undefined;
     return { expr, kind: 'date', source: { date_histogram: { field: 'timestamp', calendar_interval: part.part as estypes.AggregationsCalendarInterval, time_zone: 'UTC', order: 'asc' } }, type: { kind: 'timestamp' }, paths: [] };
   }
   if (expr.kind !== 'identifier') return undefined;
-  const field = context.scope.resolve(expr.path);
-  if (!field || field.kind === 'one_of') return undefined;
+  const field = context.scope.resolve(expr);
+  if (!field) return undefined;
   if (field.kind === 'column') {
     if (field.column !== 'id' && field.column !== 'project') return undefined;
     return { expr, kind: 'terms', source: { terms: { field: field.column, missing_bucket: true } }, type: { kind: 'string' }, paths: [] };
@@ -247,7 +253,7 @@ function metricOf(call: Extract<Expr, { kind: 'call' }>, column: string, context
     return truth && count(truth.whenTrue, truth.paths);
   }
   if (argument.kind !== 'identifier') return undefined;
-  const field = context.scope.resolve(argument.path);
+  const field = context.scope.resolve(argument);
   if (!field || field.kind !== 'metadata') return undefined;
   const type = context.catalog.typeOf(field.path);
   const nested = nestedAncestor(field.path, context.catalog);

@@ -1,16 +1,19 @@
 import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../../queries/endpoint.ts';
 import { SandboxViolation, UnknownTable } from '../../errors.ts';
+import { bind } from '../../sql/bind.ts';
+import { environmentOfTables, implicitName } from '../../sql/bindings.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
-import type { FieldCatalog } from '../field-catalog.ts';
+import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
 import type { Plan, Scan } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
 import { planAggregation } from './aggregation.ts';
 import { ColumnReads } from './column-reads.ts';
 import { conjuncts, pushDown } from './predicates.ts';
+import { scanEnvironment } from './bind-environment.ts';
 import { SelectScope, type ScannedTable } from './select-scope.ts';
 
 export interface SandboxLimits {
@@ -35,8 +38,6 @@ interface CteReference {
   select: Select;
 }
 
-const EMPTY_CATALOG: FieldCatalog = { typeOf: () => undefined };
-
 /**
  * A validated sandboxed query as a plan: every reference to an endpoint CTE becomes a scan with the
  * CTE's mandatory scope (never optional) and whatever WHERE conditions the store can check; the
@@ -52,11 +53,13 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   const scannedBy = new Map<string, ScannedTable>(references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]));
 
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
+  const environment = scanEnvironment(references.map(({ table, cte }) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogOf(cte) } : {}) })));
+  const bindings = bind(query, environment);
   const scans: Scan[] = references.map((reference) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
     if (cte.kind === 'window_start') return windowStartScan(cte, params, context, table);
-    const scope = SelectScope.of(reference.select, scannedBy);
+    const scope = SelectScope.of(reference.select, scannedBy, bindings);
     const catalog = catalogOf(cte);
     const pushed = scope.readsOnlyTheScan && scope.scanned?.table === table ? conjuncts(reference.select.where).map((condition) => pushDown(condition, { scope, catalog, now: context.now })) : [];
     const predicates = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
@@ -70,14 +73,14 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       columns: reads.columnsOf(cte.columns.map((column) => column.name), reference.relation.alias ?? cte.name),
     });
   });
-  const residual = { query, parameters: stringParameters(params), now: context.now };
+  const residual = { query, bindings, parameters: stringParameters(params), now: context.now };
   const only = scans.length === 1 && scans[0]!.kind === 'events' ? scans[0] : undefined;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
     const catalog = catalogOf(references[0]!.cte);
     const aggregated = planAggregation({
       query,
       select: references[0]!.select,
-      scope: SelectScope.of(references[0]!.select, scannedBy),
+      scope: SelectScope.of(references[0]!.select, scannedBy, bindings),
       catalog,
       now: context.now,
       fallback: only,
@@ -85,7 +88,10 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       maxGroups: context.limits.maxScanEvents,
     });
     if (aggregated) {
-      return { scans: [aggregated.scan], residual: { ...residual, query: aggregated.residual }, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+      // the rewritten query reads the groups' table: its names are bound again, over that table
+      const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: aggregated.scan.table, columns: aggregated.scan.columns }]).tables] };
+      const rewritten = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
+      return { scans: [aggregated.scan], residual: rewritten, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
     }
   }
   return { scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
@@ -128,13 +134,17 @@ function pushableLimit(query: Query, scope: SelectScope): { rows: number; order:
 
 /** Whether an ORDER BY key is the scan's column (directly, or through a select alias that is exactly that column). */
 function isColumn(expr: Expr, column: string, select: Select, scope: SelectScope): boolean {
-  if (expr.kind !== 'identifier') return false;
-  const aliased = expr.path.length === 1 ? select.items.find((item) => item.kind === 'expression' && item.alias?.toLowerCase() === expr.path[0]!.toLowerCase()) : undefined;
-  if (aliased && aliased.kind === 'expression') return isColumn(aliased.expr, column, { ...select, items: [] }, scope);
-  const reference = scope.resolve(expr.path);
-  return reference?.kind === 'column' && reference.column === column;
+  const alias = scope.aliasOf(expr);
+  if (alias === undefined) {
+    const reference = scope.resolve(expr);
+    return reference?.kind === 'column' && reference.column === column;
+  }
+  const lower = alias.toLowerCase();
+  const item = select.items.find((candidate) => candidate.kind === 'expression' && (candidate.alias ?? implicitName(candidate.expr))?.toLowerCase() === lower);
+  if (item?.kind === 'expression') return isColumn(item.expr, column, select, scope);
+  // a column `*` brought in: the scanned table's when it is the first thing FROM reads
+  return lower === column && scope.variables[0]?.kind === 'scanned' && select.items.some((candidate) => candidate.kind === 'wildcard' && !candidate.qualifier);
 }
-
 
 /** Whether an item calls an aggregate or window function outside its subqueries. */
 function hasAggregateOrWindow(items: readonly SelectItem[]): boolean {

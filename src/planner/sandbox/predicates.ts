@@ -154,7 +154,7 @@ function fieldsOf(expr: Expr, context: PredicateContext): FieldReference[] {
   const found: FieldReference[] = [];
   walk(expr, {
     expr: (node) => {
-      if (node.kind === 'identifier') found.push(context.scope.resolve(node.path) ?? { kind: 'metadata', path: '?' });
+      if (node.kind === 'identifier') found.push(context.scope.resolve(node) ?? { kind: 'metadata', path: '?' });
     },
   });
   return found;
@@ -267,9 +267,9 @@ function escapeWildcardChar(c: string): string {
 }
 
 /**
- * Applies a leaf filter to the store field(s) behind a reference: the keyword of event_message, a
- * metadata path (inside `nested` queries where the mapping nests it), every candidate of a bare
- * field name. Keyword values too long to index are recorded in `_ignored` and always pass.
+ * Applies a leaf filter to the store field behind a reference: the keyword of event_message, or a
+ * metadata path (inside `nested` queries where the mapping nests it). Keyword values too long to
+ * index are recorded in `_ignored` and always pass.
  */
 function onField(
   field: FieldReference,
@@ -277,13 +277,6 @@ function onField(
   context: PredicateContext,
   existence = false,
 ): PushedPredicate | undefined {
-  if (field.kind === 'one_of') {
-    const alternatives = field.paths
-      .filter((path) => context.catalog.typeOf(path) !== undefined)
-      .map((path) => onField({ kind: 'metadata', path }, leaf, context, existence));
-    if (alternatives.length === 0 || alternatives.some((alternative) => alternative === undefined)) return undefined;
-    return { query: { bool: { should: (alternatives as PushedPredicate[]).map((alternative) => alternative.query), minimum_should_match: 1 } }, exact: false };
-  }
   if (field.kind === 'column') {
     if (field.column === 'metadata' || field.column === 'timestamp') return undefined;
     if (field.column === 'event_message') {
@@ -308,7 +301,7 @@ function withIgnored(query: Query, field: string): PushedPredicate {
 }
 
 function fieldOf(expr: Expr, context: PredicateContext): FieldReference | undefined {
-  if (expr.kind === 'identifier') return context.scope.resolve(expr.path);
+  if (expr.kind === 'identifier') return context.scope.resolve(expr);
   // a cast to the type the field already has compares the same way in the store
   if (expr.kind === 'cast' && !expr.safe && (expr.type === 'INT64' || expr.type === 'FLOAT64')) {
     const inner = fieldOf(expr.expr, context);
@@ -440,7 +433,7 @@ function withoutIgnored(query: Query): Query {
 /** The exists filter of a single-valued field (a column, or a metadata path through unnests). */
 function exactField(expr: Expr, context: PredicateContext): { exists: Query; paths: string[] } | undefined {
   const field = fieldOf(expr, context);
-  if (!field || field.kind === 'one_of') return undefined;
+  if (!field) return undefined;
   if (field.kind === 'column') {
     if (field.column === 'metadata') return undefined;
     return { exists: ALWAYS_PRESENT_COLUMNS.has(field.column) ? MATCH_ALL : { exists: { field: field.column } }, paths: [] };

@@ -1,4 +1,5 @@
 import { isEventColumn, type EventColumn } from '../../../shared/stored-event.ts';
+import type { Bindings } from '../../sql/bindings.ts';
 import type { Expr, FromItem, Relation, Select } from '../../sql/syntax.ts';
 
 
@@ -12,18 +13,16 @@ export interface ScannedTable {
 
 /** A name in FROM: a scanned CTE, an unnest of a path inside it, or something the planner does not look into. */
 export type RangeVariable =
-  | { kind: 'scanned'; name: string; scanned: ScannedTable }
+  | { kind: 'scanned'; relation: Relation; scanned: ScannedTable }
   /** `unnest(<path>) as name`: each row is one element of the array at `path` (dotted, from `metadata`). */
-  | { kind: 'unnest'; name: string; path: string; join: 'inner' | 'left' }
-  | { kind: 'opaque'; name: string };
+  | { kind: 'unnest'; relation: Relation; path: string; join: 'inner' | 'left' }
+  | { kind: 'opaque'; relation: Relation };
 
 /** Where an identifier chain points, as far as the store can tell. */
 export type FieldReference =
   | { kind: 'column'; column: EventColumn }
   /** A value inside metadata, reached through unnests: any element may hold it (existential). */
-  | { kind: 'metadata'; path: string }
-  /** A bare name that may be a field of any of several unnested records. */
-  | { kind: 'one_of'; paths: string[] };
+  | { kind: 'metadata'; path: string };
 
 /**
  * The FROM clause of one SELECT as the pushdown sees it. Only a SELECT that reads exactly one
@@ -32,10 +31,13 @@ export type FieldReference =
 export class SelectScope {
   readonly variables: RangeVariable[] = [];
 
-  private constructor(readonly scanned: ScannedTable | undefined) {}
+  private constructor(
+    readonly scanned: ScannedTable | undefined,
+    private readonly bindings: Bindings,
+  ) {}
 
-  /** Builds the scope of a SELECT whose table references were already renamed (`scannedBy` maps scan table names). */
-  static of(select: Select, scannedBy: ReadonlyMap<string, ScannedTable>): SelectScope {
+  /** Builds the scope of a SELECT whose table references were already renamed (`scannedBy` maps scan table names) and bound. */
+  static of(select: Select, scannedBy: ReadonlyMap<string, ScannedTable>, bindings: Bindings): SelectScope {
     const tables: ScannedTable[] = [];
     const collect = (relation: Relation) => {
       if (relation.kind === 'table' && relation.name.length === 1 && scannedBy.has(relation.name[0]!)) tables.push(scannedBy.get(relation.name[0]!)!);
@@ -44,7 +46,7 @@ export class SelectScope {
       collect(item.relation);
       for (const join of item.joins) collect(join.relation);
     }
-    const scope = new SelectScope(tables.length === 1 ? tables[0] : undefined);
+    const scope = new SelectScope(tables.length === 1 ? tables[0] : undefined, bindings);
     for (const item of select.from) scope.addFromItem(item, scannedBy);
     return scope;
   }
@@ -73,50 +75,42 @@ export class SelectScope {
   private addRelation(relation: Relation, join: 'inner' | 'left' | 'opaque', scannedBy: ReadonlyMap<string, ScannedTable>): void {
     if (relation.kind === 'table') {
       const scanned = relation.name.length === 1 ? scannedBy.get(relation.name[0]!) : undefined;
-      const name = relation.alias ?? relation.name[relation.name.length - 1]!;
-      this.variables.push(scanned && join !== 'opaque' && scanned === this.scanned ? { kind: 'scanned', name, scanned } : { kind: 'opaque', name });
+      this.variables.push(scanned && join !== 'opaque' && scanned === this.scanned ? { kind: 'scanned', relation, scanned } : { kind: 'opaque', relation });
       return;
     }
     if (relation.kind === 'unnest') {
       const path = join === 'opaque' ? undefined : this.arrayPath(relation.array);
-      const name = relation.alias ?? '';
-      this.variables.push(path !== undefined && join !== 'opaque' && !relation.withOffset ? { kind: 'unnest', name, path, join } : { kind: 'opaque', name });
+      this.variables.push(path !== undefined && join !== 'opaque' && !relation.withOffset ? { kind: 'unnest', relation, path, join } : { kind: 'opaque', relation });
       return;
     }
-    this.variables.push({ kind: 'opaque', name: relation.alias ?? '' });
+    this.variables.push({ kind: 'opaque', relation });
   }
 
   /** The dotted path of an unnested array: `metadata`, `t.metadata`, `m.request` with m an unnest of metadata. */
   private arrayPath(expr: Expr): string | undefined {
-    if (expr.kind !== 'identifier') return undefined;
-    const reference = this.resolve(expr.path);
+    const reference = this.resolve(expr);
     if (reference?.kind === 'column') return reference.column === 'metadata' ? 'metadata' : undefined;
     return reference?.kind === 'metadata' ? reference.path : undefined;
   }
 
   /**
-   * BigQuery's name resolution, as far as pushdown needs it: a range variable first (an unnest
-   * alias shadows a column of the same name), then a column of the scanned table, then a field of
-   * one of the unnested records.
+   * Where a name of this SELECT points in the store, as the binder decided: a column of the scanned
+   * table, or a path inside metadata through this SELECT's unnests. Undefined for anything else
+   * (another table, a derived value, a name of an enclosing query, a select alias).
    */
-  resolve(path: readonly string[]): FieldReference | undefined {
-    if (!this.scanned || path.length === 0) return undefined;
-    const [head, ...rest] = path as [string, ...string[]];
-    const variable = this.variables.find((candidate) => candidate.name.toLowerCase() === head.toLowerCase());
-    if (variable) {
-      if (variable.kind === 'opaque') return undefined;
-      if (variable.kind === 'unnest') return { kind: 'metadata', path: [variable.path, ...rest].join('.') };
-      if (rest.length !== 1) return undefined;
-      return this.column(rest[0]!);
-    }
-    if (rest.length === 0) {
-      const column = this.column(head);
-      if (column) return column;
-    }
-    const unnests = this.unnests;
-    if (unnests.length === 0 || this.variables.some((candidate) => candidate.kind === 'opaque')) return undefined;
-    const paths = unnests.map((unnest) => [unnest.path, ...path].join('.'));
-    return paths.length === 1 ? { kind: 'metadata', path: paths[0]! } : { kind: 'one_of', paths };
+  resolve(expr: Expr): FieldReference | undefined {
+    if (!this.scanned || expr.kind !== 'identifier') return undefined;
+    const binding = this.bindings.names.get(expr);
+    if (binding?.kind !== 'column' && binding?.kind !== 'element') return undefined;
+    const variable = this.variables.find((candidate) => candidate.relation === binding.range);
+    if (binding.kind === 'column') return variable?.kind === 'scanned' && binding.fields.length === 0 ? this.column(binding.column) : undefined;
+    return variable?.kind === 'unnest' && !binding.offset ? { kind: 'metadata', path: [variable.path, ...binding.fields].join('.') } : undefined;
+  }
+
+  /** The select alias a name of GROUP BY, HAVING, QUALIFY or ORDER BY was bound to, if it was. */
+  aliasOf(expr: Expr): string | undefined {
+    const binding = expr.kind === 'identifier' ? this.bindings.names.get(expr) : undefined;
+    return binding?.kind === 'alias' ? binding.name : undefined;
   }
 
   private column(name: string): FieldReference | undefined {
