@@ -1,7 +1,6 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
-import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
-import { chunkBySize } from './bulk.ts';
+import { bulkEntry, chunkBySize, type BulkEntry } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
 import type { DeadLetterTransactions } from './dead-letter-transactions.ts';
@@ -47,9 +46,7 @@ export interface SourceRoute {
 }
 
 interface Pending {
-  event: StoredEvent;
-  /** Approximate serialised size, for the bulk byte bound. */
-  bytes: number;
+  entry: BulkEntry;
   letter: Omit<DeadLetter, 'reason' | 'detail'>;
 }
 
@@ -103,7 +100,7 @@ function joinChunk(open: QueuedChunk, next: QueuedChunk, settings: BatchSettings
   return true;
 }
 
-interface DecodedChunk {
+export interface DecodedChunk {
   firstOffset: string;
   lastOffset: string;
   events: Pending[];
@@ -111,7 +108,14 @@ interface DecodedChunk {
   undecodable: UndecodableGroups;
 }
 
-function decodeChunk(chunk: KafkaMessage[], topic: string, partition: number, route: SourceRoute, dependencies: BatchDependencies): DecodedChunk {
+/** A chunk's messages as bulk entries ready to send, dead letters, and stand-ins of undecodable batches. */
+export function decodeChunk(
+  chunk: KafkaMessage[],
+  topic: string,
+  partition: number,
+  route: SourceRoute,
+  dependencies: Pick<BatchDependencies, 'metrics' | 'settings' | 'expiredEvents' | 'now'>,
+): DecodedChunk {
   const { metrics, settings } = dependencies;
   const events: Pending[] = [];
   const letters: DeadLetter[] = [];
@@ -133,7 +137,7 @@ function decodeChunk(chunk: KafkaMessage[], topic: string, partition: number, ro
       if (result.ok && dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(result.event, dependencies.now())) {
         letters.push({ reason: 'expired', detail: `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`, key: message.key, value: message.value!, source });
       } else if (result.ok) {
-        events.push({ event: result.event, bytes: message.value!.length / decoded.length + 64, letter: { key: message.key, value: message.value!, source } });
+        events.push({ entry: bulkEntry(route.partitioning.indexOf(result.event), result.event), letter: { key: message.key, value: message.value!, source } });
       } else {
         letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source });
       }
@@ -158,7 +162,6 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
     const rejected = await writeEvents(
       {
         bulk: dependencies.bulk,
-        partitioning: route.partitioning,
         source: route.source,
         metrics,
         logger,
