@@ -3,6 +3,8 @@ import type { Logger } from '../shared/logger.ts';
 import { bulkEntry, chunkBySize, type BulkEntry } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
+import { decompressionBudget } from './decompression-budget.ts';
+import { isDeferredStandIn } from './deferred-batch.ts';
 import type { DeadLetterTransactions } from './dead-letter-transactions.ts';
 import { decodeMessage } from './event.ts';
 import type { EventFieldNames } from './event-fields.ts';
@@ -63,7 +65,12 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
   if (!route) throw new Error(`received a batch from ${batch.topic}, which is not a source topic`);
   const { settings, pipeline } = dependencies;
   const key = `${batch.topic}|${batch.partition}`;
-  const chunks = chunkBySize(batch.messages, (message) => (message.value?.length ?? 0) + 64, settings.bulkMaxBytes, settings.bulkMaxEvents);
+  decompressionBudget()?.handedOver();
+  // a batch the decompression budget held back, and all after it, are left unresolved: kafkajs fetches them again
+  const deferredAt = batch.messages.findIndex(isDeferredStandIn);
+  const messages = deferredAt === -1 ? batch.messages : batch.messages.slice(0, deferredAt);
+  if (deferredAt !== -1) dependencies.metrics.deferredBatches.inc({ source: route.source });
+  const chunks = chunkBySize(messages, (message) => (message.value?.length ?? 0) + 64, settings.bulkMaxBytes, settings.bulkMaxEvents);
 
   for (const chunk of chunks) {
     if (!payload.isRunning() || payload.isStale() || pipeline.isStopping) return;
@@ -75,6 +82,8 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     payload.resolveOffset(chunk[chunk.length - 1]!.offset);
     await pipeline.admit(payload.heartbeat);
   }
+  // the next fetch waits for room, so what was deferred is not fetched again at once only to be deferred again
+  if (deferredAt !== -1 && chunks.length === 0) await pipeline.admit(payload.heartbeat);
   await payload.heartbeat();
 }
 
