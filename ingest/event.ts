@@ -3,6 +3,7 @@ import type { MappableEventField } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { deterministicEventId } from './event-id.ts';
+import { eventTimestamp } from './event-timestamp.ts';
 import { DEFAULT_EVENT_FIELD_NAMES, type EventFieldNames } from './event-fields.ts';
 import { formatMicros, isStoredForm, parseTimestamp } from '../shared/stored-timestamp.ts';
 
@@ -136,7 +137,7 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
   if (typeof message.value !== 'string') {
     return { ok: false, reason: 'event_message_not_string', detail: `the message field "${message.name}" must be a string, got ${describe(message.value)}` };
   }
-  const timestamp = chosen.timestamp === undefined ? parseTimestamp(Number(context.record.timestamp)) : parseTimestamp(chosen.timestamp.value);
+  const timestamp = chosen.timestamp === undefined ? parseTimestamp(Number(context.record.timestamp)) : eventTimestamp(chosen.timestamp.value);
   if (!timestamp.ok) return { ok: false, reason: 'invalid_timestamp', detail: chosen.timestamp ? `"${chosen.timestamp.name}": ${timestamp.reason}` : timestamp.reason };
 
   const id = eventId(chosen.id, context, element);
