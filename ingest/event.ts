@@ -152,7 +152,9 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
     return { ok: false, reason: 'invalid_metadata', detail: `"${chosen.metadata!.name}" must be an object or an array of objects, got ${describe(metadata)}` };
   }
 
-  const others = Object.entries(input).filter(([name]) => !claimed.has(name));
+  // most events have no other fields: no [name, value] pair is made for the claimed ones
+  const others: [string, unknown][] = [];
+  for (const name of Object.keys(input)) if (!claimed.has(name)) others.push([name, input[name]]);
   const key = context.key === null ? undefined : keyValue(context.key);
   const folded = foldIntoMetadata(metadata as StoredEvent['metadata'], others, key);
   const given = chosen.timestamp?.value;
