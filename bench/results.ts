@@ -17,12 +17,21 @@ export interface IngestRate {
   note?: string;
 }
 
+export interface Freshness {
+  eventsPerSecond: number;
+  samples: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
 export interface IngestBenchResult {
   events: number;
   bytes: number;
   rates: IngestRate[];
   /** Produce-to-searchable latency at a steady rate (half our measured maximum). */
-  freshness?: { eventsPerSecond: number; samples: number; p50Ms: number; p99Ms: number };
+  freshness?: Freshness;
+  /** The same at a tenth of our measured maximum: a slow stream, where bulks fill slowly. */
+  freshnessSlow?: Freshness;
   /** Set when the peer could not run (for example rsyslog not installed), with the reason. */
   peerSkipped?: string;
 }

@@ -1,9 +1,10 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
-import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
-import { chunkBySize } from './bulk.ts';
+import { bulkEntry, chunkBySize, type BulkEntry } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
+import { decompressionBudget } from './decompression-budget.ts';
+import { isDeferredStandIn } from './deferred-batch.ts';
 import type { DeadLetterTransactions } from './dead-letter-transactions.ts';
 import { decodeMessage } from './event.ts';
 import type { EventFieldNames } from './event-fields.ts';
@@ -47,9 +48,7 @@ export interface SourceRoute {
 }
 
 interface Pending {
-  event: StoredEvent;
-  /** Approximate serialised size, for the bulk byte bound. */
-  bytes: number;
+  entry: BulkEntry;
   letter: Omit<DeadLetter, 'reason' | 'detail'>;
 }
 
@@ -66,7 +65,12 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
   if (!route) throw new Error(`received a batch from ${batch.topic}, which is not a source topic`);
   const { settings, pipeline } = dependencies;
   const key = `${batch.topic}|${batch.partition}`;
-  const chunks = chunkBySize(batch.messages, (message) => (message.value?.length ?? 0) + 64, settings.bulkMaxBytes, settings.bulkMaxEvents);
+  decompressionBudget()?.handedOver();
+  // a batch the decompression budget held back, and all after it, are left unresolved: kafkajs fetches them again
+  const deferredAt = batch.messages.findIndex(isDeferredStandIn);
+  const messages = deferredAt === -1 ? batch.messages : batch.messages.slice(0, deferredAt);
+  if (deferredAt !== -1) dependencies.metrics.deferredBatches.inc({ source: route.source });
+  const chunks = chunkBySize(messages, (message) => (message.value?.length ?? 0) + 64, settings.bulkMaxBytes, settings.bulkMaxEvents);
 
   for (const chunk of chunks) {
     if (!payload.isRunning() || payload.isStale() || pipeline.isStopping) return;
@@ -78,6 +82,8 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     payload.resolveOffset(chunk[chunk.length - 1]!.offset);
     await pipeline.admit(payload.heartbeat);
   }
+  // the next fetch waits for room, so what was deferred is not fetched again at once only to be deferred again
+  if (deferredAt !== -1 && chunks.length === 0) await pipeline.admit(payload.heartbeat);
   await payload.heartbeat();
 }
 
@@ -103,7 +109,7 @@ function joinChunk(open: QueuedChunk, next: QueuedChunk, settings: BatchSettings
   return true;
 }
 
-interface DecodedChunk {
+export interface DecodedChunk {
   firstOffset: string;
   lastOffset: string;
   events: Pending[];
@@ -111,7 +117,14 @@ interface DecodedChunk {
   undecodable: UndecodableGroups;
 }
 
-function decodeChunk(chunk: KafkaMessage[], topic: string, partition: number, route: SourceRoute, dependencies: BatchDependencies): DecodedChunk {
+/** A chunk's messages as bulk entries ready to send, dead letters, and stand-ins of undecodable batches. */
+export function decodeChunk(
+  chunk: KafkaMessage[],
+  topic: string,
+  partition: number,
+  route: SourceRoute,
+  dependencies: Pick<BatchDependencies, 'metrics' | 'settings' | 'expiredEvents' | 'now'>,
+): DecodedChunk {
   const { metrics, settings } = dependencies;
   const events: Pending[] = [];
   const letters: DeadLetter[] = [];
@@ -133,7 +146,7 @@ function decodeChunk(chunk: KafkaMessage[], topic: string, partition: number, ro
       if (result.ok && dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(result.event, dependencies.now())) {
         letters.push({ reason: 'expired', detail: `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`, key: message.key, value: message.value!, source });
       } else if (result.ok) {
-        events.push({ event: result.event, bytes: message.value!.length / decoded.length + 64, letter: { key: message.key, value: message.value!, source } });
+        events.push({ entry: bulkEntry(route.partitioning.indexOf(result.event), result.event), letter: { key: message.key, value: message.value!, source } });
       } else {
         letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source });
       }
@@ -158,7 +171,6 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
     const rejected = await writeEvents(
       {
         bulk: dependencies.bulk,
-        partitioning: route.partitioning,
         source: route.source,
         metrics,
         logger,

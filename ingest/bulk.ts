@@ -35,20 +35,38 @@ export function isRetriableRequestError(error: unknown): boolean {
   return status === 0 || status === 408 || status === 429 || status >= 500;
 }
 
-export function bulkOperations(indexOf: (event: StoredEvent) => string, events: StoredEvent[]): unknown[] {
+/**
+ * An event ready for a bulk body: its id and partition, and its two NDJSON lines (action and
+ * document) serialised once, at decoding, into bytes outside the JavaScript heap. The parsed event
+ * becomes garbage at once, young, instead of being kept until Elasticsearch answers.
+ */
+export interface BulkEntry {
+  id: string;
+  index: string;
+  lines: Buffer;
+}
+
+export function bulkEntry(index: string, event: StoredEvent): BulkEntry {
   // `index`, not `create`: a redelivered event overwrites itself with identical content
-  return events.flatMap((event) => [{ index: { _index: indexOf(event), _id: event.id } }, event]);
+  const lines = `{"index":{"_index":${JSON.stringify(index)},"_id":${JSON.stringify(event.id)}}}\n${JSON.stringify(event)}\n`;
+  return { id: event.id, index, lines: Buffer.from(lines) };
+}
+
+/** The stored event back from its entry, for the rare event that must be changed and written again (a type conflict). */
+export function entryEvent(entry: BulkEntry): StoredEvent {
+  const documentStart = entry.lines.indexOf(10) + 1;
+  return JSON.parse(entry.lines.toString('utf8', documentStart, entry.lines.length - 1)) as StoredEvent;
 }
 
 /**
  * One write per id, the latest in Kafka order: the final document is the same as writing them in
  * turn, and a retried earlier version can never overwrite a later one that already succeeded.
  */
-export function latestPerId<T extends { event: StoredEvent }>(items: T[]): T[] {
+export function latestPerId<T extends { entry: BulkEntry }>(items: T[]): T[] {
   const latest = new Map<string, T>();
   for (const item of items) {
-    latest.delete(item.event.id);
-    latest.set(item.event.id, item);
+    latest.delete(item.entry.id);
+    latest.set(item.entry.id, item);
   }
   return [...latest.values()];
 }

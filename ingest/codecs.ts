@@ -4,6 +4,7 @@ import { decompress as zstdDecompress } from 'fzstd';
 import kafkajs from 'kafkajs';
 import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
 import snappy from 'snappy';
+import { budgetedDecompress } from './deferred-batch.ts';
 import { guardDecompress } from './undecodable-batch.ts';
 
 /**
@@ -19,7 +20,8 @@ import { guardDecompress } from './undecodable-batch.ts';
  *   compress, and nothing here needs to (the worker never produces zstd).
  *
  * Every decompress goes through guardDecompress(), so a batch that cannot be decoded, and the
- * unassigned codec ids 5-7, become dead letters instead of a failed fetch (undecodable-batch.ts).
+ * unassigned codec ids 5-7, become dead letters instead of a failed fetch (undecodable-batch.ts),
+ * and through the worker's decompression budget (decompression-budget.ts, deferred-batch.ts).
  */
 
 export type CodecName = 'gzip' | 'snappy' | 'lz4' | 'zstd';
@@ -111,7 +113,7 @@ export function kafkaCodec(name: CodecName): KafkaCodec {
   const codec = KAFKA_CODECS[name];
   return {
     compress: async (encoder) => codec.compress(encoder.buffer),
-    decompress: guardDecompress(name, async (data) => codec.decompress(data)),
+    decompress: budgetedDecompress(name, guardDecompress(name, async (data) => codec.decompress(data))),
   };
 }
 

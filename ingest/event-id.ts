@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * The id of an event that arrived without one: a UUID-shaped hash of where it sits in Kafka, so a
@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
  */
 export function deterministicEventId(topic: string, partition: number, offset: string, element?: number): string {
   const position = element === undefined ? `${topic}/${partition}/${offset}` : `${topic}/${partition}/${offset}/${element}`;
-  const hex = createHash('sha256').update(position).digest('hex');
+  // one-shot: no Hash object per event
+  const hex = hash('sha256', position, 'hex');
   // version 5 and RFC 4122 variant bits, so the id reads as a name-based UUID
   const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;

@@ -16,10 +16,26 @@ export interface EventPartitioning {
   isExpired(event: StoredEvent, nowMs: number): boolean;
 }
 
+/** Hours remembered per source: a busy stream spans a few; the memo is emptied when it outgrows this. */
+const MEMO_HOURS = 1024;
+
 export function eventPartitioning(indexPrefix: string, source: SourceName, period: PartitionPeriod, retentionDays: number): EventPartitioning {
-  const millisOf = (event: StoredEvent) => Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000);
+  // every period starts on a UTC hour, so events of the same hour share their partition: each
+  // hour's is worked out once instead of parsing every event's timestamp (twice, with retention)
+  const byHour = new Map<string, { index: string; end: number }>();
+  const partitionOf = (event: StoredEvent) => {
+    const hour = event.timestamp.slice(0, 13);
+    let partition = byHour.get(hour);
+    if (partition === undefined) {
+      const start = periodStart(period, Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));
+      partition = { index: partitionIndexName(indexPrefix, source, period, start), end: periodEnd(period, start) };
+      if (byHour.size >= MEMO_HOURS) byHour.clear();
+      byHour.set(hour, partition);
+    }
+    return partition;
+  };
   return {
-    indexOf: (event) => partitionIndexName(indexPrefix, source, period, millisOf(event)),
-    isExpired: (event, nowMs) => periodEnd(period, periodStart(period, millisOf(event))) <= nowMs - retentionDays * DAY_MS,
+    indexOf: (event) => partitionOf(event).index,
+    isExpired: (event, nowMs) => partitionOf(event).end <= nowMs - retentionDays * DAY_MS,
   };
 }

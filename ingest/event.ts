@@ -3,6 +3,7 @@ import type { MappableEventField } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { deterministicEventId } from './event-id.ts';
+import { eventTimestamp } from './event-timestamp.ts';
 import { DEFAULT_EVENT_FIELD_NAMES, type EventFieldNames } from './event-fields.ts';
 import { formatMicros, isStoredForm, parseTimestamp } from '../shared/stored-timestamp.ts';
 
@@ -136,7 +137,7 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
   if (typeof message.value !== 'string') {
     return { ok: false, reason: 'event_message_not_string', detail: `the message field "${message.name}" must be a string, got ${describe(message.value)}` };
   }
-  const timestamp = chosen.timestamp === undefined ? parseTimestamp(Number(context.record.timestamp)) : parseTimestamp(chosen.timestamp.value);
+  const timestamp = chosen.timestamp === undefined ? parseTimestamp(Number(context.record.timestamp)) : eventTimestamp(chosen.timestamp.value);
   if (!timestamp.ok) return { ok: false, reason: 'invalid_timestamp', detail: chosen.timestamp ? `"${chosen.timestamp.name}": ${timestamp.reason}` : timestamp.reason };
 
   const id = eventId(chosen.id, context, element);
@@ -151,7 +152,9 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
     return { ok: false, reason: 'invalid_metadata', detail: `"${chosen.metadata!.name}" must be an object or an array of objects, got ${describe(metadata)}` };
   }
 
-  const others = Object.entries(input).filter(([name]) => !claimed.has(name));
+  // most events have no other fields: no [name, value] pair is made for the claimed ones
+  const others: [string, unknown][] = [];
+  for (const name of Object.keys(input)) if (!claimed.has(name)) others.push([name, input[name]]);
   const key = context.key === null ? undefined : keyValue(context.key);
   const folded = foldIntoMetadata(metadata as StoredEvent['metadata'], others, key);
   const given = chosen.timestamp?.value;

@@ -16,6 +16,12 @@ export function createIngestMetrics() {
       labelNames: ['source', 'codec'],
       registers: [registry],
     }),
+    deferredBatches: new Counter({
+      name: 'ingest_batches_deferred_total',
+      help: 'Fetched partition batches cut short because decompressing more would exceed INGEST_MEMORY_BUDGET_BYTES; the rest is fetched again',
+      labelNames: ['source'],
+      registers: [registry],
+    }),
     typeConflicts: new Counter({ name: 'ingest_type_conflicts_total', help: 'Metadata fields set aside unindexed because their type clashed with the mapping', labelNames: ['source'], registers: [registry] }),
     bulkDuration: new Histogram({
       name: 'ingest_bulk_duration_seconds',

@@ -24,7 +24,7 @@ const MAGIC_V2 = 2;
 
 export const UNDECODABLE_BATCH_HEADER = 'logplatform-undecodable-batch';
 /** Only stand-ins made by this process carry it, so a producer cannot forge the marker header. */
-const PROCESS_TOKEN = randomBytes(16).toString('hex');
+export const PROCESS_TOKEN = randomBytes(16).toString('hex');
 
 export interface RecordBatchHeader {
   baseOffset: bigint;
@@ -135,7 +135,7 @@ function describe(error: unknown): string {
 }
 
 /** Record v2: length, attributes, timestamp delta, offset delta, key, value, headers (all varints zig-zag). */
-function encodeRecord(offsetDelta: number, value: Buffer | null, headerKey: string, headerValue: Buffer): Buffer {
+export function encodeRecord(offsetDelta: number, value: Buffer | null, headerKey: string, headerValue: Buffer): Buffer {
   const key = Buffer.from(headerKey);
   const body = Buffer.concat([
     Buffer.from([0]),

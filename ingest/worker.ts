@@ -16,6 +16,7 @@ import { eventPartitioning } from './event-partition.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
 import { WritePipeline } from './write-pipeline.ts';
 import { DeadLetterTransactions } from './dead-letter-transactions.ts';
+import { DecompressionBudget, decompressionBudget, useDecompressionBudget } from './decompression-budget.ts';
 import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
 import { CONSUMER_RESTART_BUDGET, ConsumerRestarts, isTransientCrash } from './consumer-restarts.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
@@ -100,12 +101,14 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   });
   let reportFailure!: (error: Error) => void;
   const failed = new Promise<Error>((resolve) => (reportFailure = resolve));
-  // the bulks in flight plus one being filled: decoding goes on while Elasticsearch writes
-  const pipeline = new WritePipeline((config.INGEST_BULK_MAX_IN_FLIGHT + 1) * config.INGEST_BULK_MAX_BYTES, (error) => {
+  // half the memory budget: the bulks in flight plus some being filled, so decoding goes on while Elasticsearch writes
+  const pipeline = new WritePipeline(config.INGEST_MEMORY_BUDGET_BYTES / 2, (error) => {
     logger.error({ err: error }, 'writing a chunk failed unexpectedly');
     status = 'failed';
     reportFailure(error instanceof Error ? error : new Error(String(error)));
   });
+  const decompression = new DecompressionBudget(config.INGEST_MEMORY_BUDGET_BYTES, () => pipeline.bytes);
+  useDecompressionBudget(decompression);
   consumer.on(consumer.events.REBALANCING, () => pipeline.reassigned());
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     pipeline.reassigned();
@@ -229,6 +232,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
         await offsetsAdmin.disconnect();
         await new Promise<void>((resolve) => statusServer.server.close(() => resolve()));
         await client.close();
+        if (decompressionBudget() === decompression) useDecompressionBudget(undefined);
         logger.info('ingest worker stopped');
       })()),
   };

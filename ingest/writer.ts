@@ -1,14 +1,11 @@
-import type { StoredEvent } from '../shared/event-index.ts';
 import type { Logger } from '../shared/logger.ts';
-import { backoffMs, classifyItem, isRetriableRequestError, latestPerId } from './bulk.ts';
+import { backoffMs, bulkEntry, classifyItem, entryEvent, isRetriableRequestError, latestPerId, type BulkEntry } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
-import type { EventPartitioning } from './event-partition.ts';
 import type { IngestMetrics } from './metrics.ts';
 import { setAsideField } from './type-conflict.ts';
 
 export interface WriteContext {
   bulk: BulkCoalescer;
-  partitioning: EventPartitioning;
   source: string;
   metrics: IngestMetrics;
   logger: Logger;
@@ -37,7 +34,7 @@ export interface Rejected<T> {
  * the backpressure); type conflicts are retried at once with the clashing field set aside.
  * Returns the permanently rejected items, which belong in the dead-letter topic.
  */
-export async function writeEvents<T extends { event: StoredEvent; bytes: number }>(context: WriteContext, items: T[]): Promise<Rejected<T>[]> {
+export async function writeEvents<T extends { entry: BulkEntry }>(context: WriteContext, items: T[]): Promise<Rejected<T>[]> {
   const rejected: Rejected<T>[] = [];
   let pending = latestPerId(items);
   let attempt = 0;
@@ -48,7 +45,7 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
       const again: T[] = [];
       let retryCause: string | undefined;
       try {
-        const results = await heartbeatingWhile(context, context.bulk.write(context.partitioning.indexOf, pending.map((item) => item.event), pending.reduce((sum, item) => sum + item.bytes, 0)));
+        const results = await heartbeatingWhile(context, context.bulk.write(pending.map((item) => item.entry)));
         let indexed = 0;
         results.forEach((result, position) => {
           const item = pending[position]!;
@@ -59,11 +56,11 @@ export async function writeEvents<T extends { event: StoredEvent; bytes: number 
             again.push(item);
             retryCause = outcome.cause;
           } else if (outcome.kind === 'type_conflict') {
-            const reduced = setAsideField(item.event, outcome.field);
+            const reduced = setAsideField(entryEvent(item.entry), outcome.field);
             if (reduced) {
               context.metrics.typeConflicts.inc({ source: context.source });
-              context.logger.warn({ index: context.partitioning.indexOf(item.event), id: item.event.id, field: outcome.field }, 'type conflict: field stored unindexed');
-              again.push({ ...item, event: reduced });
+              context.logger.warn({ index: item.entry.index, id: item.entry.id, field: outcome.field }, 'type conflict: field stored unindexed');
+              again.push({ ...item, entry: bulkEntry(item.entry.index, reduced) });
             } else {
               rejected.push({ item, reason: outcome.reason });
             }

@@ -130,6 +130,9 @@ export const configSchema = z.object({
   INGEST_BULK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(16).default(2),
   INGEST_FETCH_MAX_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   INGEST_FETCH_PARTITION_MAX_BYTES: z.coerce.number().int().min(1024).default(2 * 1024 * 1024),
+  // ingest worker: decompressed message bytes held at once, half for chunks queued for or in bulk requests (the fetch loop
+  // waits above it), the rest for the fetch being decoded (a compressed batch past it is fetched again later)
+  INGEST_MEMORY_BUDGET_BYTES: z.coerce.number().int().min(1024 * 1024).default(32 * 1024 * 1024),
   INGEST_CONCURRENT_PARTITIONS: z.coerce.number().int().min(1).max(64).default(9),
   INGEST_RETRY_INITIAL_MS: z.coerce.number().int().min(1).default(200),
   INGEST_RETRY_MAX_MS: z.coerce.number().int().min(1).default(10_000),

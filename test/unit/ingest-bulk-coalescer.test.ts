@@ -1,14 +1,22 @@
 import type { Client } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
+import { bulkEntry, type BulkEntry } from '../../ingest/bulk.ts';
 import { BulkCoalescer } from '../../ingest/bulk-coalescer.ts';
 import { createIngestMetrics } from '../../ingest/metrics.ts';
-import type { StoredEvent } from '../../shared/event-index.ts';
 
-/** Records bulk requests and answers each document with its id as the result, status 201. */
+/** The NDJSON lines of a bulk body, parsed. */
+function operationsOf(body: Buffer): unknown[] {
+  const text = body.toString('utf8');
+  expect(text.endsWith('\n')).toBe(true);
+  return text.slice(0, -1).split('\n').map((line) => JSON.parse(line) as unknown);
+}
+
+/** Records bulk requests (their operations) and answers each document with its id as the result, status 201. */
 function recordingClient(): { client: Client; requests: unknown[][] } {
   const requests: unknown[][] = [];
   const client = {
-    bulk: async ({ operations }: { operations: unknown[] }) => {
+    bulk: async ({ body }: { body: Buffer }) => {
+      const operations = operationsOf(body);
       requests.push(operations);
       const actions = operations.filter((_, position) => position % 2 === 0) as { index: { _index: string; _id: string } }[];
       return { errors: false, items: actions.map(({ index }) => ({ index: { _index: index._index, _id: index._id, status: 201 } })) };
@@ -17,13 +25,13 @@ function recordingClient(): { client: Client; requests: unknown[][] } {
   return { client, requests };
 }
 
-const events = (...ids: string[]): StoredEvent[] => ids.map((id) => ({ id, timestamp: '2024-01-01T00:00:00.000000Z', event_message: id }));
+const entries = (index: string, ...ids: string[]): BulkEntry[] => ids.map((id) => bulkEntry(index, { id, timestamp: '2024-01-01T00:00:00.000000Z', event_message: id }));
 
 describe('bulk coalescing', () => {
   it('sends writes that arrive together as one request and gives each caller its own results', async () => {
     const { client, requests } = recordingClient();
     const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 100, lingerMs: 5, maxInFlight: 2 });
-    const [first, second] = await Promise.all([coalescer.write(() => 'a', events('1', '2'), 100), coalescer.write(() => 'b', events('3'), 50)]);
+    const [first, second] = await Promise.all([coalescer.write(entries('a', '1', '2')), coalescer.write(entries('b', '3'))]);
     expect(requests).toHaveLength(1);
     expect(first.map((item) => [item._index, item._id])).toEqual([
       ['a', '1'],
@@ -32,33 +40,44 @@ describe('bulk coalescing', () => {
     expect(second.map((item) => [item._index, item._id])).toEqual([['b', '3']]);
   });
 
+  it('sends the entries\' bytes as the body, action and document lines in order', async () => {
+    const { client, requests } = recordingClient();
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 100, lingerMs: 5, maxInFlight: 2 });
+    await coalescer.write([bulkEntry('logs-a', { id: 'x"1', timestamp: '2024-01-01T00:00:00.000000Z', event_message: 'São Paulo\n', metadata: { n: 1 } })]);
+    expect(requests).toEqual([
+      [{ index: { _index: 'logs-a', _id: 'x"1' } }, { id: 'x"1', timestamp: '2024-01-01T00:00:00.000000Z', event_message: 'São Paulo\n', metadata: { n: 1 } }],
+    ]);
+  });
+
   it('starts a new request rather than exceed the count or byte bound', async () => {
     const { client, requests } = recordingClient();
-    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 120, maxEvents: 3, lingerMs: 5, maxInFlight: 2 });
-    await Promise.all([coalescer.write(() => 'a', events('1', '2'), 40), coalescer.write(() => 'a', events('3', '4'), 40), coalescer.write(() => 'a', events('5'), 100)]);
+    // each entry is 108 bytes: two fit in 300, a third does not
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 300, maxEvents: 3, lingerMs: 5, maxInFlight: 2 });
+    await Promise.all([coalescer.write(entries('a', '1', '2')), coalescer.write(entries('a', '3', '4')), coalescer.write(entries('a', '5'))]);
     expect(requests.map((operations) => operations.length / 2)).toEqual([2, 2, 1]);
   });
 
   it('fails every caller of a failed request, so each retries its own events', async () => {
     const client = { bulk: async () => Promise.reject(new Error('connect ECONNREFUSED')) } as unknown as Client;
     const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1000, maxEvents: 10, lingerMs: 5, maxInFlight: 2 });
-    const results = await Promise.allSettled([coalescer.write(() => 'a', events('1'), 10), coalescer.write(() => 'b', events('2'), 10)]);
+    const results = await Promise.allSettled([coalescer.write(entries('a', '1')), coalescer.write(entries('b', '2'))]);
     expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected']);
   });
 
   it('keeps at most maxInFlight requests open and fills the next one meanwhile', async () => {
     const started: { operations: unknown[]; answer(): void }[] = [];
     const client = {
-      bulk: ({ operations }: { operations: unknown[] }) =>
+      bulk: ({ body }: { body: Buffer }) =>
         new Promise((resolve) => {
+          const operations = operationsOf(body);
           const actions = operations.filter((_, position) => position % 2 === 0) as { index: { _index: string; _id: string } }[];
           started.push({ operations, answer: () => resolve({ errors: false, items: actions.map(({ index }) => ({ index: { _id: index._id, status: 201 } })) }) });
         }),
     } as unknown as Client;
     const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 2, lingerMs: 1, maxInFlight: 1 });
-    const writes = [coalescer.write(() => 'a', events('1', '2'), 10), coalescer.write(() => 'a', events('3'), 10)];
+    const writes = [coalescer.write(entries('a', '1', '2')), coalescer.write(entries('a', '3'))];
     await new Promise((resolve) => setTimeout(resolve, 20));
-    writes.push(coalescer.write(() => 'a', events('4'), 10));
+    writes.push(coalescer.write(entries('a', '4')));
     await new Promise((resolve) => setTimeout(resolve, 20));
     // the first bulk is open: events 3 and 4 wait together instead of going out alone
     expect(started.map(({ operations }) => operations.length / 2)).toEqual([2]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { errors } from '@elastic/elasticsearch';
-import { backoffMs, chunkBySize, isRetriableRequestError, latestPerId } from '../../ingest/bulk.ts';
+import { backoffMs, bulkEntry, chunkBySize, entryEvent, isRetriableRequestError, latestPerId } from '../../ingest/bulk.ts';
 import { deadLetterMessage } from '../../ingest/dead-letter.ts';
 import { demoEvents } from '../../ingest/demo-events.ts';
 import { decodeMessage } from '../../ingest/event.ts';
@@ -26,8 +26,13 @@ describe('bulk batching and retries', () => {
   });
 
   it('writes each id once, its latest version, in Kafka order', () => {
-    const item = (id: string, event_message: string) => ({ event: { id, event_message, timestamp: '2024-01-01T00:00:00.000000Z' } });
-    expect(latestPerId([item('a', '1'), item('b', '1'), item('a', '2'), item('c', '1')]).map(({ event }) => `${event.id}${event.event_message}`)).toEqual(['b1', 'a2', 'c1']);
+    const item = (id: string, event_message: string) => ({ entry: bulkEntry('i', { id, event_message, timestamp: '2024-01-01T00:00:00.000000Z' }) });
+    expect(latestPerId([item('a', '1'), item('b', '1'), item('a', '2'), item('c', '1')]).map(({ entry }) => `${entry.id}${entryEvent(entry).event_message}`)).toEqual(['b1', 'a2', 'c1']);
+  });
+
+  it('reads the stored event back from its bulk entry as it was serialised', () => {
+    const event = { id: 'é/1', timestamp: '2024-01-01T00:00:00.000000Z', event_message: 'two\nlines "quoted"', metadata: [{ city: 'São Paulo', n: 1.5 }] };
+    expect(entryEvent(bulkEntry('logs-x', event))).toEqual(event);
   });
 
   it('backs off exponentially up to the cap', () => {

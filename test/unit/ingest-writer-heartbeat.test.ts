@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BulkCoalescer } from '../../ingest/bulk-coalescer.ts';
-import type { EventPartitioning } from '../../ingest/event-partition.ts';
+import { bulkEntry } from '../../ingest/bulk.ts';
 import { createIngestMetrics } from '../../ingest/metrics.ts';
 import { writeEvents } from '../../ingest/writer.ts';
 import { createLogger } from '../../shared/logger.ts';
@@ -11,7 +11,7 @@ describe('ingest writer: a slow bulk request', () => {
     let answerBulk: () => void = () => undefined;
     // as a bulk waiting for a shard's primary on a cluster: answered only after the worker heartbeated four times
     const slowBulk = {
-      write: async (_indexOf: unknown, events: unknown[]) => {
+      write: async (events: unknown[]) => {
         await new Promise<void>((resolve) => (answerBulk = resolve));
         return events.map(() => ({ status: 201, _index: 'i', _id: 'x', result: 'created' }));
       },
@@ -20,7 +20,6 @@ describe('ingest writer: a slow bulk request', () => {
     const written = writeEvents(
       {
         bulk: slowBulk,
-        partitioning: { indexOf: () => 'i' } as unknown as EventPartitioning,
         source: 'edge_logs',
         metrics: createIngestMetrics(),
         logger: createLogger('writer-test', 'silent'),
@@ -38,7 +37,7 @@ describe('ingest writer: a slow bulk request', () => {
         },
         onHold: () => undefined,
       },
-      [{ event: { id: 'x', timestamp: '2024-01-01T00:00:00.000000Z', event_message: 'm' }, bytes: 10 }],
+      [{ entry: bulkEntry('i', { id: 'x', timestamp: '2024-01-01T00:00:00.000000Z', event_message: 'm' }) }],
     );
     expect(await written).toEqual([]);
     expect(heartbeats.slice(0, 4)).toEqual(Array(4).fill('during the bulk'));
