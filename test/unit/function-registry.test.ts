@@ -1,0 +1,156 @@
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../shared/config.ts';
+import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
+import { SANDBOX_FUNCTION_NAMES, sandboxFunction, type Parameter, type ResultRule, type SandboxFunctionName, type Signature } from '../../src/sql/functions.ts';
+import type { Expr, Query } from '../../src/sql/syntax.ts';
+import type { SqlType } from '../../src/sql/types.ts';
+
+/**
+ * Where the registry (src/sql/functions.ts) and the DuckDB translations must agree and the compiler
+ * cannot check it: for every signature of every function, a call built from the registry's parameter
+ * kinds translates, prints SQL DuckDB binds, has the registry's result type, and prints each value
+ * argument exactly once.
+ */
+
+const config = loadConfig({});
+const context = { tables: [], parameters: {}, now: Date.parse('2024-01-01T01:00:00Z'), maxChars: config.SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: config.SANDBOX_MAX_RESULT_BYTES };
+
+const str = (value: string): Expr => ({ kind: 'string', value });
+const num = (text: string): Expr => ({ kind: 'number', text });
+
+/** A value of each kind (the first kind a parameter lists is the one used). */
+const SAMPLES: Partial<Record<SqlType['kind'], Expr>> = {
+  string: str('a'),
+  int64: num('2'),
+  float64: num('1.5'),
+  numeric: { kind: 'typed_literal', type: 'NUMERIC', value: '1.5' },
+  bool: { kind: 'boolean', value: true },
+  bytes: { kind: 'call', name: 'md5', args: [str('a')], star: false, distinct: false },
+  timestamp: { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01 00:00:00+00' },
+  datetime: { kind: 'typed_literal', type: 'DATETIME', value: '2024-01-01 00:00:00' },
+  date: { kind: 'typed_literal', type: 'DATE', value: '2024-01-01' },
+  json: { kind: 'typed_literal', type: 'JSON', value: '{"a":1}' },
+  array: { kind: 'array', elements: [str('a'), str('b')] },
+};
+
+/** Arguments that must be literals of a particular form (formats, patterns, paths, zones, counts). */
+const LITERALS: Partial<Record<SandboxFunctionName, Record<number, Expr>>> = {
+  approx_quantiles: { 1: num('2') },
+  format_timestamp: { 0: str('%Y'), 2: str('UTC') },
+  format_datetime: { 0: str('%Y') },
+  format_date: { 0: str('%Y') },
+  parse_timestamp: { 0: str('%Y'), 2: str('UTC') },
+  parse_datetime: { 0: str('%Y') },
+  parse_date: { 0: str('%Y') },
+  regexp_contains: { 1: str('a') },
+  regexp_extract: { 1: str('(a)') },
+  regexp_extract_all: { 1: str('a') },
+  regexp_replace: { 1: str('a') },
+  json_value: { 1: str('$.a') },
+  json_query: { 1: str('$.a') },
+  json_extract: { 1: str('$.a') },
+  json_extract_scalar: { 1: str('$.a') },
+  json_extract_array: { 1: str('$.a') },
+  json_value_array: { 1: str('$.a') },
+  timestamp_trunc: { 2: str('UTC') },
+  current_datetime: { 0: str('UTC') },
+  current_date: { 0: str('UTC') },
+  timestamp: { 1: str('UTC') },
+  datetime: { 1: str('UTC') },
+  date: { 1: str('UTC') },
+};
+
+/** The literal an argument must be, where the parameter takes one of its kind (DATE(y, m, d) takes no zone). */
+function literalFor(name: SandboxFunctionName, index: number, parameter: Parameter): Expr | undefined {
+  const literal = LITERALS[name]?.[index];
+  if (!literal || !Array.isArray(parameter)) return undefined;
+  return parameter.includes(literal.kind === 'number' ? 'int64' : 'string') ? literal : undefined;
+}
+
+function sampleArgument(name: SandboxFunctionName, index: number, parameter: Parameter): Expr {
+  const literal = literalFor(name, index, parameter);
+  if (literal) return literal;
+  if (parameter === 'date_part') return { kind: 'date_part', part: 'day' };
+  if (parameter === 'interval') return { kind: 'interval', value: num('1'), unit: 'day' };
+  if (parameter === 'any') return SAMPLES.int64!;
+  return SAMPLES[parameter[0]!]!;
+}
+
+/** `expr` inside `depth` one-argument COALESCEs: the same value and type, a longer text that is not a literal. */
+function grown(expr: Expr, depth: number): Expr {
+  let result = expr;
+  for (let i = 0; i < depth; i++) result = { kind: 'call', name: 'coalesce', args: [result], star: false, distinct: false };
+  return result;
+}
+
+function callQuery(name: SandboxFunctionName, args: Expr[]): Query {
+  const fn = sandboxFunction(name)!;
+  const call: Expr = { kind: 'call', name, args, star: false, distinct: false, ...(fn.kind === 'window' ? { over: { partitionBy: [], orderBy: [] } } : {}) };
+  return { kind: 'query', with: [], body: { kind: 'select', distinct: false, from: [], groupBy: [], items: [{ kind: 'expression', expr: call, alias: 'v' }] }, orderBy: [] };
+}
+
+function expectedType(rule: ResultRule, args: string[]): string {
+  switch (rule) {
+    case 'argument': return args[0]!;
+    case 'array_of_argument': return `array<${args[0]}>`;
+    case 'common': return args.find((type) => type !== 'bool')!;
+    case 'float64_or_numeric': return args[0] === 'numeric' ? 'numeric' : 'float64';
+    default: return rule;
+  }
+}
+
+const shape = (type: SqlType): string => (type.kind === 'array' ? `array<${type.element.kind}>` : type.kind);
+
+/** Each signature at its fewest and its most arguments (a variadic one: at two). */
+function forms(signature: Signature): Parameter[][] {
+  const most = signature.variadic ? Math.max(signature.params.length, 2) : signature.params.length;
+  const counts = [...new Set([signature.required, most])];
+  return counts.map((count) => Array.from({ length: count }, (_, i) => (i < signature.params.length ? signature.params[i]! : signature.params.at(-1)!)));
+}
+
+const CASES = SANDBOX_FUNCTION_NAMES.flatMap((name) => sandboxFunction(name)!.signatures.flatMap(forms).map((params) => ({ name, params })));
+
+let connection: DuckDBConnection;
+beforeAll(async () => {
+  connection = await (await DuckDBInstance.create(':memory:')).connect();
+});
+afterAll(() => connection?.closeSync());
+
+describe('the function registry and the DuckDB translations agree', () => {
+  it('every function is registered with a meaning and at least one signature', () => {
+    for (const name of SANDBOX_FUNCTION_NAMES) {
+      const fn = sandboxFunction(name)!;
+      expect(fn.meaning.length, name).toBeGreaterThan(5);
+      expect(fn.signatures.length, name).toBeGreaterThan(0);
+      expect(fn.minArgs, name).toBeLessThanOrEqual(fn.maxArgs);
+    }
+  });
+
+  it.each(CASES.map(({ name, params }) => [`${name}(${params.map((p) => (Array.isArray(p) ? p[0] : p)).join(', ')})`, name, params] as const))(
+    '%s translates to SQL DuckDB binds, with the registry\'s result type',
+    async (_, name, params) => {
+      const args = params.map((parameter, i) => sampleArgument(name, i, parameter));
+      const { sql, columns } = translateToDuckDb(callQuery(name, args), context);
+      const argTypes = args.filter((_, i) => Array.isArray(params[i]) || params[i] === 'any').map((arg) => shape(translateToDuckDb(callQuery('coalesce', [arg]), context).columns[0]!.type));
+      expect(shape(columns[0]!.type)).toBe(expectedType(sandboxFunction(name)!.result, argTypes));
+      // runtime errors of the sample values are fine; a parser, binder or catalog error is a broken translation
+      const error = await connection.run(sql).then(() => undefined, (e: Error) => e.message);
+      expect(error ?? '').not.toMatch(/^(Parser|Binder|Catalog) Error/);
+    },
+  );
+
+  it.each(CASES.map(({ name, params }) => [name, params] as const))('%s prints each value argument at most as often as the registry bounds', (name, params) => {
+    const args = params.map((parameter, i) => sampleArgument(name, i, parameter));
+    const length = (i: number, depth: number) => translateToDuckDb(callQuery(name, args.map((arg, j) => (j === i ? grown(arg, depth) : arg))), context).sql.length;
+    const copies = params.flatMap((parameter, i) => {
+      if (literalFor(name, i, parameter) || !(Array.isArray(parameter) || parameter === 'any')) return [];
+      // ten more COALESCE( ... ) around the argument: how many times ten wrappers' text was added
+      const wrappers = translateToDuckDb(callQuery('coalesce', [grown(args[i]!, 10)]), context).sql.length - translateToDuckDb(callQuery('coalesce', [args[i]!]), context).sql.length;
+      return [(length(i, 20) - length(i, 10)) / wrappers];
+    });
+    // every value argument is printed, none more often than the registry says, and the bound is reached
+    for (const count of copies) expect(count, name).toBeGreaterThanOrEqual(1);
+    if (copies.length > 0) expect(Math.max(...copies), name).toBe(sandboxFunction(name)!.cost.copies);
+  });
+});
