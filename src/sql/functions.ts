@@ -95,6 +95,8 @@ const DATETIME = ['datetime'] as const;
 const DATE = ['date'] as const;
 const ARRAY = ['array'] as const;
 const JSON_TEXT = ['string', 'json'] as const;
+/** The kinds CAST(x AS STRING) takes. */
+const TO_STRING = ['string', 'int64', 'float64', 'bool', 'date', 'datetime', 'timestamp'] as const;
 
 interface Entry {
   kind?: FunctionKind;
@@ -215,7 +217,12 @@ const FUNCTIONS = {
 
   // regular expressions and JSON
   regexp_contains: define({ params: [STRING, STRING], result: 'bool', pushdown: 'regexp_condition', meaning: 'TRUE when the RE2 regex matches part of the value' }),
-  regexp_extract: define({ params: [STRING, STRING], result: 'string', meaning: 'the first match\'s capture group (or the whole match); NULL when none' }),
+  regexp_extract: define({
+    params: [STRING, STRING, INT64, INT64],
+    required: 2,
+    result: 'string',
+    meaning: 'the capture group (or whole match) of the Nth match (default 1st) from a 1-based position (default 1); NULL when none',
+  }),
   regexp_extract_all: define({ params: [STRING, STRING], result: 'array<string>', meaning: 'every match\'s capture group (or whole match)' }),
   regexp_replace: define({ params: [STRING, STRING, STRING], result: 'string', meaning: 'every match replaced; \\1 in the replacement copies a group' }),
   json_value: define({ params: [JSON_TEXT, STRING], required: 1, result: 'string', literal: true, meaning: 'the scalar at the JSONPath, unquoted; NULL for an object or array' }),
@@ -224,7 +231,7 @@ const FUNCTIONS = {
   json_extract_scalar: define({ params: [JSON_TEXT, STRING], required: 1, result: 'string', literal: true, meaning: 'the scalar at the JSONPath (legacy JSON_VALUE)' }),
   json_extract_array: define({ params: [JSON_TEXT, STRING], required: 1, result: 'array<string>', literal: true, meaning: 'the array at the JSONPath, its elements as JSON text' }),
   json_value_array: define({ params: [JSON_TEXT, STRING], required: 1, result: 'array<string>', literal: true, meaning: 'the array of scalars at the JSONPath, unquoted' }),
-  to_json_string: define({ params: ['any'], result: 'string', meaning: 'the value as compact JSON text' }),
+  to_json_string: define({ params: ['any', BOOL], required: 1, result: 'string', meaning: 'the value as JSON text, compact or (when the flag is TRUE) indented by two spaces' }),
   parse_json: define({ params: [STRING], result: 'json', meaning: 'the text read as a JSON value' }),
 
   // strings
@@ -232,7 +239,7 @@ const FUNCTIONS = {
   upper: define({ params: [STRING], result: 'string', meaning: 'the text in upper case' }),
   length: define({ params: [['string', 'bytes']], result: 'int64', meaning: 'characters of a STRING, bytes of BYTES' }),
   char_length: define({ params: [STRING], result: 'int64', meaning: 'characters of the text' }),
-  concat: define({ params: [STRING], variadic: true, result: 'string', meaning: 'the texts joined; NULL when any is NULL' }),
+  concat: define({ params: [TO_STRING], variadic: true, result: 'string', meaning: 'the values cast to STRING and joined; NULL when any is NULL' }),
   substr: define({ params: [STRING, INT64, INT64], required: 2, result: 'string', meaning: 'the text from a 1-based position (negative: from the end), of at most the length' }),
   substring: define({ params: [STRING, INT64, INT64], required: 2, result: 'string', meaning: 'alias of SUBSTR' }),
   strpos: define({ params: [STRING, STRING], result: 'int64', meaning: 'the 1-based position of the first occurrence, 0 when none' }),
@@ -265,11 +272,17 @@ const FUNCTIONS = {
 
   // numbers
   abs: define({ params: [NUMBER], result: 'argument', meaning: 'the absolute value' }),
-  round: define({ params: [NUMBER, INT64], required: 1, result: 'float64_or_numeric', meaning: 'rounded to N decimal places (default 0), halves away from zero' }),
+  round: define({
+    params: [NUMBER, INT64, STRING],
+    required: 1,
+    result: 'float64_or_numeric',
+    literal: true,
+    meaning: 'rounded to N decimal places (default 0), halves away from zero or, for NUMERIC, by the mode ROUND_HALF_EVEN',
+  }),
   floor: define({ params: [FLOATING], result: 'float64', meaning: 'the largest integral value not greater' }),
   ceil: define({ params: [FLOATING], result: 'float64', meaning: 'the smallest integral value not less' }),
   ceiling: define({ params: [FLOATING], result: 'float64', meaning: 'alias of CEIL' }),
-  trunc: define({ params: [FLOATING], result: 'float64', meaning: 'the value rounded toward zero' }),
+  trunc: define({ params: [FLOATING, INT64], required: 1, result: 'float64', meaning: 'the value rounded toward zero, at N decimal places (default 0)' }),
   mod: define({ params: [INT64, INT64], result: 'int64', meaning: 'the remainder, with the dividend\'s sign; a zero divisor is an error' }),
   div: define({ params: [INT64, INT64], result: 'int64', meaning: 'the quotient rounded toward zero; a zero divisor is an error' }),
   ieee_divide: define({ params: [FLOATING, FLOATING], result: 'float64', meaning: 'x / y by IEEE 754: a zero divisor gives +/-inf or NaN' }),

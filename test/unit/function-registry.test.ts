@@ -37,6 +37,7 @@ const SAMPLES: Partial<Record<SqlType['kind'], Expr>> = {
 /** Arguments that must be literals of a particular form (formats, patterns, paths, zones, counts). */
 const LITERALS: Partial<Record<SandboxFunctionName, Record<number, Expr>>> = {
   approx_quantiles: { 1: num('2') },
+  round: { 0: { kind: 'typed_literal', type: 'NUMERIC', value: '2.5' }, 2: str('ROUND_HALF_EVEN') },
   format_timestamp: { 0: str('%Y'), 2: str('UTC') },
   format_datetime: { 0: str('%Y') },
   format_date: { 0: str('%Y') },
@@ -65,7 +66,8 @@ const LITERALS: Partial<Record<SandboxFunctionName, Record<number, Expr>>> = {
 function literalFor(name: SandboxFunctionName, index: number, parameter: Parameter): Expr | undefined {
   const literal = LITERALS[name]?.[index];
   if (!literal || !Array.isArray(parameter)) return undefined;
-  return parameter.includes(literal.kind === 'number' ? 'int64' : 'string') ? literal : undefined;
+  const kind = literal.kind === 'number' ? 'int64' : literal.kind === 'typed_literal' ? (literal.type.toLowerCase() as 'numeric') : 'string';
+  return parameter.includes(kind) ? literal : undefined;
 }
 
 function sampleArgument(name: SandboxFunctionName, index: number, parameter: Parameter): Expr {

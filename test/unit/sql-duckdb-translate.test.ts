@@ -277,10 +277,31 @@ describe('BigQuery semantics on real DuckDB', () => {
     ['cast(timestamp as string) is BigQuery text', { kind: 'cast', safe: false, expr: { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01 00:00:00.12' }, type: 'STRING' }, '2024-01-01 00:00:00.120+00'],
     ['format_timestamp %F %T %Ez', call('format_timestamp', str('%FT%T%Ez'), { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-02 03:04:05' }), '2024-01-02T03:04:05+00:00'],
     ['current_timestamp is the request time', call('unix_micros', call('current_timestamp')), String(Date.parse('2024-01-01T01:00:00Z') * 1000)],
+    ['to_json_string writes a TIMESTAMP in the JSON form', call('to_json_string', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2017-06-24 01:00:00.5' }), '"2017-06-24T01:00:00.500Z"'],
+    ['to_json_string quotes an INT64 beyond 2^53, inside records and arrays too', call('to_json_string', {
+      kind: 'struct', fields: [{ expr: { kind: 'array', elements: [num('9007199254740993'), num('1')] }, name: 'a' }, { expr: { kind: 'typed_literal', type: 'DATETIME', value: '2024-01-01 00:00:00' }, name: 'd' }],
+    }), '{"a":["9007199254740993",1],"d":"2024-01-01T00:00:00"}'],
+    ['to_json_string pretty-prints with two spaces', call('to_json_string', { kind: 'array', elements: [num('1')] }, { kind: 'boolean', value: true }), '[\n  1\n]'],
+    ['regexp_extract from a position, the Nth occurrence', call('regexp_extract', str('a1 b2 c3'), str('[a-z](\\d)'), num('2'), num('2')), '3'],
+    ['regexp_extract past the last occurrence is NULL', call('regexp_extract', str('a1 b2'), str('[a-z]\\d'), num('1'), num('3')), null],
+    ['trunc to digits', call('trunc', { kind: 'unary', operator: '-', operand: num('1.29') }, num('1')), -1.2],
+    ['round half to even on NUMERIC', call('round', { kind: 'typed_literal', type: 'NUMERIC', value: '2.5' }, num('0'), str('ROUND_HALF_EVEN')), 2],
+    ['concat casts its arguments to STRING', call('concat', str('x'), num('1'), num('1.5'), { kind: 'boolean', value: true }), 'x11.5true'],
   ];
   for (const [name, expr, expected] of cases) {
     it(name, async () => expect(await evaluate(expr)).toEqual(expected));
   }
+
+  it('regexp_extract refuses a position or occurrence below 1, as BigQuery', async () => {
+    await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('0')))).rejects.toThrow(/position must be positive/);
+    await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('1'), num('0')))).rejects.toThrow(/occurrence must be positive/);
+  });
+
+  it('a rounding mode is for NUMERIC only and must be one BigQuery knows', () => {
+    const rounded = (value: Expr, mode: string) => () => translate(query(select({ items: [item(call('round', value, num('0'), str(mode)), 'v')] })));
+    expect(rounded(num('2.5'), 'ROUND_HALF_EVEN')).toThrow(/NUMERIC only, not FLOAT64/);
+    expect(rounded({ kind: 'typed_literal', type: 'NUMERIC', value: '2.5' }, 'ROUND_UP')).toThrow(/unknown rounding mode "ROUND_UP"/);
+  });
 
   it('OFFSET out of range is an error', async () => {
     await expect(evaluate({ kind: 'subscript', mode: 'offset', expr: { kind: 'array', elements: [num('1')] }, index: num('1') })).rejects.toThrow(/out of bounds/);

@@ -6,6 +6,7 @@ import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors
 import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
+import { civilText } from './civil-text.ts';
 import type { SqlBudget } from './budget.ts';
 import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
 import { translateCall, type ExpressionPrinter } from './functions.ts';
@@ -362,7 +363,7 @@ export function castValue(value: Typed, target: CastType, safe: boolean, budget:
       if (from === 'int64' || from === 'bool' || from === 'date') return { sql: `CAST(${value.sql} AS VARCHAR)`, type: STRING };
       // DuckDB writes a whole DOUBLE as 1.0, BigQuery as 1
       if (from === 'float64') return { sql: `regexp_replace(CAST(${value.sql} AS VARCHAR), '\\.0$', '')`, type: STRING };
-      if (from === 'timestamp' || from === 'datetime') return { sql: checked((v) => civilText(v, from === 'timestamp')), type: STRING };
+      if (from === 'timestamp' || from === 'datetime') return { sql: checked((v) => civilText(v, from, 'cast')), type: STRING };
       return refuse();
     }
     case 'INT64': {
@@ -410,17 +411,6 @@ export function castValue(value: Typed, target: CastType, safe: boolean, budget:
     default:
       throw new SandboxViolation(`CAST to ${target} is not supported`, position);
   }
-}
-
-/**
- * BigQuery's text of a TIMESTAMP (`2024-01-01 00:00:00.123+00`) or DATETIME (no zone): the
- * fraction is written with 0, 3 or 6 digits, the fewest that keep it exact.
- */
-function civilText(value: string, withZone: boolean): string {
-  const utc = withZone ? `CAST(${value} AS TIMESTAMP)` : value;
-  const micros = `(microsecond(${utc}) % 1000000)`;
-  const fraction = `(CASE WHEN ${micros} = 0 THEN '' WHEN ${micros} % 1000 = 0 THEN strftime(${utc}, '.%g') ELSE strftime(${utc}, '.%f') END)`;
-  return `(strftime(${utc}, '%Y-%m-%d %H:%M:%S') || ${fraction}${withZone ? ` || '+00'` : ''})`;
 }
 
 const EXTRACT_PARTS: Partial<Record<string, (v: string) => string>> = {
@@ -506,5 +496,6 @@ const PRINTER: ExpressionPrinter = {
   addInterval,
   orderItemSql,
   windowSql,
+  castToString: (value, ctx, position) => castValue(value, 'STRING', false, ctx.budget, position),
   coerceLiteral: (text, type, position) => coerceLiteral(text, type, position) ?? { sql: quoteString(text, position), type: STRING, stringLiteral: text },
 };

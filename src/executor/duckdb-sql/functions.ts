@@ -8,6 +8,7 @@ import { isAggregate, parameterAt, sandboxFunction, signatureOf, type SandboxFun
 import type { SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
 import type { ExprContext } from './expression-context.ts';
+import { jsonEncoded, needsEncoding, twoSpaceIndent } from './json-encoding.ts';
 import { LAMBDA_PARAMETER, MICROS_PER, float64Literal, quoteString, timestampLiteral } from './literals.ts';
 import { formatTimestampSql, parseTimestampFormats } from './time-format.ts';
 import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, commonType, expect, isOrderable, typeName, unifyTypes, type Typed } from './types.ts';
@@ -24,6 +25,8 @@ export interface ExpressionPrinter {
   addInterval(value: Typed, interval: Extract<Expr, { kind: 'interval' }>, subtract: boolean, ctx: ExprContext): Typed;
   orderItemSql(sql: string, item: OrderItem): string;
   windowSql(spec: WindowSpec, ctx: ExprContext): string;
+  /** BigQuery's CAST(value AS STRING). */
+  castToString(value: Typed, ctx: ExprContext, position?: QueryPosition): Typed;
   /** A string literal read as a TIMESTAMP, DATETIME or DATE, as BigQuery coerces one. */
   coerceLiteral(text: string, type: SqlType, position?: QueryPosition): Typed;
 }
@@ -72,6 +75,18 @@ function once(call: Call, args: Typed[], sql: (refs: string[]) => string): strin
 /** The arguments' texts joined, within the query's budget. */
 function joined(call: Call, args: readonly string[], separator: string): string {
   return call.ctx.budget.join(args, separator, call.expr.position);
+}
+
+/**
+ * REGEXP_EXTRACT(value, regex, position, occurrence): the occurrence-th non-overlapping match (default
+ * the first) in the text from the 1-based character position on; NULL past the end or the last match.
+ */
+function nthMatch(call: Call, value: Typed, pattern: Typed, group: number): string {
+  const position = call.arg(2);
+  const occurrence = call.expr.args.length > 3 ? call.arg(3) : { sql: 'CAST(1 AS BIGINT)', type: INT64 };
+  return once(call, [value, pattern, position, occurrence], ([text, regex, from, nth]) =>
+    `(CASE WHEN ${from} <= 0 THEN error('REGEXP_EXTRACT: the position must be positive') WHEN ${nth} <= 0 THEN error('REGEXP_EXTRACT: the occurrence must be positive') ` +
+    `WHEN ${from} > length(${text}) THEN NULL ELSE regexp_extract_all(substring(${text}, ${from}), ${regex}, ${group})[${nth}] END)`);
 }
 
 function regexArgs(call: Call): [Typed, Typed] {
@@ -296,7 +311,8 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
 
   // strings
   concat: (call) => {
-    const args = call.expr.args.map((_, i) => call.arg(i));
+    // BigQuery casts each argument to STRING first
+    const args = call.expr.args.map((_, i) => call.printer.castToString(call.arg(i), call.ctx, call.expr.position));
     // DuckDB's concat skips NULLs; BigQuery's (like ||) returns NULL
     return { sql: concatenation(args.map((a) => a.sql), call.ctx.budget, call.ctx.maxValueBytes), type: STRING };
   },
@@ -344,6 +360,7 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     const [value, pattern] = regexArgs(call);
     const groups = captureGroups(literalText(call, 1, 'regular expression'));
     if (groups > 1) fail(call, 'the regular expression may have at most one capturing group');
+    if (call.expr.args.length > 2) return { sql: nthMatch(call, value, pattern, groups), type: STRING };
     // the capture group if there is one, else the whole match; NULL (not '') when nothing matches
     const sql = once(call, [value, pattern], ([text, regex]) => `(CASE WHEN regexp_matches(${text}, ${regex}) THEN regexp_extract(${text}, ${regex}, ${groups}) END)`);
     return { sql, type: STRING };
@@ -383,8 +400,13 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   sha256: (call) => ({ sql: `unhex(sha256(${call.arg(0).sql}))`, type: { kind: 'bytes' } }),
   to_hex: (call) => ({ sql: `lower(hex(${call.arg(0).sql}))`, type: STRING }),
   parse_json: (call) => ({ sql: `CAST(${call.arg(0).sql} AS JSON)`, type: { kind: 'json' } }),
-  // DuckDB writes timestamps inside JSON as `2024-01-01 00:00:00+00` where BigQuery writes `2024-01-01T00:00:00Z`
-  to_json_string: (call) => ({ sql: `CAST(to_json(${call.arg(0).sql}) AS VARCHAR)`, type: STRING }),
+  to_json_string: (call) => {
+    const value = call.arg(0);
+    const encode = (v: string) => `CAST(${jsonEncoded(v, value.type)} AS VARCHAR)`;
+    if (call.expr.args.length === 1) return { sql: needsEncoding(value.type) ? once(call, [value], ([v]) => encode(v!)) : encode(value.sql), type: STRING };
+    const sql = once(call, [value, call.arg(1)], ([v, pretty]) => `(CASE WHEN ${pretty} THEN ${twoSpaceIndent(`json_pretty(${encode(v!)})`)} ELSE ${encode(v!)} END)`);
+    return { sql, type: STRING };
+  },
   // on strings only: BigQuery also searches inside records and arrays
   contains_substr: (call) => ({ sql: `contains(lower(${call.arg(0).sql}), lower(${call.arg(1).sql}))`, type: BOOL }),
 
@@ -396,9 +418,13 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   round: (call) => {
     const value = call.arg(0);
     const digits = call.expr.args.length > 1 ? `CAST(${call.arg(1).sql} AS INTEGER)` : '0';
-    // DuckDB's round of a DOUBLE rounds half away from zero, as BigQuery; INT64 input gives FLOAT64
+    // DuckDB's round rounds half away from zero, as BigQuery; INT64 input gives FLOAT64
     const type = value.type.kind === 'numeric' ? value.type : FLOAT64;
-    return { sql: `round(CAST(${value.sql} AS ${type.kind === 'numeric' ? 'DECIMAL(38,9)' : 'DOUBLE'}), ${digits})`, type };
+    const mode = call.expr.args.length > 2 ? literalText(call, 2, 'rounding mode') : 'ROUND_HALF_AWAY_FROM_ZERO';
+    if (mode !== 'ROUND_HALF_AWAY_FROM_ZERO' && mode !== 'ROUND_HALF_EVEN') fail(call, `unknown rounding mode ${JSON.stringify(mode)} (ROUND_HALF_AWAY_FROM_ZERO or ROUND_HALF_EVEN)`);
+    if (call.expr.args.length > 2 && type.kind !== 'numeric') fail(call, `a rounding mode applies to NUMERIC only, not ${typeName(value.type)}`);
+    const fn = mode === 'ROUND_HALF_EVEN' ? 'round_even' : 'round';
+    return { sql: `${fn}(CAST(${value.sql} AS ${type.kind === 'numeric' ? 'DECIMAL(38,9)' : 'DOUBLE'}), ${digits})`, type };
   },
   floor: (call) => ({ sql: `floor(CAST(${call.arg(0).sql} AS DOUBLE))`, type: FLOAT64 }),
   ceil: (call) => ({ sql: `ceil(CAST(${call.arg(0).sql} AS DOUBLE))`, type: FLOAT64 }),
@@ -435,7 +461,11 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     const value = call.arg(0);
     return { sql: `CAST(sign(${value.sql}) AS ${value.type.kind === 'float64' ? 'DOUBLE' : 'BIGINT'})`, type: value.type.kind === 'float64' ? FLOAT64 : INT64 };
   },
-  trunc: (call) => ({ sql: `trunc(CAST(${call.arg(0).sql} AS DOUBLE))`, type: FLOAT64 }),
+  // toward zero, at N decimal places (left of the point for a negative N)
+  trunc: (call) => {
+    const value = `CAST(${call.arg(0).sql} AS DOUBLE)`;
+    return { sql: call.expr.args.length > 1 ? `trunc(${value}, CAST(${call.arg(1).sql} AS INTEGER))` : `trunc(${value})`, type: FLOAT64 };
+  },
   reverse: (call) => ({ sql: `reverse(${call.arg(0).sql})`, type: STRING }),
   repeat: (call) => {
     const [value, times] = [call.arg(0), call.arg(1)];
