@@ -286,6 +286,13 @@ describe('BigQuery semantics on real DuckDB', () => {
     ['regexp_extract past the last occurrence is NULL', call('regexp_extract', str('a1 b2'), str('[a-z]\\d'), num('1'), num('3')), null],
     ['trunc to digits', call('trunc', { kind: 'unary', operator: '-', operand: num('1.29') }, num('1')), -1.2],
     ['round half to even on NUMERIC', call('round', { kind: 'typed_literal', type: 'NUMERIC', value: '2.5' }, num('0'), str('ROUND_HALF_EVEN')), 2],
+    ['timestamp of a civil text in a named zone', call('timestamp', str('2008-12-25 15:30:00'), str('America/Los_Angeles')), '2008-12-25 23:30:00+00'],
+    ['timestamp of a text with its own offset keeps it', call('timestamp', str('2008-12-25 15:30:00+00'), str('America/Los_Angeles')), '2008-12-25 15:30:00+00'],
+    ['timestamp of a date text at an offset', call('timestamp', str('2008-12-25'), str('-08')), '2008-12-25 08:00:00+00'],
+    ['timestamp_trunc on a zone\'s clock', call('timestamp_trunc', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2017-11-06 00:00:00+12' }, part('day'), str('Pacific/Auckland')), '2017-11-05 11:00:00+00'],
+    ['datetime of a timestamp in a named zone', call('datetime', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('America/Los_Angeles')), '2008-12-24 21:30:00'],
+    ['format_timestamp at an offset', call('format_timestamp', str('%F %H:%M'), { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('+05:30')), '2008-12-25 11:00'],
+    ['parse_timestamp in a named zone', call('unix_seconds', call('parse_timestamp', str('%Y-%m-%d %H:%M'), str('2020-01-01 10:00'), str('America/New_York'))), String(Date.parse('2020-01-01T15:00:00Z') / 1000)],
     ['concat casts its arguments to STRING', call('concat', str('x'), num('1'), num('1.5'), { kind: 'boolean', value: true }), 'x11.5true'],
   ];
   for (const [name, expr, expected] of cases) {
@@ -295,6 +302,14 @@ describe('BigQuery semantics on real DuckDB', () => {
   it('regexp_extract refuses a position or occurrence below 1, as BigQuery', async () => {
     await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('0')))).rejects.toThrow(/position must be positive/);
     await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('1'), num('0')))).rejects.toThrow(/occurrence must be positive/);
+  });
+
+  it('a time zone must be one the zone database knows, and zone elements are written for UTC only', () => {
+    const sql = (expr: Expr) => () => translate(query(select({ items: [item(expr, 'v')] })));
+    const ts = { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' } as const;
+    expect(sql(call('date', ts, str('Nowhere/Special')))).toThrow(/unknown time zone "Nowhere\/Special"/);
+    expect(sql(call('format_timestamp', str('%H %Z'), ts, str('America/Los_Angeles')))).toThrow(/zone elements/);
+    expect(sql(call('date', { kind: 'typed_literal', type: 'DATE', value: '2008-12-25' }, str('America/Los_Angeles')))).toThrow(/applies to a TIMESTAMP, not DATE/);
   });
 
   it('a rounding mode is for NUMERIC only and must be one BigQuery knows', () => {

@@ -8,6 +8,7 @@ import { isAggregate, parameterAt, sandboxFunction, signatureOf, type SandboxFun
 import type { SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
 import type { ExprContext } from './expression-context.ts';
+import { civilIn, instantIn, timeZone, UTC, type TimeZone } from './time-zone.ts';
 import { jsonEncoded, needsEncoding, twoSpaceIndent } from './json-encoding.ts';
 import { LAMBDA_PARAMETER, MICROS_PER, float64Literal, quoteString, timestampLiteral } from './literals.ts';
 import { formatTimestampSql, parseTimestampFormats } from './time-format.ts';
@@ -526,8 +527,11 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   current_timestamp: (call) => ({ sql: timestampLiteral(BigInt(call.ctx.now) * 1000n), type: TIMESTAMP }),
   timestamp_trunc: (call) => {
     const value = call.arg(0);
-    utcOnly(call, 2);
-    return { sql: truncate(call, value, datePart(call, 1)), type: value.type.kind === 'unknown' ? TIMESTAMP : value.type };
+    const zone = zoneArgument(call, 2, value);
+    const type = value.type.kind === 'unknown' ? TIMESTAMP : value.type;
+    if (zone.kind === 'utc') return { sql: truncate(call, value, datePart(call, 1)), type };
+    // truncated on the zone's clock, then read back as an instant
+    return { sql: instantIn(truncate(call, { sql: civilIn(value.sql, zone), type: DATETIME }, datePart(call, 1)), zone), type };
   },
   datetime_trunc: (call) => {
     const value = call.arg(0);
@@ -545,14 +549,8 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   date_sub: (call) => intervalArithmetic(call, true),
   date_diff: (call) => ({ sql: boundariesCrossed(call, 'date'), type: INT64 }),
   datetime_diff: (call) => ({ sql: boundariesCrossed(call, 'datetime'), type: INT64 }),
-  current_date: (call) => {
-    utcOnly(call, 0);
-    return { sql: `CAST(${timestampLiteral(BigInt(call.ctx.now) * 1000n)} AS DATE)`, type: DATE };
-  },
-  current_datetime: (call) => {
-    utcOnly(call, 0);
-    return { sql: `CAST(${timestampLiteral(BigInt(call.ctx.now) * 1000n)} AS TIMESTAMP)`, type: DATETIME };
-  },
+  current_date: (call) => ({ sql: `CAST(${civilIn(timestampLiteral(BigInt(call.ctx.now) * 1000n), zoneArgument(call, 0))} AS DATE)`, type: DATE }),
+  current_datetime: (call) => ({ sql: civilIn(timestampLiteral(BigInt(call.ctx.now) * 1000n), zoneArgument(call, 0)), type: DATETIME }),
   datetime: (call) => {
     const count = call.expr.args.length;
     if (count === 6) {
@@ -561,8 +559,8 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     }
     if (count > 2) fail(call, 'takes a timestamp or date (and a time zone), or year, month, day, hour, minute, second');
     const value = call.arg(0);
-    utcOnly(call, 1);
-    return { sql: `CAST(${value.sql} AS TIMESTAMP)`, type: DATETIME };
+    const zone = zoneArgument(call, 1, value);
+    return { sql: zone.kind === 'utc' ? `CAST(${value.sql} AS TIMESTAMP)` : civilIn(value.sql, zone), type: DATETIME };
   },
   format_date: (call) => formatCivil(call, 'date'),
   format_datetime: (call) => formatCivil(call, 'datetime'),
@@ -584,27 +582,39 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   timestamp_seconds: (call) => timestampFromEpoch(call, 'second'),
   timestamp: (call) => {
     const value = call.arg(0);
-    utcOnly(call, 1);
-    return { sql: value.type.kind === 'timestamp' ? value.sql : `CAST(${value.sql} AS TIMESTAMPTZ)`, type: TIMESTAMP };
+    if (value.type.kind === 'timestamp') return { sql: value.sql, type: TIMESTAMP };
+    const zone = call.expr.args.length > 1 ? timeZone(literalText(call, 1, 'time zone'), call.expr.position) : UTC;
+    if (zone.kind === 'utc') return { sql: `CAST(${value.sql} AS TIMESTAMPTZ)`, type: TIMESTAMP };
+    if (value.type.kind !== 'string') return { sql: instantIn(`CAST(${value.sql} AS TIMESTAMP)`, zone), type: TIMESTAMP };
+    // a text that names its own zone or offset keeps it; the argument is the zone of one that does not
+    const sql = once(call, [value], ([text]) =>
+      `(CASE WHEN regexp_matches(${text}, '${OWN_ZONE}') THEN CAST(${text} AS TIMESTAMPTZ) ELSE ${instantIn(`CAST(${text} AS TIMESTAMP)`, zone)} END)`);
+    return { sql, type: TIMESTAMP };
   },
   date: (call) => {
     if (call.expr.args.length === 3) return { sql: `make_date(${joined(call, [0, 1, 2].map((i) => call.arg(i).sql), ', ')})`, type: DATE };
     const value = call.arg(0);
-    utcOnly(call, 1);
-    return { sql: `CAST(${value.sql} AS DATE)`, type: DATE };
+    const zone = zoneArgument(call, 1, value);
+    return { sql: `CAST(${zone.kind === 'utc' ? value.sql : civilIn(value.sql, zone)} AS DATE)`, type: DATE };
   },
   format_timestamp: (call) => {
     const format = literalText(call, 0, 'format');
     const value = call.arg(1);
-    utcOnly(call, 2);
-    return { sql: once(call, [value], ([timestamp]) => formatTimestampSql(format, timestamp!, call.ctx.budget, call.expr.position)), type: STRING };
+    const zone = zoneArgument(call, 2, value);
+    if (zone.kind !== 'utc' && hasZoneElement(format)) fail(call, 'zone elements (%Z, %z, %Ez) are written for UTC only; drop them or the time zone');
+    // the elements read the zone's clock: a civil time, which the formatter takes as it is
+    const clock = (timestamp: string) => (zone.kind === 'utc' ? timestamp : civilIn(timestamp, zone));
+    return { sql: once(call, [value], ([timestamp]) => formatTimestampSql(format, clock(timestamp!), call.ctx.budget, call.expr.position)), type: STRING };
   },
   parse_timestamp: (call) => {
     const formats = parseTimestampFormats(literalText(call, 0, 'format'), call.expr.position);
     const text = call.arg(1);
-    utcOnly(call, 2);
+    const zone = call.expr.args.length > 2 ? timeZone(literalText(call, 2, 'time zone'), call.expr.position) : UTC;
     const list = formats.length === 1 ? quoteString(formats[0]!) : `[${formats.map((f) => quoteString(f)).join(', ')}]`;
-    return { sql: `CAST(strptime(${text.sql}, ${list}) AS TIMESTAMPTZ)`, type: TIMESTAMP };
+    if (zone.kind === 'utc') return { sql: `CAST(strptime(${text.sql}, ${list}) AS TIMESTAMPTZ)`, type: TIMESTAMP };
+    if (formats.some((f) => f.includes('%z'))) fail(call, 'a format with a zone element (%z, %Ez) takes its zone from the text; drop the time zone argument');
+    // the text is a time on the zone's clock
+    return { sql: instantIn(`strptime(${text.sql}, ${list})`, zone), type: TIMESTAMP };
   },
 };
 
@@ -644,10 +654,31 @@ function boundariesCrossed(call: Call, kind: 'date' | 'datetime'): string {
   return `date_diff('${part}', ${earlier.sql}, ${later.sql})`;
 }
 
-function utcOnly(call: Call, i: number): void {
-  if (call.expr.args.length <= i) return;
-  const zone = literalText(call, i, 'time zone');
-  if (!/^(UTC|Etc\/UTC|Z|[+-]00(:?00)?)$/i.test(zone)) fail(call, `only the UTC time zone is supported, not ${JSON.stringify(zone)}`);
+/**
+ * The time zone argument at `i` (UTC when it is not written), a string literal; a zone other than
+ * UTC applies to a TIMESTAMP `value` only (BigQuery has no zone for a DATE or DATETIME there).
+ */
+function zoneArgument(call: Call, i: number, value?: Typed): TimeZone {
+  if (call.expr.args.length <= i) return UTC;
+  const zone = timeZone(literalText(call, i, 'time zone'), call.expr.position);
+  if (zone.kind !== 'utc' && value && value.type.kind !== 'timestamp' && value.type.kind !== 'unknown') {
+    fail(call, `a time zone applies to a TIMESTAMP, not ${typeName(value.type)}`);
+  }
+  return zone;
+}
+
+/** A text ending in its own zone: a time followed by Z, UTC, an offset, or a tz database name. */
+const OWN_ZONE = '(?i)[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]+)?)?\\s*(z|utc|[+-][0-9]{1,2}(:?[0-9]{2})?|[a-z_]+/[a-z_/]+)\\s*$';
+
+/** Whether a format writes the zone (%Z, %z, %Ez); `%%` is a literal percent sign. */
+function hasZoneElement(format: string): boolean {
+  for (let i = 0; i < format.length - 1; i++) {
+    if (format[i] !== '%') continue;
+    const next = format[i + 1];
+    if (next === 'Z' || next === 'z' || (next === 'E' && format[i + 2] === 'z')) return true;
+    i++;
+  }
+  return false;
 }
 
 function statistic(call: Call, fn: string): Typed {
