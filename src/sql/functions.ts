@@ -68,6 +68,8 @@ export interface TranslationCost {
   literal?: boolean;
 }
 
+export type Modifier = 'order_by' | 'limit';
+
 export interface SandboxFunction {
   kind: FunctionKind;
   signatures: readonly Signature[];
@@ -81,6 +83,8 @@ export interface SandboxFunction {
   maxArgs: number;
   /** `count(*)`. */
   allowsStar?: boolean;
+  /** What an aggregate call may hold besides its arguments: `ORDER BY` (string_agg(x ORDER BY y)), `LIMIT n`. */
+  modifiers?: readonly Modifier[];
   /** The 0-based argument that is a date part written as a bare word. */
   datePartArgument?: number;
 }
@@ -112,6 +116,7 @@ interface Entry {
   /** Text proportional to a literal argument is printed too. */
   literal?: boolean;
   allowsStar?: boolean;
+  modifiers?: readonly Modifier[];
 }
 
 const isSignatureList = (params: Entry['params']): params is readonly Signature[] => params.length > 0 && typeof params[0] === 'object' && 'params' in params[0];
@@ -131,6 +136,7 @@ function define(entry: Entry): SandboxFunction {
     maxArgs: Math.max(...signatures.map((s) => (s.variadic ? Infinity : s.params.length))),
     ...(entry.pushdown ? { pushdown: entry.pushdown } : {}),
     ...(entry.allowsStar ? { allowsStar: true } : {}),
+    ...(entry.modifiers ? { modifiers: entry.modifiers } : {}),
     ...(datePartArgument >= 0 ? { datePartArgument } : {}),
   };
 }
@@ -150,8 +156,14 @@ const FUNCTIONS = {
   min: aggregate({ params: ['any'], result: 'argument', pushdown: 'value_metric', meaning: 'the least non-NULL value of an orderable type' }),
   max: aggregate({ params: ['any'], result: 'argument', pushdown: 'value_metric', meaning: 'the greatest non-NULL value of an orderable type' }),
   any_value: aggregate({ params: ['any'], result: 'argument', meaning: 'a value of the group, any one' }),
-  array_agg: aggregate({ params: ['any'], copies: 2, result: 'array_of_argument', meaning: 'the values as an array; a NULL element is an error unless IGNORE NULLS' }),
-  string_agg: aggregate({ params: [STRING, STRING], required: 1, result: 'string', meaning: 'the non-NULL values joined by the separator (default ",")' }),
+  array_agg: aggregate({
+    params: ['any'],
+    copies: 2,
+    modifiers: ['order_by', 'limit'],
+    result: 'array_of_argument',
+    meaning: 'the values as an array (the first N with LIMIT); a NULL element is an error unless IGNORE NULLS',
+  }),
+  string_agg: aggregate({ params: [STRING, STRING], required: 1, modifiers: ['order_by'], result: 'string', meaning: 'the non-NULL values joined by the separator (default ",")' }),
   logical_and: aggregate({ params: [BOOL], result: 'bool', meaning: 'TRUE when every non-NULL value is TRUE' }),
   logical_or: aggregate({ params: [BOOL], result: 'bool', meaning: 'TRUE when any non-NULL value is TRUE' }),
   stddev: statistic('the sample standard deviation (alias of STDDEV_SAMP)'),

@@ -299,6 +299,17 @@ describe('BigQuery semantics on real DuckDB', () => {
     it(name, async () => expect(await evaluate(expr)).toEqual(expected));
   }
 
+  it('array_agg with ORDER BY and LIMIT keeps the first n; a NULL among them, and only among them, is an error', async () => {
+    const aggregated = (elements: Expr[], order: OrderItem, limit: string) => query(select({
+      items: [item({ kind: 'call', name: 'array_agg', args: [id('x')], star: false, distinct: false, orderBy: [order], limit: num(limit) }, 'xs')],
+      from: from(unnest({ kind: 'array', elements }, 'x')),
+    }));
+    expect(await run(aggregated([num('3'), num('1'), num('2')], asc(id('x')), '2'))).toEqual([{ xs: ['1', '2'] }]);
+    // descending puts NULL last, past the limit; ascending puts it first
+    expect(await run(aggregated([num('2'), nul, num('1')], desc(id('x')), '2'))).toEqual([{ xs: ['2', '1'] }]);
+    await expect(run(aggregated([num('2'), nul, num('1')], asc(id('x')), '2'))).rejects.toThrow(/null element/);
+  });
+
   it('regexp_extract refuses a position or occurrence below 1, as BigQuery', async () => {
     await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('0')))).rejects.toThrow(/position must be positive/);
     await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('1'), num('0')))).rejects.toThrow(/occurrence must be positive/);

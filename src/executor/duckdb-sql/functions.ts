@@ -90,6 +90,13 @@ function nthMatch(call: Call, value: Typed, pattern: Typed, group: number): stri
     `WHEN ${from} > length(${text}) THEN NULL ELSE regexp_extract_all(substring(${text}, ${from}), ${regex}, ${group})[${nth}] END)`);
 }
 
+/** The count of a LIMIT inside a call: an integer literal, 0 or more. */
+function limitCount(call: Call, limit: Expr): number {
+  const count = limit.kind === 'number' && /^\d+$/.test(limit.text) ? Number(limit.text) : NaN;
+  if (!Number.isSafeInteger(count)) fail(call, 'LIMIT takes an integer literal, 0 or more');
+  return count;
+}
+
 function regexArgs(call: Call): [Typed, Typed] {
   return [call.arg(0), call.arg(1)];
 }
@@ -245,13 +252,20 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     if (value.type.kind === 'array') fail(call, 'BigQuery has no arrays of arrays');
     const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
     const distinct = call.expr.distinct ? 'DISTINCT ' : '';
-    if (call.expr.ignoreNulls) return { sql: `list(${distinct}${value.sql}${order}) FILTER (WHERE ${value.sql} IS NOT NULL)${call.over}`, type: { kind: 'array', element: value.type } };
+    const type: SqlType = { kind: 'array', element: value.type };
+    // LIMIT n keeps the first n elements (in the ORDER BY's order)
+    const limit = call.expr.limit ? `[1:${limitCount(call, call.expr.limit)}]` : '';
+    if (call.expr.ignoreNulls) return { sql: `(list(${distinct}${value.sql}${order}) FILTER (WHERE ${value.sql} IS NOT NULL)${call.over})${limit}`, type };
     // BigQuery refuses to build an array holding NULL; DuckDB would keep it
+    const refusal = `error('ARRAY_AGG: Array cannot have a null element; use IGNORE NULLS')`;
+    const list = `list(${distinct}${value.sql}${order})${call.over}`;
+    if (limit) {
+      const e = LAMBDA_PARAMETER;
+      const sql = bindOnce(call.ctx.budget, [`(${list})${limit}`], ([kept]) => `(CASE WHEN list_bool_or(list_transform(${kept}, lambda ${e}: ${e} IS NULL)) THEN ${refusal} ELSE ${kept} END)`);
+      return { sql, type };
+    }
     const nulls = `count(*) FILTER (WHERE ${value.sql} IS NULL)${call.over}`;
-    return {
-      sql: `(CASE WHEN ${nulls} > 0 THEN error('ARRAY_AGG: Array cannot have a null element; use IGNORE NULLS') ELSE list(${distinct}${value.sql}${order})${call.over} END)`,
-      type: { kind: 'array', element: value.type },
-    };
+    return { sql: `(CASE WHEN ${nulls} > 0 THEN ${refusal} ELSE ${list} END)`, type };
   },
   approx_quantiles: (call) => {
     const value = call.arg(0);
@@ -745,10 +759,11 @@ export function translateCall(expr: CallExpr, ctx: ExprContext, printer: Express
   const signature = signatureOf(name, fn, expr.star ? 1 : expr.args.length, expr.position);
   const aggregate = isAggregate(fn);
   if (expr.distinct && !aggregate) throw new InvalidQuery(`DISTINCT is only allowed in aggregate functions`, expr.position);
-  if (expr.limit) throw new SandboxViolation(`LIMIT inside ${name.toUpperCase()}() is not supported`, expr.position);
-  if (expr.orderBy?.length && name !== 'string_agg' && name !== 'array_agg') {
-    throw new InvalidQuery(`ORDER BY is not allowed inside ${name.toUpperCase()}()`, expr.position);
+  if (expr.limit && !fn.modifiers?.includes('limit')) {
+    throw new SandboxViolation(`LIMIT inside ${name.toUpperCase()}() is not supported${name === 'string_agg' ? ' here (it is inside ARRAY_AGG)' : ''}`, expr.position);
   }
+  if (expr.orderBy?.length && !fn.modifiers?.includes('order_by')) throw new InvalidQuery(`ORDER BY is not allowed inside ${name.toUpperCase()}()`, expr.position);
+  if ((expr.limit || expr.orderBy?.length) && expr.over) throw new InvalidQuery(`ORDER BY and LIMIT inside ${name.toUpperCase()}() are not allowed with OVER`, expr.position);
   if (fn.kind === 'window' && !expr.over) throw new InvalidQuery(`${name.toUpperCase()} needs an OVER clause`, expr.position);
   if (expr.over && (fn.kind === 'scalar' || fn.kind === 'aggregate')) {
     throw new InvalidQuery(`${name.toUpperCase()} is not an analytic function and takes no OVER clause`, expr.position);
