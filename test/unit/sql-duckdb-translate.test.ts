@@ -293,6 +293,9 @@ describe('BigQuery semantics on real DuckDB', () => {
     ['datetime of a timestamp in a named zone', call('datetime', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('America/Los_Angeles')), '2008-12-24 21:30:00'],
     ['format_timestamp at an offset', call('format_timestamp', str('%F %H:%M'), { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('+05:30')), '2008-12-25 11:00'],
     ['parse_timestamp in a named zone', call('unix_seconds', call('parse_timestamp', str('%Y-%m-%d %H:%M'), str('2020-01-01 10:00'), str('America/New_York'))), String(Date.parse('2020-01-01T15:00:00Z') / 1000)],
+    ['json_value reads a quoted name', call('json_value', str('{"a.b": {"c": "world"}}'), str('$."a.b".c')), 'world'],
+    ['json_extract_scalar reads a bracketed name with a space', call('json_extract_scalar', str('{"a": [1, {"x y": "z"}]}'), str("$.a[1]['x y']")), 'z'],
+    ['a quoted name is a name, not path syntax', call('json_query', str('{"a": {"b": 1}, "a.b": 2}'), str('$."a.b"')), '2'],
     ['concat casts its arguments to STRING', call('concat', str('x'), num('1'), num('1.5'), { kind: 'boolean', value: true }), 'x11.5true'],
   ];
   for (const [name, expr, expected] of cases) {
@@ -321,6 +324,14 @@ describe('BigQuery semantics on real DuckDB', () => {
     expect(sql(call('date', ts, str('Nowhere/Special')))).toThrow(/unknown time zone "Nowhere\/Special"/);
     expect(sql(call('format_timestamp', str('%H %Z'), ts, str('America/Los_Angeles')))).toThrow(/zone elements/);
     expect(sql(call('date', { kind: 'typed_literal', type: 'DATE', value: '2008-12-25' }, str('America/Los_Angeles')))).toThrow(/applies to a TIMESTAMP, not DATE/);
+  });
+
+  it('each JSON function takes its own JSONPath escape, and nothing beyond names and indexes', () => {
+    const sql = (expr: Expr) => () => translate(query(select({ items: [item(expr, 'v')] })));
+    expect(sql(call('json_value', str('{}'), str("$['a.b']")))).toThrow(/JSONPath "\$\['a.b'\]" is not supported .*\$\."a\.b"/);
+    expect(sql(call('json_extract', str('{}'), str('$."a.b"')))).toThrow(/JSONPath .* is not supported .*\$\['a\.b'\]/);
+    expect(sql(call('json_query', str('{}'), str('$.a[*]')))).toThrow(/not supported/);
+    expect(sql(call('json_query', str('{}'), str('$."a\\"b"')))).toThrow(/not supported/);
   });
 
   it('a rounding mode is for NUMERIC only and must be one BigQuery knows', () => {

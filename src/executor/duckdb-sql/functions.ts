@@ -127,16 +127,39 @@ function truncate(call: Call, value: Typed, part: string): string {
   return `date_trunc('${unit}', ${value.sql})`;
 }
 
+/** The legacy JSON functions, whose JSONPath escapes a name as `['a.b']`; the others write `."a.b"`. */
+const LEGACY_JSONPATH = new Set(['json_extract', 'json_extract_scalar', 'json_extract_array']);
+
 /**
- * `sql` over the JSON text (read several times, so printed once) and the JSONPath argument; only
- * `$`, `.name` and `[n]` steps, which both engines read alike.
+ * A literal JSONPath as DuckDB's: `$` and steps `.name`, `[n]`, and a name with other characters
+ * quoted, `."a.b"` (or `['a.b']` in the legacy functions). Every name is written quoted for DuckDB,
+ * so it is read as a member name, never as path syntax.
  */
+function jsonPath(call: Call, path: string): string {
+  const legacy = LEGACY_JSONPATH.has(call.expr.name);
+  const step = legacy ? /\.([A-Za-z0-9_]+)|\['([^'\\]+)'\]|\[(\d+)\]/y : /\.([A-Za-z0-9_]+)|\."([^"\\]+)"|\[(\d+)\]/y;
+  let duckDb = '$';
+  let at = 1;
+  while (path.startsWith('$') && at < path.length) {
+    step.lastIndex = at;
+    const match = step.exec(path);
+    if (!match) break;
+    const name = match[1] ?? match[2];
+    duckDb += name === undefined ? `[${match[3]}]` : `."${name}"`;
+    at = step.lastIndex;
+  }
+  if (!path.startsWith('$') || at < path.length) {
+    fail(call, `JSONPath ${JSON.stringify(path)} is not supported (use $.a.b, $.a[0] or ${legacy ? "$['a.b']" : '$."a.b"'} for a name with other characters)`);
+  }
+  return quoteString(duckDb);
+}
+
+/** `sql` over the JSON text (read several times, so printed once) and the JSONPath argument. */
 function withJson(call: Call, sql: (text: string, path: string) => string): string {
   const json = call.arg(0);
-  const path = call.expr.args.length > 1 ? literalText(call, 1, 'JSONPath') : '$';
-  if (!/^\$(\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*$/.test(path)) fail(call, `JSONPath ${JSON.stringify(path)} is not supported (use $.a.b or $.a[0])`);
+  const path = jsonPath(call, call.expr.args.length > 1 ? literalText(call, 1, 'JSONPath') : '$');
   const text = json.type.kind === 'json' ? `CAST(${json.sql} AS VARCHAR)` : json.sql;
-  return bindOnce(call.ctx.budget, [text], ([value]) => sql(value!, quoteString(path)));
+  return bindOnce(call.ctx.budget, [text], ([value]) => sql(value!, path));
 }
 
 /** JSON_QUERY / JSON_EXTRACT: the value's compact JSON text (strings keep their quotes); NULL for text that is not JSON. */
