@@ -39,11 +39,11 @@ export interface Signature {
 }
 
 /**
- * The result's type: a fixed kind, `ARRAY<STRING>` / `ARRAY<INT64>`, the first argument's type
+ * The result's type: a fixed kind, `ARRAY<STRING>` / `ARRAY<INT64>` / `ARRAY<TIMESTAMP>`, the first argument's type
  * (`argument`), an array of it (`array_of_argument`), the common type of the value arguments
  * (`common`), or NUMERIC for a NUMERIC first argument and FLOAT64 otherwise (`float64_or_numeric`).
  */
-export type ResultRule = ValueKind | 'array<string>' | 'array<int64>' | 'argument' | 'array_of_argument' | 'common' | 'float64_or_numeric';
+export type ResultRule = ValueKind | 'array<string>' | 'array<int64>' | 'array<timestamp>' | 'argument' | 'array_of_argument' | 'common' | 'float64_or_numeric';
 
 /**
  * What the planner can hand to the store instead of the engine:
@@ -308,6 +308,11 @@ const FUNCTIONS = {
   sign: define({ params: [FLOATING], result: 'argument', meaning: '-1, 0 or +1 by the value\'s sign' }),
 
   // arrays
+  generate_timestamp_array: define({
+    params: [TIMESTAMP, TIMESTAMP, 'interval'],
+    result: 'array<timestamp>',
+    meaning: 'the timestamps from start to end by the interval (MICROSECOND to DAY); a zero interval is an error',
+  }),
   array_length: define({ params: [ARRAY], result: 'int64', meaning: 'the number of elements' }),
   array_to_string: define({ params: [ARRAY, STRING, STRING], required: 2, copies: 3, result: 'string', meaning: 'the STRING elements joined; NULLs skipped unless a replacement is given' }),
   generate_array: define({ params: [INT64, INT64, INT64], required: 2, result: 'array<int64>', meaning: 'the integers from start to end by step (default 1); a zero step is an error' }),

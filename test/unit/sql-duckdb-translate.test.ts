@@ -296,6 +296,7 @@ describe('BigQuery semantics on real DuckDB', () => {
     ['json_value reads a quoted name', call('json_value', str('{"a.b": {"c": "world"}}'), str('$."a.b".c')), 'world'],
     ['json_extract_scalar reads a bracketed name with a space', call('json_extract_scalar', str('{"a": [1, {"x y": "z"}]}'), str("$.a[1]['x y']")), 'z'],
     ['a quoted name is a name, not path syntax', call('json_query', str('{"a": {"b": 1}, "a.b": 2}'), str('$."a.b"')), '2'],
+    ['a NULL argument takes the parameter\'s type (DuckDB could not pick epoch_us of an untyped NULL)', call('unix_seconds', nul), null],
     ['concat casts its arguments to STRING', call('concat', str('x'), num('1'), num('1.5'), { kind: 'boolean', value: true }), 'x11.5true'],
   ];
   for (const [name, expr, expected] of cases) {
@@ -311,6 +312,18 @@ describe('BigQuery semantics on real DuckDB', () => {
     // descending puts NULL last, past the limit; ascending puts it first
     expect(await run(aggregated([num('2'), nul, num('1')], desc(id('x')), '2'))).toEqual([{ xs: ['2', '1'] }]);
     await expect(run(aggregated([num('2'), nul, num('1')], asc(id('x')), '2'))).rejects.toThrow(/null element/);
+  });
+
+  it('generate_timestamp_array steps from start to end, over a column and a subquery too; a zero interval is an error', async () => {
+    const interval = (value: string, unit: 'day' | 'hour') => ({ kind: 'interval', value: num(value), unit }) as const;
+    const array = (start: Expr, end: Expr, step = interval('1', 'day')) => call('generate_timestamp_array', start, end, step);
+    const day = (d: string): Expr => ({ kind: 'typed_literal', type: 'TIMESTAMP', value: `2016-10-0${d} 00:00:00` });
+    expect(await evaluate(array(day('5'), day('7')))).toEqual(['2016-10-05 00:00:00+00', '2016-10-06 00:00:00+00', '2016-10-07 00:00:00+00']);
+    expect(await evaluate(array(day('7'), day('5')))).toEqual([]);
+    expect(await evaluate(array(day('7'), day('5'), { kind: 'interval', value: { kind: 'unary', operator: '-', operand: num('1') }, unit: 'day' }))).toHaveLength(3);
+    const overRows = query(select({ items: [item(array(id('timestamp'), { kind: 'subquery', query: query(select({ items: [item(id('timestamp'))], from: from(table('edge_logs')), where: bin('=', id('id'), str('e3')) })) }, interval('1', 'hour')), 'v')], from: from(table('edge_logs')), where: bin('=', id('id'), str('e1')) }));
+    expect(await run(overRows)).toEqual([{ v: ['2024-01-01 00:00:10+00'] }]);
+    await expect(evaluate(array(day('5'), day('7'), interval('0', 'day')))).rejects.toThrow(/interval cannot be 0/);
   });
 
   it('regexp_extract refuses a position or occurrence below 1, as BigQuery', async () => {

@@ -9,6 +9,7 @@ import type { SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
 import type { ExprContext } from './expression-context.ts';
 import { civilIn, instantIn, timeZone, UTC, type TimeZone } from './time-zone.ts';
+import { duckDbTypeName } from '../engine/duckdb-type.ts';
 import { jsonEncoded, needsEncoding, twoSpaceIndent } from './json-encoding.ts';
 import { LAMBDA_PARAMETER, MICROS_PER, float64Literal, quoteString, timestampLiteral } from './literals.ts';
 import { formatTimestampSql, parseTimestampFormats } from './time-format.ts';
@@ -539,6 +540,23 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     });
     return { sql, type: { kind: 'array', element: INT64 } };
   },
+  generate_timestamp_array: (call) => {
+    const [start, end] = [call.arg(0), call.arg(1)];
+    const interval = call.expr.args[2];
+    if (interval?.kind !== 'interval') fail(call, 'argument 3 must be an INTERVAL such as INTERVAL 1 HOUR');
+    const unit = Object.hasOwn(MICROS_PER, interval.unit) ? MICROS_PER[interval.unit as keyof typeof MICROS_PER] : undefined;
+    if (!unit) fail(call, `unsupported interval part ${interval.unit.toUpperCase()} (MICROSECOND to DAY)`);
+    const amount = expect(call.printer.translateExpr(interval.value, call.ctx), ['int64'], 'GENERATE_TIMESTAMP_ARRAY interval', call.expr.position);
+    const step = { sql: `(${amount.sql} * ${unit})`, type: INT64 };
+    // the k-th element is start + k steps, for k from 0 while it does not pass end; a zero step is an error
+    const sql = once(call, [start, end, step], ([from, to, by]) => {
+      const steps = `((epoch_us(${to}) - epoch_us(${from})) // ${by})`;
+      const k = LAMBDA_PARAMETER;
+      return `(CASE WHEN ${by} = 0 THEN error('GENERATE_TIMESTAMP_ARRAY: the interval cannot be 0') ${listGuard('GENERATE_TIMESTAMP_ARRAY', `${steps} + 1`, call.ctx.maxValueBytes)} ` +
+        `ELSE list_transform(generate_series(0, ${steps}), lambda ${k}: make_timestamptz(epoch_us(${from}) + ${k} * ${by})) END)`;
+    });
+    return { sql, type: { kind: 'array', element: TIMESTAMP } };
+  },
   array_length: (call) => {
     const value = call.arg(0);
     if (value.type.kind !== 'array' && value.type.kind !== 'unknown') fail(call, `expects an array, got ${typeName(value.type)}`);
@@ -821,6 +839,11 @@ function argument(expr: CallExpr, signature: Signature, i: number, value: Typed,
   const parameter = parameterAt(signature, i);
   if (!Array.isArray(parameter)) return value;
   const kinds = parameter as readonly ValueKind[];
+  // a NULL of no type (a NULL literal, a field no event has) takes the parameter's, which DuckDB needs to pick a function
+  const [first] = kinds;
+  if (value.type.kind === 'unknown' && first !== 'array' && first !== 'struct') {
+    return { sql: `CAST(${value.sql} AS ${duckDbTypeName({ kind: first! })})`, type: { kind: first! } };
+  }
   if (value.stringLiteral !== undefined && !kinds.includes('string')) {
     const target = kinds.find((kind) => kind === 'timestamp' || kind === 'datetime' || kind === 'date');
     if (target) return printer.coerceLiteral(value.stringLiteral, { kind: target }, expr.position);
