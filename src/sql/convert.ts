@@ -27,6 +27,7 @@ import type {
   SetOperation,
   WindowFrame,
   WindowSpec,
+  Weekday,
 } from './syntax.ts';
 
 type Node = Record<string, unknown>;
@@ -747,9 +748,13 @@ function datePart(word: string, context: unknown): DatePart {
 }
 
 /** WEEK(SUNDAY) is WEEK; weeks starting on other days have no place in the tree yet. */
+const WEEKDAYS = new Set<Weekday>(['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday']);
+
+/** WEEK(<weekday>): weeks starting on that day; WEEK(SUNDAY) is WEEK. */
 function weekStartingOn(day: string, context: unknown): DatePart {
-  if (day.toLowerCase() === 'sunday') return 'week';
-  throw unsupported(`WEEK(${day.toUpperCase()}) (weeks start on Sunday here)`, context);
+  const weekday = day.toLowerCase() as Weekday;
+  if (!WEEKDAYS.has(weekday)) throw new InvalidQuery(`WEEK(${day}) needs a day of the week, such as WEEK(MONDAY)`, positionOf(context));
+  return weekday === 'sunday' ? 'week' : `week(${weekday})`;
 }
 
 /** The bare-word unit argument of timestamp_trunc and friends: `hour`, `WEEK`, `week(sunday)`. */

@@ -95,6 +95,8 @@ export interface OrderItem {
   nulls?: 'first' | 'last';
 }
 
+export type Weekday = 'sunday' | 'monday' | 'tuesday' | 'wednesday' | 'thursday' | 'friday' | 'saturday';
+
 export type DatePart =
   | 'microsecond'
   | 'millisecond'
@@ -104,7 +106,9 @@ export type DatePart =
   | 'day'
   | 'dayofweek'
   | 'dayofyear'
+  /** Weeks starting on Sunday; `week(monday)` ... `week(saturday)` start on that day (WEEK(<weekday>)). */
   | 'week'
+  | `week(${Exclude<Weekday, 'sunday'>})`
   | 'isoweek'
   | 'month'
   | 'quarter'

@@ -297,6 +297,11 @@ describe('BigQuery semantics on real DuckDB', () => {
     ['json_extract_scalar reads a bracketed name with a space', call('json_extract_scalar', str('{"a": [1, {"x y": "z"}]}'), str("$.a[1]['x y']")), 'z'],
     ['a quoted name is a name, not path syntax', call('json_query', str('{"a": {"b": 1}, "a.b": 2}'), str('$."a.b"')), '2'],
     ['a NULL argument takes the parameter\'s type (DuckDB could not pick epoch_us of an untyped NULL)', call('unix_seconds', nul), null],
+    ['date_trunc to WEEK(MONDAY)', call('date_trunc', { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' }, part('week(monday)')), '2017-10-30'],
+    ['date_trunc to WEEK(SATURDAY)', call('date_trunc', { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' }, part('week(saturday)')), '2017-11-04'],
+    ['date_diff counts WEEK(MONDAY) starts', call('date_diff', { kind: 'typed_literal', type: 'DATE', value: '2017-12-18' }, { kind: 'typed_literal', type: 'DATE', value: '2017-12-17' }, part('week(monday)')), '1'],
+    ['extract WEEK(MONDAY): days before the first Monday are week 0', { kind: 'extract', part: 'week(monday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' } }, '44'],
+    ['extract WEEK(TUESDAY) on the year\'s first Tuesday', { kind: 'extract', part: 'week(tuesday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-01-03' } }, '1'],
     ['concat casts its arguments to STRING', call('concat', str('x'), num('1'), num('1.5'), { kind: 'boolean', value: true }), 'x11.5true'],
   ];
   for (const [name, expr, expected] of cases) {

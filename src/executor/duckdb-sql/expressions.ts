@@ -23,6 +23,7 @@ import {
 import { accessField, itemsNamed, sameName } from './scope.ts';
 import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, expect, isNumeric, isOrderable, typeName, unifyTypes, type Typed } from './types.ts';
 import { concatenation } from './value-size.ts';
+import { weekOfYear, weekStart } from './weeks.ts';
 
 export function translateExpr(expr: Expr, ctx: ExprContext): Typed {
   const value = translateNode(expr, ctx);
@@ -437,7 +438,8 @@ export function extract(part: string, value: Typed, position?: QueryPosition): T
   expect(value, ['timestamp', 'datetime', 'date'], `EXTRACT(${part.toUpperCase()})`, position);
   const civil = value.type.kind === 'timestamp' ? `CAST(${value.sql} AS TIMESTAMP)` : value.sql;
   if (part === 'date') return { sql: `CAST(${civil} AS DATE)`, type: DATE };
-  const fn = Object.hasOwn(EXTRACT_PARTS, part) ? EXTRACT_PARTS[part] : undefined;
+  const start = part.startsWith('week(') ? weekStart(part) : undefined;
+  const fn = start !== undefined ? (v: string) => weekOfYear(v, start) : Object.hasOwn(EXTRACT_PARTS, part) ? EXTRACT_PARTS[part] : undefined;
   if (!fn || (value.type.kind === 'date' && ['hour', 'minute', 'second', 'millisecond', 'microsecond'].includes(part))) {
     throw new InvalidQuery(`EXTRACT(${part.toUpperCase()} FROM ${typeName(value.type)}) is not supported`, position);
   }

@@ -3,18 +3,19 @@
  * 1-based positions, partial regex matches, units and rounding follow BigQuery, not DuckDB.
  */
 import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
-import type { Expr, OrderItem, WindowSpec } from '../../sql/syntax.ts';
 import { isAggregate, parameterAt, sandboxFunction, signatureOf, type SandboxFunctionName, type Signature, type ValueKind } from '../../sql/functions.ts';
+import type { Expr, OrderItem, WindowSpec } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
+import { duckDbTypeName } from '../engine/duckdb-type.ts';
 import { bindOnce } from './bind.ts';
 import type { ExprContext } from './expression-context.ts';
-import { civilIn, instantIn, timeZone, UTC, type TimeZone } from './time-zone.ts';
-import { duckDbTypeName } from '../engine/duckdb-type.ts';
 import { jsonEncoded, needsEncoding, twoSpaceIndent } from './json-encoding.ts';
 import { LAMBDA_PARAMETER, MICROS_PER, float64Literal, quoteString, timestampLiteral } from './literals.ts';
 import { formatTimestampSql, parseTimestampFormats } from './time-format.ts';
+import { UTC, civilIn, instantIn, timeZone, type TimeZone } from './time-zone.ts';
 import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, commonType, expect, isOrderable, typeName, unifyTypes, type Typed } from './types.ts';
 import { bytes, concatenation, listGuard, stringGuard } from './value-size.ts';
+import { weekStart, weekTrunc, weeksBetween } from './weeks.ts';
 
 type CallExpr = Extract<Expr, { kind: 'call' }>;
 
@@ -116,16 +117,14 @@ function captureGroups(pattern: string): number {
   return groups;
 }
 
-const TRUNC_UNITS = new Set(['microsecond', 'millisecond', 'second', 'minute', 'hour', 'day', 'isoweek', 'month', 'quarter', 'year', 'isoyear']);
+const TRUNC_UNITS = new Set(['microsecond', 'millisecond', 'second', 'minute', 'hour', 'day', 'month', 'quarter', 'year', 'isoyear']);
 
 function truncate(call: Call, value: Typed, part: string): string {
-  if (part === 'week' || part === 'week(sunday)') {
-    // BigQuery's WEEK starts on Sunday; DuckDB's week is ISO (Monday): shift by a day either side
-    return `(date_trunc('week', ${value.sql} + INTERVAL 1 DAY) - INTERVAL 1 DAY)`;
-  }
+  // WEEK starts on Sunday, WEEK(<weekday>) on that day, ISOWEEK on Monday
+  const start = weekStart(part);
+  if (start !== undefined) return weekTrunc(value.sql, start);
   if (!TRUNC_UNITS.has(part)) fail(call, `unsupported date part ${part.toUpperCase()}`);
-  const unit = part === 'isoweek' ? 'week' : part;
-  return `date_trunc('${unit}', ${value.sql})`;
+  return `date_trunc('${part}', ${value.sql})`;
 }
 
 /** The legacy JSON functions, whose JSONPath escapes a name as `['a.b']`; the others write `."a.b"`. */
@@ -695,16 +694,14 @@ const CIVIL_DIFF_PARTS = {
 
 /**
  * DATE_DIFF / DATETIME_DIFF: the part boundaries crossed from the second value to the first, as
- * DuckDB's date_diff counts them, except for weeks, where it counts whole 7-day spans: count
- * Sunday (WEEK) or Monday (ISOWEEK) starts instead.
+ * DuckDB's date_diff counts them, except for weeks, where it counts whole 7-day spans: count week
+ * starts instead (Sunday for WEEK, the day for WEEK(<weekday>), Monday for ISOWEEK).
  */
 function boundariesCrossed(call: Call, kind: 'date' | 'datetime'): string {
   const [later, earlier] = [call.arg(0), call.arg(1)];
   const part = datePart(call, 2);
-  if (part === 'week' || part === 'isoweek') {
-    const day = (value: Typed) => `date_trunc('week', CAST(${value.sql} AS DATE)${part === 'week' ? ' + 1' : ''})`;
-    return `(date_diff('day', ${day(earlier)}, ${day(later)}) // 7)`;
-  }
+  const start = weekStart(part);
+  if (start !== undefined) return weeksBetween(`CAST(${earlier.sql} AS DATE)`, `CAST(${later.sql} AS DATE)`, start);
   if (!CIVIL_DIFF_PARTS[kind].has(part)) fail(call, `unsupported date part ${part.toUpperCase()}`);
   return `date_diff('${part}', ${earlier.sql}, ${later.sql})`;
 }
