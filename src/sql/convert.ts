@@ -527,7 +527,15 @@ function convertExpr(node: unknown): Expr {
     case 'Extract': {
       const raw = fields(payload, ['field', 'syntax', 'expr'], 'EXTRACT');
       if (raw.syntax !== 'From') throw unsupported('EXTRACT without FROM', raw);
-      return { kind: 'extract', part: dateTimeField(raw.field, raw), expr: convertExpr(raw.expr), ...position };
+      const part = dateTimeField(raw.field, raw);
+      // EXTRACT(part FROM ts AT TIME ZONE 'zone'): the one place BigQuery takes AT TIME ZONE
+      if (isNode(raw.expr) && 'AtTimeZone' in raw.expr) {
+        const zoned = fields(raw.expr.AtTimeZone, ['timestamp', 'time_zone'], 'AT TIME ZONE');
+        const zone = convertExpr(zoned.time_zone);
+        if (zone.kind !== 'string') throw new InvalidQuery(`AT TIME ZONE takes a string literal such as 'America/Los_Angeles'`, positionOf(zoned.time_zone));
+        return { kind: 'extract', part, expr: convertExpr(zoned.timestamp), timeZone: zone.value, ...position };
+      }
+      return { kind: 'extract', part, expr: convertExpr(raw.expr), ...position };
     }
     case 'Interval': {
       const raw = fields(payload, ['value', 'leading_field'], 'INTERVAL');

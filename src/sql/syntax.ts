@@ -187,8 +187,8 @@ export type Expr =
     }
   | { kind: 'cast'; safe: boolean; expr: Expr; type: CastType; position?: Position }
   | { kind: 'case'; operand?: Expr; whens: { when: Expr; then: Expr }[]; else?: Expr; position?: Position }
-  /** `extract(part from expr)`. */
-  | { kind: 'extract'; part: DatePart; expr: Expr; position?: Position }
+  /** `extract(part from expr [at time zone 'zone'])`. */
+  | { kind: 'extract'; part: DatePart; expr: Expr; timeZone?: string; position?: Position }
   /**
    * `expr[offset(n)]`, `expr[safe_offset(n)]`, `expr[ordinal(n)]`, `expr[safe_ordinal(n)]`, and the
    * bare `expr[n]` (BigQuery reads it as offset).

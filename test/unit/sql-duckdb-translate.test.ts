@@ -302,6 +302,7 @@ describe('BigQuery semantics on real DuckDB', () => {
     ['date_diff counts WEEK(MONDAY) starts', call('date_diff', { kind: 'typed_literal', type: 'DATE', value: '2017-12-18' }, { kind: 'typed_literal', type: 'DATE', value: '2017-12-17' }, part('week(monday)')), '1'],
     ['extract WEEK(MONDAY): days before the first Monday are week 0', { kind: 'extract', part: 'week(monday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' } }, '44'],
     ['extract WEEK(TUESDAY) on the year\'s first Tuesday', { kind: 'extract', part: 'week(tuesday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-01-03' } }, '1'],
+    ['extract at a time zone reads the zone\'s clock', { kind: 'extract', part: 'hour', expr: { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, timeZone: 'America/New_York' }, '0'],
     ['concat casts its arguments to STRING', call('concat', str('x'), num('1'), num('1.5'), { kind: 'boolean', value: true }), 'x11.5true'],
   ];
   for (const [name, expr, expected] of cases) {

@@ -22,6 +22,7 @@ import {
 } from './literals.ts';
 import { accessField, itemsNamed, sameName } from './scope.ts';
 import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, expect, isNumeric, isOrderable, typeName, unifyTypes, type Typed } from './types.ts';
+import { UTC, civilIn, timeZone } from './time-zone.ts';
 import { concatenation } from './value-size.ts';
 import { weekOfYear, weekStart } from './weeks.ts';
 
@@ -105,7 +106,7 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
     case 'case':
       return caseExpr(expr, ctx);
     case 'extract':
-      return extract(expr.part, translateExpr(expr.expr, ctx), expr.position);
+      return extract(expr.part, translateExpr(expr.expr, ctx), expr.timeZone, expr.position);
     case 'subscript':
       return subscript(expr, ctx);
     case 'field':
@@ -434,9 +435,12 @@ const EXTRACT_PARTS: Partial<Record<string, (v: string) => string>> = {
   isoyear: (v) => `isoyear(${v})`,
 };
 
-export function extract(part: string, value: Typed, position?: QueryPosition): Typed {
+/** EXTRACT(part FROM value [AT TIME ZONE zone]): a TIMESTAMP's part on the zone's clock (default UTC). */
+export function extract(part: string, value: Typed, zoneName: string | undefined, position?: QueryPosition): Typed {
   expect(value, ['timestamp', 'datetime', 'date'], `EXTRACT(${part.toUpperCase()})`, position);
-  const civil = value.type.kind === 'timestamp' ? `CAST(${value.sql} AS TIMESTAMP)` : value.sql;
+  const zone = zoneName === undefined ? UTC : timeZone(zoneName, position);
+  if (zoneName !== undefined && value.type.kind !== 'timestamp') throw new InvalidQuery(`AT TIME ZONE applies to a TIMESTAMP, not ${typeName(value.type)}`, position);
+  const civil = value.type.kind === 'timestamp' ? civilIn(value.sql, zone) : value.sql;
   if (part === 'date') return { sql: `CAST(${civil} AS DATE)`, type: DATE };
   const start = part.startsWith('week(') ? weekStart(part) : undefined;
   const fn = start !== undefined ? (v: string) => weekOfYear(v, start) : Object.hasOwn(EXTRACT_PARTS, part) ? EXTRACT_PARTS[part] : undefined;
