@@ -43,7 +43,15 @@ export interface Signature {
  * (`argument`), an array of it (`array_of_argument`), the common type of the value arguments
  * (`common`), or NUMERIC for a NUMERIC first argument and FLOAT64 otherwise (`float64_or_numeric`).
  */
-export type ResultRule = ValueKind | 'array<string>' | 'array<int64>' | 'array<timestamp>' | 'argument' | 'array_of_argument' | 'common' | 'float64_or_numeric';
+export type ResultRule =
+  | ValueKind
+  | 'array<string>'
+  | 'array<int64>'
+  | 'array<timestamp>'
+  | 'argument'
+  | 'array_of_argument'
+  | 'common'
+  | 'float64_or_numeric';
 
 /**
  * What the planner can hand to the store instead of the engine:
@@ -119,7 +127,8 @@ interface Entry {
   modifiers?: readonly Modifier[];
 }
 
-const isSignatureList = (params: Entry['params']): params is readonly Signature[] => params.length > 0 && typeof params[0] === 'object' && 'params' in params[0];
+const isSignatureList = (params: Entry['params']): params is readonly Signature[] =>
+  params.length > 0 && typeof params[0] === 'object' && 'params' in params[0];
 
 function define(entry: Entry): SandboxFunction {
   const signatures: Signature[] = isSignatureList(entry.params)
@@ -149,10 +158,26 @@ const rank = (result: ResultRule, meaning: string): SandboxFunction => window({ 
 
 const FUNCTIONS = {
   // aggregates
-  count: aggregate({ params: ['any'], result: 'int64', allowsStar: true, pushdown: 'count_metric', meaning: 'COUNT(*): the rows; COUNT(x): the rows where x is not NULL' }),
+  count: aggregate({
+    params: ['any'],
+    result: 'int64',
+    allowsStar: true,
+    pushdown: 'count_metric',
+    meaning: 'COUNT(*): the rows; COUNT(x): the rows where x is not NULL',
+  }),
   countif: aggregate({ params: [BOOL], result: 'int64', pushdown: 'count_metric', meaning: 'the rows where the condition is TRUE' }),
-  sum: aggregate({ params: [NUMBER], result: 'argument', pushdown: 'value_metric', meaning: 'the sum of the non-NULL values; an INT64 sum that overflows is an error' }),
-  avg: aggregate({ params: [NUMBER], result: 'float64', pushdown: 'value_metric', meaning: 'the mean of the non-NULL values (FLOAT64 here also for NUMERIC input)' }),
+  sum: aggregate({
+    params: [NUMBER],
+    result: 'argument',
+    pushdown: 'value_metric',
+    meaning: 'the sum of the non-NULL values; an INT64 sum that overflows is an error',
+  }),
+  avg: aggregate({
+    params: [NUMBER],
+    result: 'float64',
+    pushdown: 'value_metric',
+    meaning: 'the mean of the non-NULL values (FLOAT64 here also for NUMERIC input)',
+  }),
   min: aggregate({ params: ['any'], result: 'argument', pushdown: 'value_metric', meaning: 'the least non-NULL value of an orderable type' }),
   max: aggregate({ params: ['any'], result: 'argument', pushdown: 'value_metric', meaning: 'the greatest non-NULL value of an orderable type' }),
   any_value: aggregate({ params: ['any'], result: 'argument', meaning: 'a value of the group, any one' }),
@@ -163,7 +188,13 @@ const FUNCTIONS = {
     result: 'array_of_argument',
     meaning: 'the values as an array (the first N with LIMIT); a NULL element is an error unless IGNORE NULLS',
   }),
-  string_agg: aggregate({ params: [STRING, STRING], required: 1, modifiers: ['order_by'], result: 'string', meaning: 'the non-NULL values joined by the separator (default ",")' }),
+  string_agg: aggregate({
+    params: [STRING, STRING],
+    required: 1,
+    modifiers: ['order_by'],
+    result: 'string',
+    meaning: 'the non-NULL values joined by the separator (default ",")',
+  }),
   logical_and: aggregate({ params: [BOOL], result: 'bool', meaning: 'TRUE when every non-NULL value is TRUE' }),
   logical_or: aggregate({ params: [BOOL], result: 'bool', meaning: 'TRUE when any non-NULL value is TRUE' }),
   stddev: statistic('the sample standard deviation (alias of STDDEV_SAMP)'),
@@ -173,7 +204,13 @@ const FUNCTIONS = {
   var_samp: statistic('the sample variance'),
   var_pop: statistic('the population variance'),
   approx_count_distinct: define({ kind: 'aggregate', params: ['any'], result: 'int64', meaning: 'the approximate distinct count; exact here' }),
-  approx_quantiles: define({ kind: 'aggregate', params: ['any', INT64], result: 'array_of_argument', literal: true, meaning: 'the minimum, the N-1 quantile boundaries and the maximum; exact here' }),
+  approx_quantiles: define({
+    kind: 'aggregate',
+    params: ['any', INT64],
+    result: 'array_of_argument',
+    literal: true,
+    meaning: 'the minimum, the N-1 quantile boundaries and the maximum; exact here',
+  }),
 
   // window functions
   row_number: rank('int64', 'the row\'s 1-based position in its ordered partition'),
@@ -188,22 +225,56 @@ const FUNCTIONS = {
   last_value: window({ params: ['any'], result: 'argument', meaning: 'the value at the window frame\'s last row' }),
 
   // time
-  timestamp_trunc: define({ params: [['timestamp', 'datetime'], 'date_part', STRING], required: 2, result: 'argument', pushdown: 'time_bucket', meaning: 'the timestamp truncated to the start of the part on the clock of a time zone (default UTC)' }),
+  timestamp_trunc: define({
+    params: [['timestamp', 'datetime'], 'date_part', STRING],
+    required: 2,
+    result: 'argument',
+    pushdown: 'time_bucket',
+    meaning: 'the timestamp truncated to the start of the part on the clock of a time zone (default UTC)',
+  }),
   datetime_trunc: define({ params: [DATETIME, 'date_part'], result: 'datetime', meaning: 'the datetime truncated to the start of the part' }),
   date_trunc: define({ params: [DATE, 'date_part'], result: 'date', meaning: 'the date truncated to the start of the part' }),
-  timestamp_add: define({ params: [TIMESTAMP, 'interval'], result: 'timestamp', pushdown: 'time_constant', meaning: 'the timestamp plus the interval' }),
-  timestamp_sub: define({ params: [TIMESTAMP, 'interval'], result: 'timestamp', pushdown: 'time_constant', meaning: 'the timestamp minus the interval' }),
+  timestamp_add: define({
+    params: [TIMESTAMP, 'interval'],
+    result: 'timestamp',
+    pushdown: 'time_constant',
+    meaning: 'the timestamp plus the interval',
+  }),
+  timestamp_sub: define({
+    params: [TIMESTAMP, 'interval'],
+    result: 'timestamp',
+    pushdown: 'time_constant',
+    meaning: 'the timestamp minus the interval',
+  }),
   datetime_add: define({ params: [DATETIME, 'interval'], result: 'datetime', meaning: 'the datetime plus the interval' }),
   datetime_sub: define({ params: [DATETIME, 'interval'], result: 'datetime', meaning: 'the datetime minus the interval' }),
   date_add: define({ params: [DATE, 'interval'], result: 'date', meaning: 'the date plus the interval (DAY to YEAR)' }),
   date_sub: define({ params: [DATE, 'interval'], result: 'date', meaning: 'the date minus the interval (DAY to YEAR)' }),
-  timestamp_diff: define({ params: [TIMESTAMP, TIMESTAMP, 'date_part'], result: 'int64', meaning: 'whole parts (MICROSECOND to DAY) from the second to the first, truncated' }),
-  datetime_diff: define({ params: [DATETIME, DATETIME, 'date_part'], result: 'int64', meaning: 'part boundaries crossed from the second datetime to the first' }),
+  timestamp_diff: define({
+    params: [TIMESTAMP, TIMESTAMP, 'date_part'],
+    result: 'int64',
+    meaning: 'whole parts (MICROSECOND to DAY) from the second to the first, truncated',
+  }),
+  datetime_diff: define({
+    params: [DATETIME, DATETIME, 'date_part'],
+    result: 'int64',
+    meaning: 'part boundaries crossed from the second datetime to the first',
+  }),
   date_diff: define({ params: [DATE, DATE, 'date_part'], result: 'int64', meaning: 'part boundaries crossed from the second date to the first' }),
   current_timestamp: define({ params: [], result: 'timestamp', pushdown: 'time_constant', meaning: 'the query\'s start time' }),
-  current_datetime: define({ params: [STRING], required: 0, result: 'datetime', meaning: 'the query\'s start time on the clock of a time zone (default UTC)' }),
+  current_datetime: define({
+    params: [STRING],
+    required: 0,
+    result: 'datetime',
+    meaning: 'the query\'s start time on the clock of a time zone (default UTC)',
+  }),
   current_date: define({ params: [STRING], required: 0, result: 'date', meaning: 'the query\'s start date in a time zone (default UTC)' }),
-  timestamp: define({ params: [['string', 'datetime', 'date', 'timestamp'], STRING], required: 1, result: 'timestamp', meaning: 'the value read as a timestamp; a civil time without its own zone is read in the time zone (default UTC)' }),
+  timestamp: define({
+    params: [['string', 'datetime', 'date', 'timestamp'], STRING],
+    required: 1,
+    result: 'timestamp',
+    meaning: 'the value read as a timestamp; a civil time without its own zone is read in the time zone (default UTC)',
+  }),
   datetime: define({
     params: [sig([INT64, INT64, INT64, INT64, INT64, INT64]), sig([['timestamp', 'date', 'datetime'], STRING], 1)],
     result: 'datetime',
@@ -220,15 +291,32 @@ const FUNCTIONS = {
   unix_micros: define({ params: [TIMESTAMP], result: 'int64', meaning: 'microseconds since 1970-01-01 UTC' }),
   unix_millis: define({ params: [TIMESTAMP], result: 'int64', meaning: 'whole milliseconds since 1970-01-01 UTC, rounded down' }),
   unix_seconds: define({ params: [TIMESTAMP], result: 'int64', meaning: 'whole seconds since 1970-01-01 UTC, rounded down' }),
-  format_timestamp: define({ params: [STRING, TIMESTAMP, STRING], required: 2, result: 'string', literal: true, meaning: 'the timestamp written by a literal format on the clock of a time zone (default UTC; zone elements UTC only)' }),
+  format_timestamp: define({
+    params: [STRING, TIMESTAMP, STRING],
+    required: 2,
+    result: 'string',
+    literal: true,
+    meaning: 'the timestamp written by a literal format on the clock of a time zone (default UTC; zone elements UTC only)',
+  }),
   format_datetime: define({ params: [STRING, DATETIME], result: 'string', literal: true, meaning: 'the datetime written by a literal format' }),
   format_date: define({ params: [STRING, DATE], result: 'string', literal: true, meaning: 'the date written by a literal format' }),
-  parse_timestamp: define({ params: [STRING, STRING, STRING], required: 2, result: 'timestamp', literal: true, meaning: 'the text read as a timestamp by a literal format, in the time zone when it has no zone element (default UTC)' }),
+  parse_timestamp: define({
+    params: [STRING, STRING, STRING],
+    required: 2,
+    result: 'timestamp',
+    literal: true,
+    meaning: 'the text read as a timestamp by a literal format, in the time zone when it has no zone element (default UTC)',
+  }),
   parse_datetime: define({ params: [STRING, STRING], result: 'datetime', literal: true, meaning: 'the text read as a datetime by a literal format' }),
   parse_date: define({ params: [STRING, STRING], result: 'date', literal: true, meaning: 'the text read as a date by a literal format' }),
 
   // regular expressions and JSON
-  regexp_contains: define({ params: [STRING, STRING], result: 'bool', pushdown: 'regexp_condition', meaning: 'TRUE when the RE2 regex matches part of the value' }),
+  regexp_contains: define({
+    params: [STRING, STRING],
+    result: 'bool',
+    pushdown: 'regexp_condition',
+    meaning: 'TRUE when the RE2 regex matches part of the value',
+  }),
   regexp_extract: define({
     params: [STRING, STRING, INT64, INT64],
     required: 2,
@@ -236,14 +324,52 @@ const FUNCTIONS = {
     meaning: 'the capture group (or whole match) of the Nth match (default 1st) from a 1-based position (default 1); NULL when none',
   }),
   regexp_extract_all: define({ params: [STRING, STRING], result: 'array<string>', meaning: 'every match\'s capture group (or whole match)' }),
-  regexp_replace: define({ params: [STRING, STRING, STRING], result: 'string', meaning: 'every match replaced; \\1 in the replacement copies a group' }),
-  json_value: define({ params: [JSON_TEXT, STRING], required: 1, result: 'string', literal: true, meaning: 'the scalar at the JSONPath, unquoted; NULL for an object or array' }),
+  regexp_replace: define({
+    params: [STRING, STRING, STRING],
+    result: 'string',
+    meaning: 'every match replaced; \\1 in the replacement copies a group',
+  }),
+  json_value: define({
+    params: [JSON_TEXT, STRING],
+    required: 1,
+    result: 'string',
+    literal: true,
+    meaning: 'the scalar at the JSONPath, unquoted; NULL for an object or array',
+  }),
   json_query: define({ params: [JSON_TEXT, STRING], result: 'string', literal: true, meaning: 'the JSON text at the JSONPath' }),
-  json_extract: define({ params: [JSON_TEXT, STRING], result: 'string', literal: true, meaning: 'the JSON text at the JSONPath (legacy JSON_QUERY)' }),
-  json_extract_scalar: define({ params: [JSON_TEXT, STRING], required: 1, result: 'string', literal: true, meaning: 'the scalar at the JSONPath (legacy JSON_VALUE)' }),
-  json_extract_array: define({ params: [JSON_TEXT, STRING], required: 1, result: 'array<string>', literal: true, meaning: 'the array at the JSONPath, its elements as JSON text' }),
-  json_value_array: define({ params: [JSON_TEXT, STRING], required: 1, result: 'array<string>', literal: true, meaning: 'the array of scalars at the JSONPath, unquoted' }),
-  to_json_string: define({ params: ['any', BOOL], required: 1, result: 'string', meaning: 'the value as JSON text, compact or (when the flag is TRUE) indented by two spaces' }),
+  json_extract: define({
+    params: [JSON_TEXT, STRING],
+    result: 'string',
+    literal: true,
+    meaning: 'the JSON text at the JSONPath (legacy JSON_QUERY)',
+  }),
+  json_extract_scalar: define({
+    params: [JSON_TEXT, STRING],
+    required: 1,
+    result: 'string',
+    literal: true,
+    meaning: 'the scalar at the JSONPath (legacy JSON_VALUE)',
+  }),
+  json_extract_array: define({
+    params: [JSON_TEXT, STRING],
+    required: 1,
+    result: 'array<string>',
+    literal: true,
+    meaning: 'the array at the JSONPath, its elements as JSON text',
+  }),
+  json_value_array: define({
+    params: [JSON_TEXT, STRING],
+    required: 1,
+    result: 'array<string>',
+    literal: true,
+    meaning: 'the array of scalars at the JSONPath, unquoted',
+  }),
+  to_json_string: define({
+    params: ['any', BOOL],
+    required: 1,
+    result: 'string',
+    meaning: 'the value as JSON text, compact or (when the flag is TRUE) indented by two spaces',
+  }),
   parse_json: define({ params: [STRING], result: 'json', meaning: 'the text read as a JSON value' }),
 
   // strings
@@ -252,16 +378,45 @@ const FUNCTIONS = {
   length: define({ params: [['string', 'bytes']], result: 'int64', meaning: 'characters of a STRING, bytes of BYTES' }),
   char_length: define({ params: [STRING], result: 'int64', meaning: 'characters of the text' }),
   concat: define({ params: [TO_STRING], variadic: true, result: 'string', meaning: 'the values cast to STRING and joined; NULL when any is NULL' }),
-  substr: define({ params: [STRING, INT64, INT64], required: 2, result: 'string', meaning: 'the text from a 1-based position (negative: from the end), of at most the length' }),
+  substr: define({
+    params: [STRING, INT64, INT64],
+    required: 2,
+    result: 'string',
+    meaning: 'the text from a 1-based position (negative: from the end), of at most the length',
+  }),
   substring: define({ params: [STRING, INT64, INT64], required: 2, result: 'string', meaning: 'alias of SUBSTR' }),
   strpos: define({ params: [STRING, STRING], result: 'int64', meaning: 'the 1-based position of the first occurrence, 0 when none' }),
-  starts_with: define({ params: [STRING, STRING], result: 'bool', pushdown: 'prefix_condition', meaning: 'TRUE when the text begins with the prefix' }),
+  starts_with: define({
+    params: [STRING, STRING],
+    result: 'bool',
+    pushdown: 'prefix_condition',
+    meaning: 'TRUE when the text begins with the prefix',
+  }),
   ends_with: define({ params: [STRING, STRING], result: 'bool', meaning: 'TRUE when the text ends with the suffix' }),
-  contains_substr: define({ params: [STRING, STRING], result: 'bool', meaning: 'TRUE when the text contains the search text, ignoring case (strings only here)' }),
+  contains_substr: define({
+    params: [STRING, STRING],
+    result: 'bool',
+    meaning: 'TRUE when the text contains the search text, ignoring case (strings only here)',
+  }),
   split: define({ params: [STRING, STRING], required: 1, result: 'array<string>', meaning: 'the text cut at each separator (default ",")' }),
-  trim: define({ params: [STRING, STRING], required: 1, result: 'string', meaning: 'the text without leading and trailing whitespace (or the given characters)' }),
-  ltrim: define({ params: [STRING, STRING], required: 1, result: 'string', meaning: 'the text without leading whitespace (or the given characters)' }),
-  rtrim: define({ params: [STRING, STRING], required: 1, result: 'string', meaning: 'the text without trailing whitespace (or the given characters)' }),
+  trim: define({
+    params: [STRING, STRING],
+    required: 1,
+    result: 'string',
+    meaning: 'the text without leading and trailing whitespace (or the given characters)',
+  }),
+  ltrim: define({
+    params: [STRING, STRING],
+    required: 1,
+    result: 'string',
+    meaning: 'the text without leading whitespace (or the given characters)',
+  }),
+  rtrim: define({
+    params: [STRING, STRING],
+    required: 1,
+    result: 'string',
+    meaning: 'the text without trailing whitespace (or the given characters)',
+  }),
   replace: define({ params: [STRING, STRING, STRING], result: 'string', meaning: 'every occurrence replaced; an empty search text changes nothing' }),
   reverse: define({ params: [STRING], result: 'string', meaning: 'the characters in reverse order' }),
   repeat: define({ params: [STRING, INT64], result: 'string', meaning: 'the text repeated N times; a negative N is an error' }),
@@ -294,7 +449,12 @@ const FUNCTIONS = {
   floor: define({ params: [FLOATING], result: 'float64', meaning: 'the largest integral value not greater' }),
   ceil: define({ params: [FLOATING], result: 'float64', meaning: 'the smallest integral value not less' }),
   ceiling: define({ params: [FLOATING], result: 'float64', meaning: 'alias of CEIL' }),
-  trunc: define({ params: [FLOATING, INT64], required: 1, result: 'float64', meaning: 'the value rounded toward zero, at N decimal places (default 0)' }),
+  trunc: define({
+    params: [FLOATING, INT64],
+    required: 1,
+    result: 'float64',
+    meaning: 'the value rounded toward zero, at N decimal places (default 0)',
+  }),
   mod: define({ params: [INT64, INT64], result: 'int64', meaning: 'the remainder, with the dividend\'s sign; a zero divisor is an error' }),
   div: define({ params: [INT64, INT64], result: 'int64', meaning: 'the quotient rounded toward zero; a zero divisor is an error' }),
   ieee_divide: define({ params: [FLOATING, FLOATING], result: 'float64', meaning: 'x / y by IEEE 754: a zero divisor gives +/-inf or NaN' }),
@@ -314,8 +474,19 @@ const FUNCTIONS = {
     meaning: 'the timestamps from start to end by the interval (MICROSECOND to DAY); a zero interval is an error',
   }),
   array_length: define({ params: [ARRAY], result: 'int64', meaning: 'the number of elements' }),
-  array_to_string: define({ params: [ARRAY, STRING, STRING], required: 2, copies: 3, result: 'string', meaning: 'the STRING elements joined; NULLs skipped unless a replacement is given' }),
-  generate_array: define({ params: [INT64, INT64, INT64], required: 2, result: 'array<int64>', meaning: 'the integers from start to end by step (default 1); a zero step is an error' }),
+  array_to_string: define({
+    params: [ARRAY, STRING, STRING],
+    required: 2,
+    copies: 3,
+    result: 'string',
+    meaning: 'the STRING elements joined; NULLs skipped unless a replacement is given',
+  }),
+  generate_array: define({
+    params: [INT64, INT64, INT64],
+    required: 2,
+    result: 'array<int64>',
+    meaning: 'the integers from start to end by step (default 1); a zero step is an error',
+  }),
   array_concat: define({ params: [ARRAY], variadic: true, result: 'common', meaning: 'the arrays joined; NULL when any is NULL' }),
   array_reverse: define({ params: [ARRAY], result: 'argument', meaning: 'the elements in reverse order' }),
 } satisfies Record<string, SandboxFunction>;
@@ -352,9 +523,19 @@ export function pushdownOf(call: { name: string; over?: unknown }): Pushdown | u
 export function signatureOf(name: string, fn: SandboxFunction, written: number, position?: QueryPosition): Signature {
   const found = fn.signatures.find((s) => written >= s.required && (s.variadic || written <= s.params.length));
   if (found) return found;
-  const counts = [...new Set(fn.signatures.flatMap((s) => (s.variadic ? [] : Array.from({ length: s.params.length - s.required + 1 }, (_, i) => s.required + i))))].sort((a, b) => a - b);
-  const expected = fn.maxArgs === Infinity ? `at least ${fn.minArgs}` : counts.length === fn.maxArgs - fn.minArgs + 1 && counts.length > 1 ? `${fn.minArgs} to ${fn.maxArgs}` : counts.join(' or ');
-  throw new InvalidQuery(`${name} takes ${expected} argument${expected === '1' ? '' : 's'}, not ${written}`, position);
+  const expected = argumentCounts(fn);
+  throw new InvalidQuery(`${name} takes ${expected} argument${expected.endsWith(' 1') || expected === '1' ? '' : 's'}, not ${written}`, position);
+}
+
+/** The argument counts a function takes, for messages: `2`, `1 to 3`, `at least 1`, `1, 2 or 6`. */
+function argumentCounts(fn: SandboxFunction): string {
+  if (fn.maxArgs === Infinity) return `at least ${fn.minArgs}`;
+  const counts = new Set<number>();
+  for (const signature of fn.signatures) for (let n = signature.required; n <= signature.params.length; n++) counts.add(n);
+  const sorted = [...counts].sort((x, y) => x - y);
+  if (sorted.length === 1) return `${fn.minArgs}`;
+  if (sorted.length === fn.maxArgs - fn.minArgs + 1) return `${fn.minArgs} to ${fn.maxArgs}`;
+  return `${sorted.slice(0, -1).join(', ')} or ${sorted.at(-1)}`;
 }
 
 /** The parameter at a 0-based position of a signature (a variadic signature's last one repeats). */

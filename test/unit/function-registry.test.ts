@@ -2,7 +2,8 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.ts';
 import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
-import { SANDBOX_FUNCTION_NAMES, sandboxFunction, type Parameter, type ResultRule, type SandboxFunctionName, type Signature } from '../../src/sql/functions.ts';
+import { InvalidQuery } from '../../src/errors.ts';
+import { SANDBOX_FUNCTION_NAMES, sandboxFunction, signatureOf, type Parameter, type ResultRule, type SandboxFunctionName, type Signature } from '../../src/sql/functions.ts';
 import type { Expr, Query } from '../../src/sql/syntax.ts';
 import type { SqlType } from '../../src/sql/types.ts';
 
@@ -127,6 +128,22 @@ describe('the function registry and the DuckDB translations agree', () => {
       expect(fn.signatures.length, name).toBeGreaterThan(0);
       expect(fn.minArgs, name).toBeLessThanOrEqual(fn.maxArgs);
     }
+  });
+
+  it('refuses a wrong number of arguments in one place, naming the counts the function takes', () => {
+    const refusal = (name: SandboxFunctionName, count: number) => {
+      try {
+        signatureOf(name, sandboxFunction(name)!, count);
+      } catch (error) {
+        return error instanceof InvalidQuery ? error.message : 'not InvalidQuery';
+      }
+      return 'accepted';
+    };
+    expect(refusal('lower', 2)).toBe('lower takes 1 argument, not 2');
+    expect(refusal('substr', 4)).toBe('substr takes 2 to 3 arguments, not 4');
+    expect(refusal('concat', 0)).toBe('concat takes at least 1 argument, not 0');
+    expect(refusal('datetime', 4)).toBe('datetime takes 1, 2 or 6 arguments, not 4');
+    expect(refusal('datetime', 6)).toBe('accepted');
   });
 
   it.each(CASES.map(({ name, params }) => [`${name}(${params.map((p) => (Array.isArray(p) ? p[0] : p)).join(', ')})`, name, params] as const))(

@@ -439,7 +439,9 @@ const EXTRACT_PARTS: Partial<Record<string, (v: string) => string>> = {
 export function extract(part: string, value: Typed, zoneName: string | undefined, position?: QueryPosition): Typed {
   expect(value, ['timestamp', 'datetime', 'date'], `EXTRACT(${part.toUpperCase()})`, position);
   const zone = zoneName === undefined ? UTC : timeZone(zoneName, position);
-  if (zoneName !== undefined && value.type.kind !== 'timestamp') throw new InvalidQuery(`AT TIME ZONE applies to a TIMESTAMP, not ${typeName(value.type)}`, position);
+  if (zoneName !== undefined && value.type.kind !== 'timestamp') {
+    throw new InvalidQuery(`AT TIME ZONE applies to a TIMESTAMP, not ${typeName(value.type)}`, position);
+  }
   const civil = value.type.kind === 'timestamp' ? civilIn(value.sql, zone) : value.sql;
   if (part === 'date') return { sql: `CAST(${civil} AS DATE)`, type: DATE };
   const start = part.startsWith('week(') ? weekStart(part) : undefined;

@@ -88,7 +88,8 @@ function nthMatch(call: Call, value: Typed, pattern: Typed, group: number): stri
   const position = call.arg(2);
   const occurrence = call.expr.args.length > 3 ? call.arg(3) : { sql: 'CAST(1 AS BIGINT)', type: INT64 };
   return once(call, [value, pattern, position, occurrence], ([text, regex, from, nth]) =>
-    `(CASE WHEN ${from} <= 0 THEN error('REGEXP_EXTRACT: the position must be positive') WHEN ${nth} <= 0 THEN error('REGEXP_EXTRACT: the occurrence must be positive') ` +
+    `(CASE WHEN ${from} <= 0 THEN error('REGEXP_EXTRACT: the position must be positive') ` +
+    `WHEN ${nth} <= 0 THEN error('REGEXP_EXTRACT: the occurrence must be positive') ` +
     `WHEN ${from} > length(${text}) THEN NULL ELSE regexp_extract_all(substring(${text}, ${from}), ${regex}, ${group})[${nth}] END)`);
 }
 
@@ -284,7 +285,8 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     const list = `list(${distinct}${value.sql}${order})${call.over}`;
     if (limit) {
       const e = LAMBDA_PARAMETER;
-      const sql = bindOnce(call.ctx.budget, [`(${list})${limit}`], ([kept]) => `(CASE WHEN list_bool_or(list_transform(${kept}, lambda ${e}: ${e} IS NULL)) THEN ${refusal} ELSE ${kept} END)`);
+      const sql = bindOnce(call.ctx.budget, [`(${list})${limit}`], ([kept]) =>
+        `(CASE WHEN list_bool_or(list_transform(${kept}, lambda ${e}: ${e} IS NULL)) THEN ${refusal} ELSE ${kept} END)`);
       return { sql, type };
     }
     const nulls = `count(*) FILTER (WHERE ${value.sql} IS NULL)${call.over}`;
@@ -442,7 +444,8 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     const value = call.arg(0);
     const encode = (v: string) => `CAST(${jsonEncoded(v, value.type)} AS VARCHAR)`;
     if (call.expr.args.length === 1) return { sql: needsEncoding(value.type) ? once(call, [value], ([v]) => encode(v!)) : encode(value.sql), type: STRING };
-    const sql = once(call, [value, call.arg(1)], ([v, pretty]) => `(CASE WHEN ${pretty} THEN ${twoSpaceIndent(`json_pretty(${encode(v!)})`)} ELSE ${encode(v!)} END)`);
+    const sql = once(call, [value, call.arg(1)], ([v, pretty]) =>
+      `(CASE WHEN ${pretty} THEN ${twoSpaceIndent(`json_pretty(${encode(v!)})`)} ELSE ${encode(v!)} END)`);
     return { sql, type: STRING };
   },
   // on strings only: BigQuery also searches inside records and arrays
@@ -459,7 +462,9 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     // DuckDB's round rounds half away from zero, as BigQuery; INT64 input gives FLOAT64
     const type = value.type.kind === 'numeric' ? value.type : FLOAT64;
     const mode = call.expr.args.length > 2 ? literalText(call, 2, 'rounding mode') : 'ROUND_HALF_AWAY_FROM_ZERO';
-    if (mode !== 'ROUND_HALF_AWAY_FROM_ZERO' && mode !== 'ROUND_HALF_EVEN') fail(call, `unknown rounding mode ${JSON.stringify(mode)} (ROUND_HALF_AWAY_FROM_ZERO or ROUND_HALF_EVEN)`);
+    if (mode !== 'ROUND_HALF_AWAY_FROM_ZERO' && mode !== 'ROUND_HALF_EVEN') {
+      fail(call, `unknown rounding mode ${JSON.stringify(mode)} (ROUND_HALF_AWAY_FROM_ZERO or ROUND_HALF_EVEN)`);
+    }
     if (call.expr.args.length > 2 && type.kind !== 'numeric') fail(call, `a rounding mode applies to NUMERIC only, not ${typeName(value.type)}`);
     const fn = mode === 'ROUND_HALF_EVEN' ? 'round_even' : 'round';
     return { sql: `${fn}(CAST(${value.sql} AS ${type.kind === 'numeric' ? 'DECIMAL(38,9)' : 'DOUBLE'}), ${digits})`, type };
@@ -551,7 +556,8 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     const sql = once(call, [start, end, step], ([from, to, by]) => {
       const steps = `((epoch_us(${to}) - epoch_us(${from})) // ${by})`;
       const k = LAMBDA_PARAMETER;
-      return `(CASE WHEN ${by} = 0 THEN error('GENERATE_TIMESTAMP_ARRAY: the interval cannot be 0') ${listGuard('GENERATE_TIMESTAMP_ARRAY', `${steps} + 1`, call.ctx.maxValueBytes)} ` +
+      const guard = listGuard('GENERATE_TIMESTAMP_ARRAY', `${steps} + 1`, call.ctx.maxValueBytes);
+      return `(CASE WHEN ${by} = 0 THEN error('GENERATE_TIMESTAMP_ARRAY: the interval cannot be 0') ${guard} ` +
         `ELSE list_transform(generate_series(0, ${steps}), lambda ${k}: make_timestamptz(epoch_us(${from}) + ${k} * ${by})) END)`;
     });
     return { sql, type: { kind: 'array', element: TIMESTAMP } };
@@ -798,10 +804,13 @@ export function translateCall(expr: CallExpr, ctx: ExprContext, printer: Express
   const aggregate = isAggregate(fn);
   if (expr.distinct && !aggregate) throw new InvalidQuery(`DISTINCT is only allowed in aggregate functions`, expr.position);
   if (expr.limit && !fn.modifiers?.includes('limit')) {
-    throw new SandboxViolation(`LIMIT inside ${name.toUpperCase()}() is not supported${name === 'string_agg' ? ' here (it is inside ARRAY_AGG)' : ''}`, expr.position);
+    const where = name === 'string_agg' ? ' here (it is inside ARRAY_AGG)' : '';
+    throw new SandboxViolation(`LIMIT inside ${name.toUpperCase()}() is not supported${where}`, expr.position);
   }
   if (expr.orderBy?.length && !fn.modifiers?.includes('order_by')) throw new InvalidQuery(`ORDER BY is not allowed inside ${name.toUpperCase()}()`, expr.position);
-  if ((expr.limit || expr.orderBy?.length) && expr.over) throw new InvalidQuery(`ORDER BY and LIMIT inside ${name.toUpperCase()}() are not allowed with OVER`, expr.position);
+  if ((expr.limit || expr.orderBy?.length) && expr.over) {
+    throw new InvalidQuery(`ORDER BY and LIMIT inside ${name.toUpperCase()}() are not allowed with OVER`, expr.position);
+  }
   if (fn.kind === 'window' && !expr.over) throw new InvalidQuery(`${name.toUpperCase()} needs an OVER clause`, expr.position);
   if (expr.over && (fn.kind === 'scalar' || fn.kind === 'aggregate')) {
     throw new InvalidQuery(`${name.toUpperCase()} is not an analytic function and takes no OVER clause`, expr.position);

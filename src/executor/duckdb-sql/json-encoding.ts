@@ -42,7 +42,10 @@ export function jsonEncoded(value: string, type: SqlType): string {
       return `to_json(list_transform(${value}, lambda ${LAMBDA_PARAMETER}: ${jsonEncoded(LAMBDA_PARAMETER, type.element)}))`;
     case 'struct': {
       if (!needsEncoding(type)) break;
-      const fields = type.fields.map((field) => `${quoteIdentifier(field.name)} := ${jsonEncoded(`struct_extract(${value}, ${quoteString(field.name)})`, field.type)}`);
+      const fields = type.fields.map((field) => {
+        const inner = jsonEncoded(`struct_extract(${value}, ${quoteString(field.name)})`, field.type);
+        return `${quoteIdentifier(field.name)} := ${inner}`;
+      });
       // a NULL record is null, not a record of nulls
       return `(CASE WHEN ${value} IS NULL THEN NULL ELSE to_json(struct_pack(${fields.join(', ')})) END)`;
     }
@@ -53,5 +56,6 @@ export function jsonEncoded(value: string, type: SqlType): string {
 /** DuckDB's json_pretty indents by four spaces, BigQuery's pretty-printed JSON by two: each line's indent halved. */
 export function twoSpaceIndent(pretty: string): string {
   const line = LAMBDA_PARAMETER;
-  return `array_to_string(list_transform(string_split(${pretty}, chr(10)), lambda ${line}: repeat(' ', (length(${line}) - length(ltrim(${line}, ' '))) // 2) || ltrim(${line}, ' ')), chr(10))`;
+  const halved = `repeat(' ', (length(${line}) - length(ltrim(${line}, ' '))) // 2) || ltrim(${line}, ' ')`;
+  return `array_to_string(list_transform(string_split(${pretty}, chr(10)), lambda ${line}: ${halved}), chr(10))`;
 }
