@@ -191,7 +191,8 @@ const FUNCTIONS = {
   string_agg: aggregate({
     params: [STRING, STRING],
     required: 1,
-    modifiers: ['order_by'],
+    modifiers: ['order_by', 'limit'],
+    copies: 2,
     result: 'string',
     meaning: 'the non-NULL values joined by the separator (default ",")',
   }),

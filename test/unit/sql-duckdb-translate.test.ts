@@ -332,6 +332,14 @@ describe('BigQuery semantics on real DuckDB', () => {
     await expect(evaluate(array(day('5'), day('7'), interval('0', 'day')))).rejects.toThrow(/interval cannot be 0/);
   });
 
+  it('string_agg with LIMIT joins the first n values that are not NULL', async () => {
+    const joinedFirst = (limit: string) => query(select({
+      items: [item({ kind: 'call', name: 'string_agg', args: [id('x'), str('&')], star: false, distinct: false, orderBy: [asc(id('x'))], limit: num(limit) }, 'v')],
+      from: from(unnest({ kind: 'array', elements: [str('b'), nul, str('a'), str('c')] }, 'x')),
+    }));
+    expect(await run(joinedFirst('2'))).toEqual([{ v: 'a&b' }]);
+  });
+
   it('regexp_extract refuses a position or occurrence below 1, as BigQuery', async () => {
     await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('0')))).rejects.toThrow(/position must be positive/);
     await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('1'), num('0')))).rejects.toThrow(/occurrence must be positive/);

@@ -269,7 +269,11 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     const value = call.arg(0);
     const separator = call.expr.args.length > 1 ? call.arg(1).sql : `','`;
     const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
-    return { sql: `string_agg(${call.expr.distinct ? 'DISTINCT ' : ''}${value.sql}, ${separator}${order})${call.over}`, type: STRING };
+    const distinct = call.expr.distinct ? 'DISTINCT ' : '';
+    if (!call.expr.limit) return { sql: `string_agg(${distinct}${value.sql}, ${separator}${order})${call.over}`, type: STRING };
+    // LIMIT n joins the first n values that are not NULL; no values at all is NULL, as string_agg's
+    const kept = `(list(${distinct}${value.sql}${order}) FILTER (WHERE ${value.sql} IS NOT NULL))[1:${limitCount(call, call.expr.limit)}]`;
+    return { sql: `array_to_string(${kept}, ${separator})`, type: STRING };
   },
   array_agg: (call) => {
     const value = call.arg(0);
@@ -804,8 +808,7 @@ export function translateCall(expr: CallExpr, ctx: ExprContext, printer: Express
   const aggregate = isAggregate(fn);
   if (expr.distinct && !aggregate) throw new InvalidQuery(`DISTINCT is only allowed in aggregate functions`, expr.position);
   if (expr.limit && !fn.modifiers?.includes('limit')) {
-    const where = name === 'string_agg' ? ' here (it is inside ARRAY_AGG)' : '';
-    throw new SandboxViolation(`LIMIT inside ${name.toUpperCase()}() is not supported${where}`, expr.position);
+    throw new InvalidQuery(`LIMIT is only allowed inside ARRAY_AGG() and STRING_AGG(), not ${name.toUpperCase()}()`, expr.position);
   }
   if (expr.orderBy?.length && !fn.modifiers?.includes('order_by')) throw new InvalidQuery(`ORDER BY is not allowed inside ${name.toUpperCase()}()`, expr.position);
   if ((expr.limit || expr.orderBy?.length) && expr.over) {
