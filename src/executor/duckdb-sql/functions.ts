@@ -1,6 +1,8 @@
 /**
- * BigQuery functions, each printed as DuckDB that gives BigQuery's result: NULL handling, 0- or
- * 1-based positions, partial regex matches, units and rounding follow BigQuery, not DuckDB.
+ * The DuckDB side of the function registry (src/sql/functions.ts): each registered function printed
+ * as DuckDB that gives BigQuery's result: NULL handling, 0- or 1-based positions, partial regex
+ * matches, units and rounding follow BigQuery, not DuckDB. Which calls exist, their argument counts
+ * and kinds, and what may stand inside a call are the registry's, checked in translateCall.
  */
 import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
 import { isAggregate, parameterAt, sandboxFunction, signatureOf, type SandboxFunctionName, type Signature, type ValueKind } from '../../sql/functions.ts';
@@ -38,7 +40,10 @@ interface Call {
   expr: CallExpr;
   ctx: ExprContext;
   printer: ExpressionPrinter;
-  /** Argument i translated where the call stands (inside an aggregate: where nested aggregates are refused). */
+  /**
+   * Argument i translated where the call stands (inside an aggregate: where nested aggregates are
+   * refused) and checked against the registry's parameter for it.
+   */
   arg(i: number): Typed;
   /** The call's window clause, `''` when it has none. */
   over: string;
