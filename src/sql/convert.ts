@@ -27,6 +27,7 @@ import type {
   SetOperation,
   WindowFrame,
   WindowSpec,
+  Weekday,
 } from './syntax.ts';
 
 type Node = Record<string, unknown>;
@@ -526,7 +527,15 @@ function convertExpr(node: unknown): Expr {
     case 'Extract': {
       const raw = fields(payload, ['field', 'syntax', 'expr'], 'EXTRACT');
       if (raw.syntax !== 'From') throw unsupported('EXTRACT without FROM', raw);
-      return { kind: 'extract', part: dateTimeField(raw.field, raw), expr: convertExpr(raw.expr), ...position };
+      const part = dateTimeField(raw.field, raw);
+      // EXTRACT(part FROM ts AT TIME ZONE 'zone'): the one place BigQuery takes AT TIME ZONE
+      if (isNode(raw.expr) && 'AtTimeZone' in raw.expr) {
+        const zoned = fields(raw.expr.AtTimeZone, ['timestamp', 'time_zone'], 'AT TIME ZONE');
+        const zone = convertExpr(zoned.time_zone);
+        if (zone.kind !== 'string') throw new InvalidQuery(`AT TIME ZONE takes a string literal such as 'America/Los_Angeles'`, positionOf(zoned.time_zone));
+        return { kind: 'extract', part, expr: convertExpr(zoned.timestamp), timeZone: zone.value, ...position };
+      }
+      return { kind: 'extract', part, expr: convertExpr(raw.expr), ...position };
     }
     case 'Interval': {
       const raw = fields(payload, ['value', 'leading_field'], 'INTERVAL');
@@ -747,9 +756,13 @@ function datePart(word: string, context: unknown): DatePart {
 }
 
 /** WEEK(SUNDAY) is WEEK; weeks starting on other days have no place in the tree yet. */
+const WEEKDAYS = new Set<Weekday>(['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday']);
+
+/** WEEK(<weekday>): weeks starting on that day; WEEK(SUNDAY) is WEEK. */
 function weekStartingOn(day: string, context: unknown): DatePart {
-  if (day.toLowerCase() === 'sunday') return 'week';
-  throw unsupported(`WEEK(${day.toUpperCase()}) (weeks start on Sunday here)`, context);
+  const weekday = day.toLowerCase() as Weekday;
+  if (!WEEKDAYS.has(weekday)) throw new InvalidQuery(`WEEK(${day}) needs a day of the week, such as WEEK(MONDAY)`, positionOf(context));
+  return weekday === 'sunday' ? 'week' : `week(${weekday})`;
 }
 
 /** The bare-word unit argument of timestamp_trunc and friends: `hour`, `WEEK`, `week(sunday)`. */

@@ -95,6 +95,8 @@ export interface OrderItem {
   nulls?: 'first' | 'last';
 }
 
+export type Weekday = 'sunday' | 'monday' | 'tuesday' | 'wednesday' | 'thursday' | 'friday' | 'saturday';
+
 export type DatePart =
   | 'microsecond'
   | 'millisecond'
@@ -104,7 +106,9 @@ export type DatePart =
   | 'day'
   | 'dayofweek'
   | 'dayofyear'
+  /** Weeks starting on Sunday; `week(monday)` ... `week(saturday)` start on that day (WEEK(<weekday>)). */
   | 'week'
+  | `week(${Exclude<Weekday, 'sunday'>})`
   | 'isoweek'
   | 'month'
   | 'quarter'
@@ -183,8 +187,8 @@ export type Expr =
     }
   | { kind: 'cast'; safe: boolean; expr: Expr; type: CastType; position?: Position }
   | { kind: 'case'; operand?: Expr; whens: { when: Expr; then: Expr }[]; else?: Expr; position?: Position }
-  /** `extract(part from expr)`. */
-  | { kind: 'extract'; part: DatePart; expr: Expr; position?: Position }
+  /** `extract(part from expr [at time zone 'zone'])`. */
+  | { kind: 'extract'; part: DatePart; expr: Expr; timeZone?: string; position?: Position }
   /**
    * `expr[offset(n)]`, `expr[safe_offset(n)]`, `expr[ordinal(n)]`, `expr[safe_ordinal(n)]`, and the
    * bare `expr[n]` (BigQuery reads it as offset).

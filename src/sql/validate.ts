@@ -4,7 +4,7 @@
  * first problem found, with its position.
  */
 import { InvalidQuery, SandboxViolation, UnknownTable, type QueryPosition } from '../errors.ts';
-import { isAggregate, sandboxFunction } from './functions.ts';
+import { isAggregate, sandboxFunction, signatureOf } from './functions.ts';
 import type { Expr, FromItem, OrderItem, Query, Relation, Select, SetExpression } from './syntax.ts';
 import { childExpressions, subqueryOf } from './walk.ts';
 
@@ -205,10 +205,7 @@ export function validateSandboxQuery(
     if (!fn) throw new SandboxViolation(`restricted function ${node.name}`, node.position);
     const written = node.star ? 1 : node.args.length;
     if (node.star && !fn.allowsStar) throw new InvalidQuery(`${node.name}(*) is not a valid call`, node.position);
-    if (written < fn.minArgs || written > fn.maxArgs) {
-      const expected = fn.minArgs === fn.maxArgs ? `${fn.minArgs}` : fn.maxArgs === Infinity ? `at least ${fn.minArgs}` : `${fn.minArgs} to ${fn.maxArgs}`;
-      throw new InvalidQuery(`${node.name} takes ${expected} argument${expected === '1' ? '' : 's'}, not ${written}`, node.position);
-    }
+    signatureOf(node.name, fn, written, node.position);
     checkListLength(node.args.length, `the call of ${node.name}`, node.position);
     const aggregate = isAggregate(fn) && !node.over;
     if (fn.kind === 'window' && !node.over) throw new InvalidQuery(`${node.name} needs an OVER clause`, node.position);

@@ -4,8 +4,6 @@ import { loadConfig } from '../../shared/config.ts';
 import { InvalidQuery, SandboxViolation } from '../../src/errors.ts';
 import { duckDbTypeName } from '../../src/executor/engine/duckdb-type.ts';
 import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
-import { FUNCTIONS } from '../../src/executor/duckdb-sql/functions.ts';
-import { SANDBOX_FUNCTION_NAMES } from '../../src/sql/functions.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem } from '../../src/sql/syntax.ts';
 import type { SqlType, TableSchema } from '../../src/sql/types.ts';
 
@@ -251,12 +249,6 @@ describe('printing is a security wall', () => {
     const diff = call('timestamp_diff', id('t', 'timestamp'), id('t', 'timestamp'), part('constructor' as Extract<Expr, { kind: 'date_part' }>['part']));
     expect(() => translate(query(select({ items: [item(diff)], from: from(table('edge_logs', 't')) })))).toThrow(/unsupported date part CONSTRUCTOR/);
   });
-
-  it('every allowed function has a translation, except the ones listed as not done yet', () => {
-    // the known gap: src/sql/functions.ts allows these but the printer refuses them (SandboxViolation)
-    const notTranslated = ['datetime_diff'];
-    expect(SANDBOX_FUNCTION_NAMES.filter((name) => !Object.hasOwn(FUNCTIONS, name))).toEqual(notTranslated);
-  });
 });
 
 describe('BigQuery semantics on real DuckDB', () => {
@@ -285,10 +277,95 @@ describe('BigQuery semantics on real DuckDB', () => {
     ['cast(timestamp as string) is BigQuery text', { kind: 'cast', safe: false, expr: { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01 00:00:00.12' }, type: 'STRING' }, '2024-01-01 00:00:00.120+00'],
     ['format_timestamp %F %T %Ez', call('format_timestamp', str('%FT%T%Ez'), { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-02 03:04:05' }), '2024-01-02T03:04:05+00:00'],
     ['current_timestamp is the request time', call('unix_micros', call('current_timestamp')), String(Date.parse('2024-01-01T01:00:00Z') * 1000)],
+    ['to_json_string writes a TIMESTAMP in the JSON form', call('to_json_string', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2017-06-24 01:00:00.5' }), '"2017-06-24T01:00:00.500Z"'],
+    ['to_json_string quotes an INT64 beyond 2^53, inside records and arrays too', call('to_json_string', {
+      kind: 'struct', fields: [{ expr: { kind: 'array', elements: [num('9007199254740993'), num('1')] }, name: 'a' }, { expr: { kind: 'typed_literal', type: 'DATETIME', value: '2024-01-01 00:00:00' }, name: 'd' }],
+    }), '{"a":["9007199254740993",1],"d":"2024-01-01T00:00:00"}'],
+    ['to_json_string pretty-prints with two spaces', call('to_json_string', { kind: 'array', elements: [num('1')] }, { kind: 'boolean', value: true }), '[\n  1\n]'],
+    ['regexp_extract from a position, the Nth occurrence', call('regexp_extract', str('a1 b2 c3'), str('[a-z](\\d)'), num('2'), num('2')), '3'],
+    ['regexp_extract past the last occurrence is NULL', call('regexp_extract', str('a1 b2'), str('[a-z]\\d'), num('1'), num('3')), null],
+    ['trunc to digits', call('trunc', { kind: 'unary', operator: '-', operand: num('1.29') }, num('1')), -1.2],
+    ['round half to even on NUMERIC', call('round', { kind: 'typed_literal', type: 'NUMERIC', value: '2.5' }, num('0'), str('ROUND_HALF_EVEN')), 2],
+    ['timestamp of a civil text in a named zone', call('timestamp', str('2008-12-25 15:30:00'), str('America/Los_Angeles')), '2008-12-25 23:30:00+00'],
+    ['timestamp of a text with its own offset keeps it', call('timestamp', str('2008-12-25 15:30:00+00'), str('America/Los_Angeles')), '2008-12-25 15:30:00+00'],
+    ['timestamp of a date text at an offset', call('timestamp', str('2008-12-25'), str('-08')), '2008-12-25 08:00:00+00'],
+    ['timestamp_trunc on a zone\'s clock', call('timestamp_trunc', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2017-11-06 00:00:00+12' }, part('day'), str('Pacific/Auckland')), '2017-11-05 11:00:00+00'],
+    ['datetime of a timestamp in a named zone', call('datetime', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('America/Los_Angeles')), '2008-12-24 21:30:00'],
+    ['format_timestamp at an offset', call('format_timestamp', str('%F %H:%M'), { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('+05:30')), '2008-12-25 11:00'],
+    ['parse_timestamp in a named zone', call('unix_seconds', call('parse_timestamp', str('%Y-%m-%d %H:%M'), str('2020-01-01 10:00'), str('America/New_York'))), String(Date.parse('2020-01-01T15:00:00Z') / 1000)],
+    ['json_value reads a quoted name', call('json_value', str('{"a.b": {"c": "world"}}'), str('$."a.b".c')), 'world'],
+    ['json_extract_scalar reads a bracketed name with a space', call('json_extract_scalar', str('{"a": [1, {"x y": "z"}]}'), str("$.a[1]['x y']")), 'z'],
+    ['a quoted name is a name, not path syntax', call('json_query', str('{"a": {"b": 1}, "a.b": 2}'), str('$."a.b"')), '2'],
+    ['a NULL argument takes the parameter\'s type (DuckDB could not pick epoch_us of an untyped NULL)', call('unix_seconds', nul), null],
+    ['date_trunc to WEEK(MONDAY)', call('date_trunc', { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' }, part('week(monday)')), '2017-10-30'],
+    ['date_trunc to WEEK(SATURDAY)', call('date_trunc', { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' }, part('week(saturday)')), '2017-11-04'],
+    ['date_diff counts WEEK(MONDAY) starts', call('date_diff', { kind: 'typed_literal', type: 'DATE', value: '2017-12-18' }, { kind: 'typed_literal', type: 'DATE', value: '2017-12-17' }, part('week(monday)')), '1'],
+    ['extract WEEK(MONDAY): days before the first Monday are week 0', { kind: 'extract', part: 'week(monday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' } }, '44'],
+    ['extract WEEK(TUESDAY) on the year\'s first Tuesday', { kind: 'extract', part: 'week(tuesday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-01-03' } }, '1'],
+    ['extract at a time zone reads the zone\'s clock', { kind: 'extract', part: 'hour', expr: { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, timeZone: 'America/New_York' }, '0'],
+    ['concat casts its arguments to STRING', call('concat', str('x'), num('1'), num('1.5'), { kind: 'boolean', value: true }), 'x11.5true'],
   ];
   for (const [name, expr, expected] of cases) {
     it(name, async () => expect(await evaluate(expr)).toEqual(expected));
   }
+
+  it('array_agg with ORDER BY and LIMIT keeps the first n; a NULL among them, and only among them, is an error', async () => {
+    const aggregated = (elements: Expr[], order: OrderItem, limit: string) => query(select({
+      items: [item({ kind: 'call', name: 'array_agg', args: [id('x')], star: false, distinct: false, orderBy: [order], limit: num(limit) }, 'xs')],
+      from: from(unnest({ kind: 'array', elements }, 'x')),
+    }));
+    expect(await run(aggregated([num('3'), num('1'), num('2')], asc(id('x')), '2'))).toEqual([{ xs: ['1', '2'] }]);
+    // descending puts NULL last, past the limit; ascending puts it first
+    expect(await run(aggregated([num('2'), nul, num('1')], desc(id('x')), '2'))).toEqual([{ xs: ['2', '1'] }]);
+    await expect(run(aggregated([num('2'), nul, num('1')], asc(id('x')), '2'))).rejects.toThrow(/null element/);
+  });
+
+  it('generate_timestamp_array steps from start to end, over a column and a subquery too; a zero interval is an error', async () => {
+    const interval = (value: string, unit: 'day' | 'hour') => ({ kind: 'interval', value: num(value), unit }) as const;
+    const array = (start: Expr, end: Expr, step = interval('1', 'day')) => call('generate_timestamp_array', start, end, step);
+    const day = (d: string): Expr => ({ kind: 'typed_literal', type: 'TIMESTAMP', value: `2016-10-0${d} 00:00:00` });
+    expect(await evaluate(array(day('5'), day('7')))).toEqual(['2016-10-05 00:00:00+00', '2016-10-06 00:00:00+00', '2016-10-07 00:00:00+00']);
+    expect(await evaluate(array(day('7'), day('5')))).toEqual([]);
+    expect(await evaluate(array(day('7'), day('5'), { kind: 'interval', value: { kind: 'unary', operator: '-', operand: num('1') }, unit: 'day' }))).toHaveLength(3);
+    const overRows = query(select({ items: [item(array(id('timestamp'), { kind: 'subquery', query: query(select({ items: [item(id('timestamp'))], from: from(table('edge_logs')), where: bin('=', id('id'), str('e3')) })) }, interval('1', 'hour')), 'v')], from: from(table('edge_logs')), where: bin('=', id('id'), str('e1')) }));
+    expect(await run(overRows)).toEqual([{ v: ['2024-01-01 00:00:10+00'] }]);
+    await expect(evaluate(array(day('5'), day('7'), interval('0', 'day')))).rejects.toThrow(/interval cannot be 0/);
+  });
+
+  it('string_agg with LIMIT joins the first n values that are not NULL', async () => {
+    const joinedFirst = (limit: string) => query(select({
+      items: [item({ kind: 'call', name: 'string_agg', args: [id('x'), str('&')], star: false, distinct: false, orderBy: [asc(id('x'))], limit: num(limit) }, 'v')],
+      from: from(unnest({ kind: 'array', elements: [str('b'), nul, str('a'), str('c')] }, 'x')),
+    }));
+    expect(await run(joinedFirst('2'))).toEqual([{ v: 'a&b' }]);
+  });
+
+  it('regexp_extract refuses a position or occurrence below 1, as BigQuery', async () => {
+    await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('0')))).rejects.toThrow(/position must be positive/);
+    await expect(evaluate(call('regexp_extract', str('a'), str('a'), num('1'), num('0')))).rejects.toThrow(/occurrence must be positive/);
+  });
+
+  it('a time zone must be one the zone database knows, and zone elements are written for UTC only', () => {
+    const sql = (expr: Expr) => () => translate(query(select({ items: [item(expr, 'v')] })));
+    const ts = { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' } as const;
+    expect(sql(call('date', ts, str('Nowhere/Special')))).toThrow(/unknown time zone "Nowhere\/Special"/);
+    expect(sql(call('format_timestamp', str('%H %Z'), ts, str('America/Los_Angeles')))).toThrow(/zone elements/);
+    expect(sql(call('date', { kind: 'typed_literal', type: 'DATE', value: '2008-12-25' }, str('America/Los_Angeles')))).toThrow(/applies to a TIMESTAMP, not DATE/);
+  });
+
+  it('each JSON function takes its own JSONPath escape, and nothing beyond names and indexes', () => {
+    const sql = (expr: Expr) => () => translate(query(select({ items: [item(expr, 'v')] })));
+    expect(sql(call('json_value', str('{}'), str("$['a.b']")))).toThrow(/JSONPath "\$\['a.b'\]" is not supported .*\$\."a\.b"/);
+    expect(sql(call('json_extract', str('{}'), str('$."a.b"')))).toThrow(/JSONPath .* is not supported .*\$\['a\.b'\]/);
+    expect(sql(call('json_query', str('{}'), str('$.a[*]')))).toThrow(/not supported/);
+    expect(sql(call('json_query', str('{}'), str('$."a\\"b"')))).toThrow(/not supported/);
+  });
+
+  it('a rounding mode is for NUMERIC only and must be one BigQuery knows', () => {
+    const rounded = (value: Expr, mode: string) => () => translate(query(select({ items: [item(call('round', value, num('0'), str(mode)), 'v')] })));
+    expect(rounded(num('2.5'), 'ROUND_HALF_EVEN')).toThrow(/NUMERIC only, not FLOAT64/);
+    expect(rounded({ kind: 'typed_literal', type: 'NUMERIC', value: '2.5' }, 'ROUND_UP')).toThrow(/unknown rounding mode "ROUND_UP"/);
+  });
 
   it('OFFSET out of range is an error', async () => {
     await expect(evaluate({ kind: 'subscript', mode: 'offset', expr: { kind: 'array', elements: [num('1')] }, index: num('1') })).rejects.toThrow(/out of bounds/);

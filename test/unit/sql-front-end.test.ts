@@ -182,7 +182,10 @@ describe('conversion', () => {
     expect(selectedExpr('select timestamp_sub(current_timestamp(), interval 3 day)')).toMatchObject({
       args: [{ kind: 'call', name: 'current_timestamp' }, { kind: 'interval', unit: 'day', value: { kind: 'number', text: '3' } }],
     });
-    expect(refusal(() => logsAll('select date_trunc(date(timestamp), week(monday)) from edge_logs'))).toBeInstanceOf(SandboxViolation);
+    expect(selectedExpr('select date_trunc(date(timestamp), week(monday)) from edge_logs')).toMatchObject({ args: [{}, { kind: 'date_part', part: 'week(monday)' }] });
+    expect(selectedExpr('select extract(week(saturday) from timestamp) from edge_logs')).toMatchObject({ kind: 'extract', part: 'week(saturday)' });
+    expect(selectedExpr(`select extract(hour from timestamp at time zone 'America/New_York') from edge_logs`)).toMatchObject({ kind: 'extract', part: 'hour', timeZone: 'America/New_York' });
+    expect(refusal(() => logsAll('select date_trunc(date(timestamp), week(someday)) from edge_logs'))).toBeInstanceOf(InvalidQuery);
   });
 
   it('maps every cast type, including those the parser writes as objects', () => {

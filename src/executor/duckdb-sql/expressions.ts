@@ -7,6 +7,7 @@ import { implicitName } from '../../sql/bindings.ts';
 import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
+import { civilText } from './civil-text.ts';
 import type { SqlBudget } from './budget.ts';
 import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
 import { translateCall, type ExpressionPrinter } from './functions.ts';
@@ -22,7 +23,9 @@ import {
 } from './literals.ts';
 import { accessField, itemsNamed, sameName } from './scope.ts';
 import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, expect, isNumeric, isOrderable, typeName, unifyTypes, type Typed } from './types.ts';
+import { UTC, civilIn, timeZone } from './time-zone.ts';
 import { concatenation } from './value-size.ts';
+import { weekOfYear, weekStart } from './weeks.ts';
 
 export function translateExpr(expr: Expr, ctx: ExprContext): Typed {
   const value = translateNode(expr, ctx);
@@ -108,7 +111,7 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
     case 'case':
       return caseExpr(expr, ctx);
     case 'extract':
-      return extract(expr.part, translateExpr(expr.expr, ctx), expr.position);
+      return extract(expr.part, translateExpr(expr.expr, ctx), expr.timeZone, expr.position);
     case 'subscript':
       return subscript(expr, ctx);
     case 'field':
@@ -359,7 +362,7 @@ export function castValue(value: Typed, target: CastType, safe: boolean, budget:
       if (from === 'int64' || from === 'bool' || from === 'date') return { sql: `CAST(${value.sql} AS VARCHAR)`, type: STRING };
       // DuckDB writes a whole DOUBLE as 1.0, BigQuery as 1
       if (from === 'float64') return { sql: `regexp_replace(CAST(${value.sql} AS VARCHAR), '\\.0$', '')`, type: STRING };
-      if (from === 'timestamp' || from === 'datetime') return { sql: checked((v) => civilText(v, from === 'timestamp')), type: STRING };
+      if (from === 'timestamp' || from === 'datetime') return { sql: checked((v) => civilText(v, from, 'cast')), type: STRING };
       return refuse();
     }
     case 'INT64': {
@@ -409,17 +412,6 @@ export function castValue(value: Typed, target: CastType, safe: boolean, budget:
   }
 }
 
-/**
- * BigQuery's text of a TIMESTAMP (`2024-01-01 00:00:00.123+00`) or DATETIME (no zone): the
- * fraction is written with 0, 3 or 6 digits, the fewest that keep it exact.
- */
-function civilText(value: string, withZone: boolean): string {
-  const utc = withZone ? `CAST(${value} AS TIMESTAMP)` : value;
-  const micros = `(microsecond(${utc}) % 1000000)`;
-  const fraction = `(CASE WHEN ${micros} = 0 THEN '' WHEN ${micros} % 1000 = 0 THEN strftime(${utc}, '.%g') ELSE strftime(${utc}, '.%f') END)`;
-  return `(strftime(${utc}, '%Y-%m-%d %H:%M:%S') || ${fraction}${withZone ? ` || '+00'` : ''})`;
-}
-
 const EXTRACT_PARTS: Partial<Record<string, (v: string) => string>> = {
   // DuckDB's microsecond() and millisecond() count from the start of the minute
   microsecond: (v) => `(microsecond(${v}) % 1000000)`,
@@ -440,11 +432,17 @@ const EXTRACT_PARTS: Partial<Record<string, (v: string) => string>> = {
   isoyear: (v) => `isoyear(${v})`,
 };
 
-export function extract(part: string, value: Typed, position?: QueryPosition): Typed {
+/** EXTRACT(part FROM value [AT TIME ZONE zone]): a TIMESTAMP's part on the zone's clock (default UTC). */
+export function extract(part: string, value: Typed, zoneName: string | undefined, position?: QueryPosition): Typed {
   expect(value, ['timestamp', 'datetime', 'date'], `EXTRACT(${part.toUpperCase()})`, position);
-  const civil = value.type.kind === 'timestamp' ? `CAST(${value.sql} AS TIMESTAMP)` : value.sql;
+  const zone = zoneName === undefined ? UTC : timeZone(zoneName, position);
+  if (zoneName !== undefined && value.type.kind !== 'timestamp') {
+    throw new InvalidQuery(`AT TIME ZONE applies to a TIMESTAMP, not ${typeName(value.type)}`, position);
+  }
+  const civil = value.type.kind === 'timestamp' ? civilIn(value.sql, zone) : value.sql;
   if (part === 'date') return { sql: `CAST(${civil} AS DATE)`, type: DATE };
-  const fn = Object.hasOwn(EXTRACT_PARTS, part) ? EXTRACT_PARTS[part] : undefined;
+  const start = part.startsWith('week(') ? weekStart(part) : undefined;
+  const fn = start !== undefined ? (v: string) => weekOfYear(v, start) : Object.hasOwn(EXTRACT_PARTS, part) ? EXTRACT_PARTS[part] : undefined;
   if (!fn || (value.type.kind === 'date' && ['hour', 'minute', 'second', 'millisecond', 'microsecond'].includes(part))) {
     throw new InvalidQuery(`EXTRACT(${part.toUpperCase()} FROM ${typeName(value.type)}) is not supported`, position);
   }
@@ -498,4 +496,11 @@ export function windowSql(spec: WindowSpec, ctx: ExprContext): string {
 }
 
 /** What the function translations call back into; passed to them, so that functions.ts does not import this module. */
-const PRINTER: ExpressionPrinter = { translateExpr, addInterval, orderItemSql, windowSql };
+const PRINTER: ExpressionPrinter = {
+  translateExpr,
+  addInterval,
+  orderItemSql,
+  windowSql,
+  castToString: (value, ctx, position) => castValue(value, 'STRING', false, ctx.budget, position),
+  coerceLiteral: (text, type, position) => coerceLiteral(text, type, position) ?? { sql: quoteString(text, position), type: STRING, stringLiteral: text },
+};

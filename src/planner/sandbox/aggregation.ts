@@ -1,7 +1,7 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { SHAPE_FIELDS } from '../../../shared/stored-event.ts';
 import { implicitName } from '../../sql/bindings.ts';
-import { isAggregateCall } from '../../sql/functions.ts';
+import { isAggregateCall, pushdownOf } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
 import { mapExpression, subqueryOf, walk } from '../../sql/walk.ts';
 import type { SqlType, TableColumn } from '../../sql/types.ts';
@@ -194,7 +194,7 @@ function groupKey(written: Expr, column: string, context: PredicateContext): Gro
   // cast(timestamp_trunc(...) as datetime): the bucket is the trunc; the cast stays in the residual
   let expr = written;
   while (expr.kind === 'cast' && (expr.type === 'DATETIME' || expr.type === 'TIMESTAMP')) expr = expr.expr;
-  if (expr.kind === 'call' && expr.name === 'timestamp_trunc' && !expr.over && expr.args.length === 2) {
+  if (expr.kind === 'call' && pushdownOf(expr) === 'time_bucket' && expr.args.length === 2) {
     const [target, part] = expr.args as [Expr, Expr];
     const field = target.kind === 'identifier' ? context.scope.resolve(target) : undefined;
     if (field?.kind !== 'column' || field.column !== 'timestamp' || part.kind !== 'date_part' || !CALENDAR_UNITS.has(part.part)) return undefined;
@@ -236,8 +236,9 @@ function metricOf(call: Extract<Expr, { kind: 'call' }>, column: string, context
     type: { kind: 'int64' },
     paths,
   });
-  if (call.name === 'count' && call.star) return count({ match_all: {} }, []);
-  if (call.args.length !== 1 && !(call.name === 'countif' && call.args.length === 1)) return undefined;
+  const pushdown = pushdownOf(call);
+  if (pushdown === 'count_metric' && call.star) return count({ match_all: {} }, []);
+  if (call.args.length !== 1 || (pushdown !== 'count_metric' && pushdown !== 'value_metric')) return undefined;
   const argument = call.args[0]!;
   if (call.name === 'countif' && !call.distinct) {
     const truth = truthOf(argument, context);
@@ -262,7 +263,7 @@ function metricOf(call: Extract<Expr, { kind: 'call' }>, column: string, context
     // exact below the threshold (40,000 distinct values per group), as documented
     return { metric: { column, path: [column], value: 'value' }, aggregation: { [column]: { cardinality: { field: field.path, precision_threshold: 40_000 } } }, type: { kind: 'int64' }, paths: [field.path] };
   }
-  if (!['sum', 'avg', 'min', 'max'].includes(call.name) || call.distinct || !type || !NUMERIC_FIELD_TYPES.has(type)) return undefined;
+  if (pushdown !== 'value_metric' || call.distinct || !type || !NUMERIC_FIELD_TYPES.has(type)) return undefined;
   const valueAggregation = { [call.name]: { field: field.path } } as estypes.AggregationsAggregationContainer;
   const inner: Record<string, estypes.AggregationsAggregationContainer> = { present: { filter: { exists: { field: field.path } }, aggs: { value: valueAggregation } } };
   const aggregation: estypes.AggregationsAggregationContainer = nested ? { nested: { path: nested }, aggs: inner } : inner.present!;

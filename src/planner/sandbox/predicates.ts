@@ -1,6 +1,7 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { ALWAYS_PRESENT_COLUMNS, exactTextField } from '../../../shared/stored-event.ts';
 import { clampToDateNanos, isoToNanosText, millisFromNanosText, nanosTextFromMillis } from '../../../shared/stored-timestamp.ts';
+import { pushdownOf } from '../../sql/functions.ts';
 import type { Expr } from '../../sql/syntax.ts';
 import { walk } from '../../sql/walk.ts';
 import { NUMERIC_FIELD_TYPES, inNestedRecords, type FieldCatalog } from '../field-catalog.ts';
@@ -132,13 +133,17 @@ export function pushDown(expr: Expr, context: PredicateContext): PushedPredicate
       return field.kind === 'column' ? { query: { bool: { must_not: [exists.query] } }, exact: true } : undefined;
     }
     case 'call':
-      if (expr.over || expr.args.length !== 2) return undefined;
-      if (expr.name === 'regexp_contains') return stringMatch(expr.args[0]!, expr.args[1]!, 'regexp', context);
-      if (expr.name === 'starts_with') return stringMatch(expr.args[0]!, expr.args[1]!, 'prefix', context);
-      return undefined;
+      return callMatch(expr, context);
     default:
       return undefined;
   }
+}
+
+/** A call the registry marks as a regexp or prefix condition (REGEXP_CONTAINS, STARTS_WITH) on a scanned field, as the store's query. */
+function callMatch(expr: Extract<Expr, { kind: 'call' }>, context: PredicateContext): PushedPredicate | undefined {
+  const pushdown = pushdownOf(expr);
+  if (expr.args.length !== 2 || (pushdown !== 'regexp_condition' && pushdown !== 'prefix_condition')) return undefined;
+  return stringMatch(expr.args[0]!, expr.args[1]!, pushdown === 'regexp_condition' ? 'regexp' : 'prefix', context);
 }
 
 /** NOT p is pushed only where p's filter is exact and its fields always exist (so there is no NULL row to get wrong). */
@@ -333,7 +338,7 @@ export function timestampConstant(expr: Expr, now: number): string | undefined {
     return bound === undefined ? undefined : clampToDateNanos(bound);
   }
   if (expr.kind === 'cast' && expr.type === 'TIMESTAMP') return timestampConstant(expr.expr, now);
-  if (expr.kind !== 'call' || expr.over) return undefined;
+  if (expr.kind !== 'call' || pushdownOf(expr) !== 'time_constant') return undefined;
   if (expr.name === 'current_timestamp' && expr.args.length === 0) return nanosTextFromMillis(now);
   if ((expr.name === 'timestamp_sub' || expr.name === 'timestamp_add') && expr.args.length === 2) {
     const base = timestampConstant(expr.args[0]!, now);
@@ -405,8 +410,7 @@ export function truthOf(expr: Expr, context: PredicateContext): Truth | undefine
       return match && stringTruth(expr.expr, match, expr.negated, context);
     }
     case 'call': {
-      if (expr.over || expr.args.length !== 2 || (expr.name !== 'regexp_contains' && expr.name !== 'starts_with')) return undefined;
-      const match = stringMatch(expr.args[0]!, expr.args[1]!, expr.name === 'regexp_contains' ? 'regexp' : 'prefix', context);
+      const match = callMatch(expr, context);
       return match && stringTruth(expr.args[0]!, match, false, context);
     }
     default:
