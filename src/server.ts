@@ -14,6 +14,9 @@ import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
 import { EmbeddedEngine } from './executor/engine/embedded-engine.ts';
 import { FieldCatalogs } from './executor/field-catalogs.ts';
+import { EndpointCatalog } from './endpoints/catalog.ts';
+import { isCacheKeyOf } from './endpoints/request.ts';
+import { EndpointStore } from './endpoints/store.ts';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandler } from './http/error-handler.ts';
 import { parseJsonBody } from './http/json-body.ts';
 import { requestIdOf } from './http/request-id.ts';
@@ -137,7 +140,18 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   app.addHook('onClose', async () => {
     if (engine) await (await engine.catch(() => undefined))?.close();
   });
+  const endpointStore = new EndpointStore(deps.elasticsearch, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS);
+  const catalog = new EndpointCatalog({
+    store: endpointStore,
+    logger: deps.logger,
+    refreshSeconds: config.ENDPOINT_REFRESH_SECONDS,
+    // a changed or deleted endpoint's results are dropped; its warming stops with them, a new version warms by its own settings
+    onChange: (id) => resultCache.drop((key) => isCacheKeyOf(key, id)),
+  });
+  await catalog.start();
+  app.addHook('onClose', async () => catalog.close());
   await app.register(endpointsPlugin, {
+    catalog,
     elasticsearch: deps.elasticsearch,
     indexPrefix: deps.config.INDEX_PREFIX,
     partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(deps.config, source)])),

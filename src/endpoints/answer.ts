@@ -1,6 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
-import { tableNames } from '../../queries/endpoint.ts';
-import type { Endpoint } from '../../queries/index.ts';
+import { tableNames, type EndpointDefinition } from '../../queries/endpoint.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { ResultCache } from '../cache/result-cache.ts';
 import type { EmbeddedEngine } from '../executor/engine/embedded-engine.ts';
@@ -47,7 +46,7 @@ export interface AnswerDependencies {
 }
 
 export interface EndpointRequest {
-  endpoint: Endpoint;
+  endpoint: EndpointDefinition;
   principal: Principal;
   /** Query-string and body parameters, merged. */
   supplied: Record<string, unknown>;
@@ -91,9 +90,11 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
 async function computeAnswer(request: EndpointRequest, redact: boolean, dependencies: AnswerDependencies): Promise<Answer> {
   const startedAt = performance.now();
   const { endpoint, principal } = request;
-  const sandbox = endpoint.sandboxable ? sandboxRequest(request.supplied) : undefined;
+  const callerQuery = endpoint.sandboxable ? sandboxRequest(request.supplied) : undefined;
+  // an operator's saved SQL runs through the sandbox pipeline, as a caller's query does
+  const sandbox = callerQuery ?? (endpoint.selection.kind === 'sql' ? { language: 'sql' as const, text: endpoint.selection.text } : undefined);
   const parameters = validateParameters(endpoint, request.supplied);
-  const key = endpoint.cache === null ? undefined : cacheKey(endpoint, parameters, redact, principal, sandbox);
+  const key = endpoint.cache === null ? undefined : cacheKey(endpoint, parameters, redact, principal, callerQuery);
   const hit = key === undefined ? undefined : dependencies.resultCache.lookUp(key);
   if (hit) return { body: hit.body, cache: 'HIT', ageSeconds: hit.ageSeconds };
   const parsed: ParsedSandbox | undefined =

@@ -1,0 +1,104 @@
+import type { EndpointDefinition } from '../../queries/endpoint.ts';
+import type { EndpointRecord } from '../../queries/endpoint-record.ts';
+import { definitionOf } from '../../queries/stored-endpoint.ts';
+import type { Logger } from '../../shared/logger.ts';
+import { keyLookUpFailure } from '../auth/authenticator.ts';
+import type { EndpointStore } from './store.ts';
+
+/** A stored endpoint as this replica serves it: its latest version and the definition made from it. */
+export interface CatalogEntry {
+  record: EndpointRecord;
+  definition: EndpointDefinition;
+}
+
+export interface EndpointCatalogOptions {
+  store: EndpointStore;
+  logger: Logger;
+  /** ENDPOINT_REFRESH_SECONDS: how often the store is read again, the bound on how late another replica's change is seen. */
+  refreshSeconds: number;
+  /** Called with the id of each endpoint whose version changed or that was deleted since the last read. */
+  onChange: (id: string) => void;
+}
+
+/**
+ * This replica's view of the endpoint store, read again every refreshSeconds (and at once after
+ * this replica's own saves). The store is the truth: the view only spares each request a search.
+ * Until the first read succeeds, a look-up reads the store itself and fails with 503 if it cannot.
+ */
+export class EndpointCatalog {
+  private entries: Map<string, CatalogEntry> | undefined;
+  private indexReady = false;
+  private reading: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: EndpointCatalogOptions) {}
+
+  /** First read (a store that is down is logged, not fatal) and the periodic refresh. */
+  async start(): Promise<void> {
+    await this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, 'cannot read the saved endpoints yet; requests retry the read'));
+    this.timer = setInterval(() => {
+      this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, 'refreshing the saved endpoints failed; serving the last ones read'));
+    }, this.options.refreshSeconds * 1000);
+    this.timer.unref();
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
+
+  /** The enabled or disabled endpoint a path segment names, by UUID (any letter case) or name. */
+  async find(idOrName: string): Promise<CatalogEntry | undefined> {
+    const entries = await this.loaded();
+    return entries.get(idOrName.toLowerCase()) ?? [...entries.values()].find((entry) => entry.record.name === idOrName);
+  }
+
+  /** Every endpoint, in name order. */
+  async list(): Promise<CatalogEntry[]> {
+    return [...(await this.loaded()).values()].sort((a, b) => a.record.name.localeCompare(b.record.name));
+  }
+
+  /** The last view read, without waiting for the store (for metrics labels and the like). */
+  known(idOrName: string): CatalogEntry | undefined {
+    const entries = this.entries;
+    if (!entries) return undefined;
+    return entries.get(idOrName.toLowerCase()) ?? [...entries.values()].find((entry) => entry.record.name === idOrName);
+  }
+
+  /** Reads the store now (one read at a time; a caller arriving during a read waits for it). */
+  refresh(): Promise<void> {
+    this.reading ??= this.read().finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  private async loaded(): Promise<Map<string, CatalogEntry>> {
+    if (!this.entries) {
+      try {
+        await this.refresh();
+      } catch (error) {
+        throw keyLookUpFailure(error, 'cannot read the saved endpoints');
+      }
+    }
+    return this.entries!;
+  }
+
+  private async read(): Promise<void> {
+    if (!this.indexReady) {
+      await this.options.store.ensureIndex();
+      this.indexReady = true;
+    }
+    const records = await this.options.store.current();
+    const next = new Map<string, CatalogEntry>();
+    for (const record of records) {
+      const kept = this.entries?.get(record.id);
+      next.set(record.id, kept && kept.record.version === record.version ? kept : { record, definition: definitionOf(record) });
+    }
+    const previous = this.entries;
+    this.entries = next;
+    if (!previous) return;
+    for (const [id, entry] of previous) {
+      if (next.get(id)?.record.version !== entry.record.version) this.options.onChange(id);
+    }
+  }
+}
