@@ -50,10 +50,17 @@ function compiles(pattern: string): boolean {
 /** Dotted or hyphenated lower-case words (SPEC.md 2.1): usage.api-counts, logs.all. */
 export const ENDPOINT_NAME = /^[a-z0-9]+(?:[._-][a-z0-9]+)*$/;
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** What an operator sends: everything but the id and the version, which the store assigns. */
 export const endpointInputSchema = z
   .strictObject({
-    name: z.string().max(100).regex(ENDPOINT_NAME, 'a name is lower-case words of letters and digits joined by . _ or - (e.g. errors.per-function)'),
+    name: z
+      .string()
+      .max(100)
+      .regex(ENDPOINT_NAME, 'a name is lower-case words of letters and digits joined by . _ or - (e.g. errors.per-function)')
+      // the path takes a name or a UUID, and /api/endpoints/query is the query route
+      .refine((name) => !UUID.test(name) && name !== 'query', 'a name may not be a UUID, nor "query"'),
     description: z.string().max(2000).default(''),
     sql: z.string().trim().min(1, 'sql must hold the saved query').max(100_000),
     parameters: z.array(parameterDeclarationSchema).max(50).default([]),

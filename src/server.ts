@@ -14,7 +14,9 @@ import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
 import { EmbeddedEngine } from './executor/engine/embedded-engine.ts';
 import { FieldCatalogs } from './executor/field-catalogs.ts';
+import type { AnswerDependencies } from './endpoints/answer.ts';
 import { EndpointCatalog } from './endpoints/catalog.ts';
+import { EndpointManagement } from './endpoints/management.ts';
 import { isCacheKeyOf } from './endpoints/request.ts';
 import { EndpointStore } from './endpoints/store.ts';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandler } from './http/error-handler.ts';
@@ -22,6 +24,7 @@ import { parseJsonBody } from './http/json-body.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { RequestLog } from './http/request-log.ts';
 import { authPlugin } from './plugins/auth.ts';
+import { endpointAdminPlugin } from './plugins/endpoint-admin.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
 import { healthPlugin } from './plugins/health.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
@@ -113,6 +116,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     failuresPerMinute: failureLimits.perMinute,
     failureBurst: failureLimits.burst,
     failureMinMs: config.AUTH_FAILURE_MIN_MS,
+    // without OPS_TOKEN only an admin key manages endpoints (opsAccess would let anyone in)
+    operatorToken: config.OPS_TOKEN === undefined ? undefined : allowedOps,
   });
   await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
@@ -150,8 +155,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   });
   await catalog.start();
   app.addHook('onClose', async () => catalog.close());
-  await app.register(endpointsPlugin, {
-    catalog,
+  const answering: AnswerDependencies = {
     elasticsearch: deps.elasticsearch,
     indexPrefix: deps.config.INDEX_PREFIX,
     partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(deps.config, source)])),
@@ -159,7 +163,6 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
     clock,
     resultCache,
-    bodyLimit: config.HTTP_MAX_BODY_BYTES,
     sandbox: {
       limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS, maxScans: deps.config.SANDBOX_MAX_SCANS },
       maxTranslatedChars: deps.config.SANDBOX_MAX_TRANSLATED_CHARS,
@@ -168,6 +171,9 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       engine: startedEngine,
       parseSql: (text, options) => parsedQueries.get(text, options),
     },
-  });
+  };
+  await app.register(endpointsPlugin, { ...answering, catalog, bodyLimit: config.HTTP_MAX_BODY_BYTES });
+  // a saved query is checked by the same pipeline that will answer it
+  await app.register(endpointAdminPlugin, { management: new EndpointManagement({ store: endpointStore, catalog, check: answering }) });
   return app;
 }

@@ -47,8 +47,11 @@ export function presentedKey(headers: Record<string, string | string[] | undefin
 }
 
 export function principalOf(record: ApiKeyRecord): Principal {
-  return { keyId: record.keyId, account: record.account, endpoints: record.endpoints, projects: record.projects };
+  return { keyId: record.keyId, account: record.account, endpoints: record.endpoints, projects: record.projects, ...(record.admin ? { admin: true as const } : {}) };
 }
+
+/** Who sends OPS_TOKEN to the endpoint management routes: an operator, limited to nothing. */
+export const OPERATOR_PRINCIPAL: Principal = { keyId: 'ops-token', account: 'operator', endpoints: 'all', projects: null, admin: true };
 
 /**
  * What a failed key (or endpoint) look-up means for the caller: the store's state (503), never the key's fault

@@ -37,6 +37,8 @@ export class EndpointCatalog {
   async start(): Promise<void> {
     await this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, 'cannot read the saved endpoints yet; requests retry the read'));
     this.timer = setInterval(() => {
+      // a store slower than the period gets one read at a time, not a queue of them
+      if (this.reading) return;
       this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, 'refreshing the saved endpoints failed; serving the last ones read'));
     }, this.options.refreshSeconds * 1000);
     this.timer.unref();
@@ -64,12 +66,28 @@ export class EndpointCatalog {
     return entries.get(idOrName.toLowerCase()) ?? [...entries.values()].find((entry) => entry.record.name === idOrName);
   }
 
-  /** Reads the store now (one read at a time; a caller arriving during a read waits for it). */
+  /**
+   * Reads the store now. Reads run one at a time, and each call gets a read that starts after it was
+   * made, so a save followed by a refresh always sees the save.
+   */
   refresh(): Promise<void> {
-    this.reading ??= this.read().finally(() => {
-      this.reading = undefined;
-    });
-    return this.reading;
+    const next = (this.reading ?? Promise.resolve()).catch(() => undefined).then(() => this.read());
+    this.reading = next;
+    next.then(
+      () => this.settled(next),
+      () => this.settled(next),
+    );
+    return next;
+  }
+
+  /** Every endpoint of a read made now. */
+  async fresh(): Promise<CatalogEntry[]> {
+    await this.refresh();
+    return this.list();
+  }
+
+  private settled(read: Promise<void>): void {
+    if (this.reading === read) this.reading = undefined;
   }
 
   private async loaded(): Promise<Map<string, CatalogEntry>> {
