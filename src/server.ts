@@ -5,7 +5,6 @@ import { partitionPeriodOf, type Config } from '../shared/config.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
 import type { Logger } from '../shared/logger.ts';
 import { opsAccess } from '../shared/ops-access.ts';
-import { ENDPOINTS } from '../queries/index.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { KeyStore } from './auth/key-store.ts';
 import { withoutSecrets } from './auth/log-secrets.ts';
@@ -95,6 +94,16 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   const warming = { maxEntries: deps.config.CACHE_WARM_MAX_ENTRIES, concurrency: deps.config.CACHE_WARM_CONCURRENCY };
   const resultCache = deps.resultCache ?? new ResultCache({ maxBytes: deps.config.CACHE_MAX_BYTES, clock, logger: deps.logger, warming });
   app.addHook('onClose', async () => resultCache.close());
+  const endpointStore = new EndpointStore(deps.elasticsearch, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS);
+  const catalog = new EndpointCatalog({
+    store: endpointStore,
+    logger: deps.logger,
+    refreshSeconds: config.ENDPOINT_REFRESH_SECONDS,
+    // a changed or deleted endpoint's results are dropped; its warming stops with them, a new version warms by its own settings
+    onChange: (id) => resultCache.drop((key) => isCacheKeyOf(key, id)),
+  });
+  await catalog.start();
+  app.addHook('onClose', async () => catalog.close());
   const authenticator =
     deps.authenticator ??
     new Authenticator({
@@ -108,7 +117,9 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   // request id, metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
   await app.register(requestIdPlugin);
   const allowedOps = opsAccess(config.OPS_TOKEN);
-  await app.register(metricsPlugin, { allowed: allowedOps });
+  // labels come from this replica's last view of the store: a label never waits for Elasticsearch
+  const endpointName = (idOrName: string) => catalog.known(idOrName)?.record.name;
+  await app.register(metricsPlugin, { allowed: allowedOps, endpointName });
   const failureLimits = { perMinute: config.AUTH_FAILURES_PER_MINUTE, burst: config.AUTH_FAILURE_BURST };
   await app.register(authPlugin, {
     authenticator,
@@ -119,9 +130,9 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     // without OPS_TOKEN only an admin key manages endpoints (opsAccess would let anyone in)
     operatorToken: config.OPS_TOKEN === undefined ? undefined : allowedOps,
   });
-  await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
+  await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits, endpointName });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
-  await app.register(openApiPlugin, { endpoints: ENDPOINTS });
+  await app.register(openApiPlugin, { endpoints: async () => (await catalog.list()).filter((entry) => entry.record.enabled).map((entry) => entry.definition) });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls, allowed: allowedOps });
   const sqlParser = new SqlParserThread(config.SANDBOX_PARSE_TIMEOUT_MS);
   app.addHook('onClose', async () => sqlParser.close());
@@ -145,16 +156,6 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   app.addHook('onClose', async () => {
     if (engine) await (await engine.catch(() => undefined))?.close();
   });
-  const endpointStore = new EndpointStore(deps.elasticsearch, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS);
-  const catalog = new EndpointCatalog({
-    store: endpointStore,
-    logger: deps.logger,
-    refreshSeconds: config.ENDPOINT_REFRESH_SECONDS,
-    // a changed or deleted endpoint's results are dropped; its warming stops with them, a new version warms by its own settings
-    onChange: (id) => resultCache.drop((key) => isCacheKeyOf(key, id)),
-  });
-  await catalog.start();
-  app.addHook('onClose', async () => catalog.close());
   const answering: AnswerDependencies = {
     elasticsearch: deps.elasticsearch,
     indexPrefix: deps.config.INDEX_PREFIX,

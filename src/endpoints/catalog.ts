@@ -1,5 +1,6 @@
 import type { EndpointDefinition } from '../../queries/endpoint.ts';
 import type { EndpointRecord } from '../../queries/endpoint-record.ts';
+import { SEEDED_ENDPOINTS } from '../../queries/seeds.ts';
 import { definitionOf } from '../../queries/stored-endpoint.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { keyLookUpFailure } from '../auth/authenticator.ts';
@@ -54,9 +55,13 @@ export class EndpointCatalog {
     return entries.get(idOrName.toLowerCase()) ?? [...entries.values()].find((entry) => entry.record.name === idOrName);
   }
 
-  /** Every endpoint, in name order. */
+  /** Every endpoint: the seeded ones first, as the spec lists them, then the others by name. */
   async list(): Promise<CatalogEntry[]> {
-    return [...(await this.loaded()).values()].sort((a, b) => a.record.name.localeCompare(b.record.name));
+    const rank = (entry: CatalogEntry) => {
+      const seeded = SEEDED_ENDPOINTS.findIndex((seed) => seed.record.id === entry.record.id);
+      return seeded === -1 ? SEEDED_ENDPOINTS.length : seeded;
+    };
+    return [...(await this.loaded()).values()].sort((a, b) => rank(a) - rank(b) || a.record.name.localeCompare(b.record.name));
   }
 
   /** The last view read, without waiting for the store (for metrics labels and the like). */

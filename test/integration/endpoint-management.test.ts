@@ -87,10 +87,10 @@ describe('endpoint management API', () => {
     expect(response.statusCode, response.body).toBe(200);
     const endpoints = (response.json() as { endpoints: (Stored & Record<string, unknown>)[] }).endpoints;
     expect(endpoints.map((endpoint) => [endpoint.name, endpoint.id, endpoint.version])).toEqual([
-      ['logs.all', '8d3b9f57-2c64-4e1a-b0d7-5f9e3a6c2b18', 1],
       ['usage.api-counts', 'c4f6a2e0-5b1d-4d8e-9a3c-7e2b1f0d6a41', 1],
+      ['logs.all', '8d3b9f57-2c64-4e1a-b0d7-5f9e3a6c2b18', 1],
     ]);
-    expect(endpoints[1]).toMatchObject({ maxRows: 1000, cacheSeconds: 900, warmingSeconds: 300, sandboxable: true, redactPii: false, enabled: true });
+    expect(endpoints[0]).toMatchObject({ maxRows: 1000, cacheSeconds: 900, warmingSeconds: 300, sandboxable: true, redactPii: false, enabled: true });
   });
 
   it('creates, calls, edits (new rows, cache dropped), restores and deletes an endpoint; a second service follows each change', async () => {
@@ -156,6 +156,14 @@ describe('endpoint management API', () => {
     });
     expect(created.statusCode, created.body).toBe(201);
     expect((await query(server.app, 'edge.newest', 'project=p1')).json()).toEqual({ result: [{ id: 'e1' }, { id: 'e2' }] });
+    const document = (await server.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, { get: { parameters: { name: string; required: boolean }[] } }> };
+    expect(document.paths['/api/endpoints/query/edge.newest']?.get.parameters.map((parameter) => [parameter.name, parameter.required])).toEqual([
+      ['project', true],
+      ['min_length', false],
+      ['sql', false],
+      ['lql', false],
+      ['SVC-ENDPOINT-REDACT-PII', false],
+    ]);
     const missing = await query(server.app, 'edge.newest', '');
     expect(missing.statusCode).toBe(400);
     expect(missing.json()).toMatchObject({ error: { code: 'bad_parameter', message: expect.stringContaining('project is required') } });
