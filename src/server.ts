@@ -51,6 +51,15 @@ export interface ServerDependencies {
   authenticator?: Authenticator;
 }
 
+/** How requests are planned, from the configuration: shared by the service and the commands that check saved queries. */
+export function planningSettings(config: Config) {
+  return {
+    partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(config, source)])),
+    regexLimits: { maxDeterminizedStates: config.SANDBOX_MAX_REGEX_STATES, maxPerRequest: config.SANDBOX_MAX_REGEX_PER_QUERY, maxTotalChars: config.SANDBOX_MAX_REGEX_CHARS },
+    sandboxLimits: { maxScanEvents: config.SANDBOX_MAX_SCAN_EVENTS, maxScans: config.SANDBOX_MAX_SCANS },
+  };
+}
+
 /** Longest path segment the router matches: endpoint names and UUIDs are far shorter. */
 const MAX_PARAM_LENGTH = 512;
 
@@ -156,16 +165,17 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   app.addHook('onClose', async () => {
     if (engine) await (await engine.catch(() => undefined))?.close();
   });
+  const planning = planningSettings(config);
   const answering: AnswerDependencies = {
     elasticsearch: deps.elasticsearch,
     indexPrefix: deps.config.INDEX_PREFIX,
-    partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(deps.config, source)])),
-    regexLimits: { maxDeterminizedStates: config.SANDBOX_MAX_REGEX_STATES, maxPerRequest: config.SANDBOX_MAX_REGEX_PER_QUERY, maxTotalChars: config.SANDBOX_MAX_REGEX_CHARS },
+    partitionPeriods: planning.partitionPeriods,
+    regexLimits: planning.regexLimits,
     queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
     clock,
     resultCache,
     sandbox: {
-      limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS, maxScans: deps.config.SANDBOX_MAX_SCANS },
+      limits: planning.sandboxLimits,
       maxTranslatedChars: deps.config.SANDBOX_MAX_TRANSLATED_CHARS,
       maxValueBytes: config.SANDBOX_MAX_RESULT_BYTES,
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),

@@ -7,7 +7,10 @@ import { planEndpointQuery } from '../planner/index.ts';
 import { walk } from '../sql/walk.ts';
 import type { AnswerDependencies } from './answer.ts';
 
-export type SavedQueryCheckDependencies = Pick<AnswerDependencies, 'indexPrefix' | 'partitionPeriods' | 'regexLimits' | 'clock' | 'sandbox'>;
+/** What checking a saved query takes: the answering path's planning inputs, without its engine. */
+export type SavedQueryCheckDependencies = Pick<AnswerDependencies, 'indexPrefix' | 'partitionPeriods' | 'regexLimits' | 'clock'> & {
+  sandbox: Pick<AnswerDependencies['sandbox'], 'limits' | 'fieldCatalogs' | 'parseSql'>;
+};
 
 /**
  * Refuses an endpoint that could not answer before anything is stored: defaults that fail their own
