@@ -34,9 +34,12 @@ export class EndpointCatalog {
 
   constructor(private readonly options: EndpointCatalogOptions) {}
 
-  /** First read (a store that is down is logged, not fatal) and the periodic refresh. */
-  async start(): Promise<void> {
-    await this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, 'cannot read the saved endpoints yet; requests retry the read'));
+  /**
+   * Starts the first read and the periodic refresh without waiting: the service starts whatever the
+   * store's state (a request arriving first waits for the read), and a store that is down is logged.
+   */
+  start(): void {
+    this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, 'cannot read the saved endpoints yet; requests retry the read'));
     this.timer = setInterval(() => {
       // a store slower than the period gets one read at a time, not a queue of them
       if (this.reading) return;

@@ -76,7 +76,7 @@ export class EndpointStore {
     for (const seed of SEEDED_ENDPOINTS) {
       const { id, ...input } = seed.record;
       try {
-        await this.write({ endpoint_id: id, version: 1, name: input.name, deleted: false, saved_at: new Date(0).toISOString(), record: input });
+        await this.write({ endpoint_id: id, version: 1, name: input.name, deleted: false, saved_at: new Date().toISOString(), record: input });
       } catch (error) {
         // another replica seeded it, or it was seeded at an earlier start
         if (!(error instanceof Conflict)) throw error;
