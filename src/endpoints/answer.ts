@@ -18,6 +18,7 @@ import { parseLql } from '../lql/index.ts';
 import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
 import { encodeAnswer } from './answer-body.ts';
+import { savedCteNames, withSavedCtes } from './saved-ctes.ts';
 import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters } from './request.ts';
 
 export interface AnswerDependencies {
@@ -101,7 +102,7 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
     sandbox?.language === 'lql'
       ? { language: 'lql', query: parseLql(sandbox.text) }
       : sandbox
-        ? { language: 'sql', query: await dependencies.sandbox.parseSql(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) }) }
+        ? { language: 'sql', query: await sandboxSql(endpoint, sandbox.text, sandbox === callerQuery, dependencies) }
         : undefined;
   const sources = endpoint.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const plan = async (): Promise<Plan> => {
@@ -140,4 +141,16 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
   if (endpoint.cache === null || key === undefined) return { body: await run(), cache: 'BYPASS', ageSeconds: 0 };
   const cached = await dependencies.resultCache.fetch({ key, policy: endpoint.cache, run });
   return { body: cached.body, cache: cached.status, ageSeconds: cached.ageSeconds };
+}
+
+/**
+ * The SQL to plan: an operator's saved SQL, a caller's query over the endpoint's tables, or (on an
+ * endpoint with saved SQL) a caller's query that may also read the saved query's CTEs.
+ */
+async function sandboxSql(endpoint: EndpointDefinition, text: string, fromCaller: boolean, dependencies: AnswerDependencies): Promise<Query> {
+  const options = { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) };
+  if (!fromCaller || endpoint.selection.kind !== 'sql') return dependencies.sandbox.parseSql(text, options);
+  const saved = await dependencies.sandbox.parseSql(endpoint.selection.text, options);
+  const caller = await dependencies.sandbox.parseSql(text, { ...options, allowedTables: [...options.allowedTables, ...savedCteNames(saved)] });
+  return withSavedCtes(saved, caller);
 }

@@ -173,6 +173,27 @@ describe('endpoint management API', () => {
     expect(wrongType.json()).toMatchObject({ error: { code: 'bad_parameter', message: expect.stringContaining('min_length must be an integer') } });
   });
 
+  it("lets a caller's sql read the saved query's CTEs, and stops serving a disabled endpoint", async () => {
+    const created = await admin('POST', '/api/endpoints', {
+      name: 'edge.matching',
+      sql: 'with matching as (select id, timestamp, event_message from edge_logs where event_message like @pattern)\nselect count(*) as n from matching',
+      parameters: countByPattern.parameters,
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const sql = (text: string) => `project=p1&pattern=%25e%25&sql=${encodeURIComponent(text)}`;
+    expect((await query(server.app, 'edge.matching', sql('select id from matching order by id'))).json()).toEqual({ result: [{ id: 'e1' }, { id: 'e2' }, { id: 'e3' }] });
+    expect((await query(server.app, 'edge.matching', sql('select count(*) as n from edge_logs'))).json()).toEqual({ result: [{ n: 3 }] });
+    const shadowed = await query(server.app, 'edge.matching', sql('with matching as (select 1 as id) select id from matching'));
+    expect(shadowed.json()).toMatchObject({ error: { code: 'sandbox_violation', message: expect.stringContaining('already defines matching') } });
+    const unknown = await query(server.app, 'edge.matching', sql('select id from elsewhere'));
+    expect(unknown.json()).toMatchObject({ error: { code: 'unknown_table', message: expect.stringContaining('matching') } });
+
+    expect((await admin('PATCH', '/api/endpoints/edge.matching', { enabled: false })).statusCode).toBe(200);
+    expect((await query(server.app, 'edge.matching', 'project=p1&pattern=%25')).statusCode).toBe(404);
+    expect((await server.app.inject({ url: '/openapi.json' })).body).not.toContain('edge.matching');
+    expect((await admin('GET', '/api/endpoints/edge.matching')).json()).toMatchObject({ endpoint: { enabled: false, version: 2 } });
+  });
+
   it('refuses invalid SQL, an undeclared or unused parameter, a name clash and a query key, storing nothing', async () => {
     const before = await storedVersions();
     const refusals: [string, unknown, number, string, RegExp][] = [
