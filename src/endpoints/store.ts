@@ -16,6 +16,19 @@ interface EndpointVersionDocument {
   record: EndpointInput;
 }
 
+/**
+ * Who holds a name: `_id` = `name:<name>`. Two saves racing for one name both try to write it, and
+ * only one can; a claim whose endpoint no longer has that name (renamed, deleted) may be taken over.
+ */
+interface NameClaimDocument {
+  endpoint_id: string;
+  name: string;
+  saved_at: string;
+}
+
+/** A claim whose endpoint wrote no version this long after claiming is a save that failed half-way. */
+const UNFINISHED_CLAIM_MS = 60_000;
+
 /** A stored version as the management API lists it. */
 export interface StoredVersion {
   record: EndpointRecord;
@@ -77,6 +90,7 @@ export class EndpointStore {
       const { id, ...input } = seed.record;
       try {
         await this.write({ endpoint_id: id, version: 1, name: input.name, deleted: false, saved_at: new Date().toISOString(), record: input });
+        await this.claimName(input.name, id);
       } catch (error) {
         // another replica seeded it, or it was seeded at an earlier start
         if (!(error instanceof Conflict)) throw error;
@@ -89,7 +103,8 @@ export class EndpointStore {
     const result = await this.elasticsearch.search<EndpointVersionDocument>({
       index: this.index,
       size: MAX_ENDPOINTS,
-      query: { match_all: {} },
+      // name claims have no version: only versions are read
+      query: { exists: { field: 'version' } },
       collapse: { field: 'endpoint_id' },
       sort: [{ version: 'desc' }],
     });
@@ -104,17 +119,48 @@ export class EndpointStore {
     const result = await this.elasticsearch.search<EndpointVersionDocument>({
       index: this.index,
       size: MAX_ENDPOINTS,
-      query: { term: { endpoint_id: id } },
+      query: { bool: { filter: [{ term: { endpoint_id: id } }, { exists: { field: 'version' } }] } },
       sort: [{ version: 'asc' }],
     });
     return result.hits.hits.flatMap((hit) => (hit._source ? [toStored(hit._source)] : []));
   }
 
-  /** Stores `version` of an endpoint; Conflict when that version exists (a concurrent save took it). */
+  /**
+   * Stores `version` of an endpoint; Conflict when that version exists (a concurrent save took it)
+   * or when another endpoint holds its name.
+   */
   async append(id: string, version: number, input: EndpointInput, deleted = false): Promise<EndpointRecord> {
+    if (!deleted) await this.claimName(input.name, id);
     const document: EndpointVersionDocument = { endpoint_id: id, version, name: input.name, deleted, saved_at: new Date().toISOString(), record: input };
     await this.write(document);
     return toStored(document).record;
+  }
+
+  /** Makes `id` the holder of `name`, unless an endpoint that still has that name holds it. */
+  private async claimName(name: string, id: string): Promise<void> {
+    const claimId = `name:${name}`;
+    const claim: NameClaimDocument = { endpoint_id: id, name, saved_at: new Date().toISOString() };
+    try {
+      await this.elasticsearch.create({ index: this.index, id: claimId, document: claim, refresh: 'wait_for' });
+      return;
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+    }
+    const held = await this.elasticsearch.get<NameClaimDocument>({ index: this.index, id: claimId });
+    const holder = held._source!.endpoint_id;
+    if (holder === id) return;
+    const latest = (await this.versions(holder)).at(-1);
+    const taken = () => new Conflict(`the name ${name} is taken by endpoint ${holder}; choose another or edit that one`, 'name_taken');
+    // no version yet: the holder's first save is under way, unless it was left unfinished long ago
+    const stillSaving = latest === undefined && Date.now() - Date.parse(held._source!.saved_at) < UNFINISHED_CLAIM_MS;
+    if (stillSaving || (latest && !latest.deleted && latest.record.name === name)) throw taken();
+    try {
+      // the holder let the name go: take it over, unless another save does so first
+      await this.elasticsearch.index({ index: this.index, id: claimId, document: claim, if_seq_no: held._seq_no, if_primary_term: held._primary_term, refresh: 'wait_for' });
+    } catch (error) {
+      if (isConflict(error)) throw taken();
+      throw error;
+    }
   }
 
   private async write(document: EndpointVersionDocument): Promise<void> {

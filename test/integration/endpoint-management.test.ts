@@ -224,6 +224,23 @@ describe('endpoint management API', () => {
     expect(await storedVersions()).toBe(before);
   });
 
+  it('gives a name to one endpoint only, even to saves racing for it; a renamed or deleted endpoint lets its name go', async () => {
+    const racing = await Promise.all(Array.from({ length: 4 }, () => admin('POST', '/api/endpoints', { ...countByPattern, name: 'edge.contested' })));
+    expect(racing.map((response) => response.statusCode).sort()).toEqual([201, 409, 409, 409]);
+    for (const refused of racing.filter((response) => response.statusCode === 409)) expect(refused.json()).toMatchObject({ error: { code: 'name_taken' } });
+    const listed = (await admin('GET', '/api/endpoints')).json() as { endpoints: Stored[] };
+    expect(listed.endpoints.filter((endpoint) => endpoint.name === 'edge.contested')).toHaveLength(1);
+
+    const first = (racing.find((response) => response.statusCode === 201)!.json() as { endpoint: Stored }).endpoint;
+    expect((await admin('PATCH', `/api/endpoints/${first.id}`, { name: 'edge.renamed' })).statusCode).toBe(200);
+    const second = await admin('POST', '/api/endpoints', { ...countByPattern, name: 'edge.contested' });
+    expect(second.statusCode, second.body).toBe(201);
+    expect((await admin('POST', `/api/endpoints/${first.id}/versions/1/restore`)).json()).toMatchObject({ error: { code: 'name_taken' } });
+    expect((await admin('DELETE', `/api/endpoints/${(second.json() as { endpoint: Stored }).endpoint.id}`)).statusCode).toBe(200);
+    const restored = await admin('POST', `/api/endpoints/${first.id}/versions/1/restore`);
+    expect((restored.json() as { endpoint: Stored }).endpoint).toMatchObject({ name: 'edge.contested', version: 3 });
+  });
+
   it('accepts an API key created with the admin scope', async () => {
     const { key } = await new KeyStore(server.elasticsearch, server.config.INDEX_PREFIX, 0).create({ account: 'ops', endpoints: 'all', projects: null, admin: true });
     const response = await admin('PATCH', '/api/endpoints/logs.all', { description: 'edited by an admin key' }, { 'x-api-key': key });
