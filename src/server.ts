@@ -111,7 +111,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     // a changed or deleted endpoint's results are dropped; its warming stops with them, a new version warms by its own settings
     onChange: (id) => resultCache.drop((key) => isCacheKeyOf(key, id)),
   });
-  catalog.start();
+  await catalog.start();
   app.addHook('onClose', async () => catalog.close());
   const authenticator =
     deps.authenticator ??

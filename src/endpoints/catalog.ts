@@ -35,11 +35,11 @@ export class EndpointCatalog {
   constructor(private readonly options: EndpointCatalogOptions) {}
 
   /**
-   * Starts the first read and the periodic refresh without waiting: the service starts whatever the
-   * store's state (a request arriving first waits for the read), and a store that is down is logged.
+   * The first read, then the periodic refresh. A store that is down is logged, not fatal: the
+   * service starts, and requests read the store themselves until a read succeeds.
    */
-  start(): void {
-    this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, 'cannot read the saved endpoints yet; requests retry the read'));
+  async start(): Promise<void> {
+    await this.refresh().catch((error: unknown) => this.options.logger.warn({ err: error }, 'cannot read the saved endpoints yet; requests retry the read'));
     this.timer = setInterval(() => {
       // a store slower than the period gets one read at a time, not a queue of them
       if (this.reading) return;

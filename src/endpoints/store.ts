@@ -141,7 +141,7 @@ export class EndpointStore {
     const claimId = `name:${name}`;
     const claim: NameClaimDocument = { endpoint_id: id, name, saved_at: new Date().toISOString() };
     try {
-      await this.elasticsearch.create({ index: this.index, id: claimId, document: claim, refresh: 'wait_for' });
+      await this.elasticsearch.create({ index: this.index, id: claimId, document: claim, refresh: true });
       return;
     } catch (error) {
       if (!isConflict(error)) throw error;
@@ -156,7 +156,7 @@ export class EndpointStore {
     if (stillSaving || (latest && !latest.deleted && latest.record.name === name)) throw taken();
     try {
       // the holder let the name go: take it over, unless another save does so first
-      await this.elasticsearch.index({ index: this.index, id: claimId, document: claim, if_seq_no: held._seq_no, if_primary_term: held._primary_term, refresh: 'wait_for' });
+      await this.elasticsearch.index({ index: this.index, id: claimId, document: claim, if_seq_no: held._seq_no, if_primary_term: held._primary_term, refresh: true });
     } catch (error) {
       if (isConflict(error)) throw taken();
       throw error;
@@ -165,8 +165,8 @@ export class EndpointStore {
 
   private async write(document: EndpointVersionDocument): Promise<void> {
     try {
-      // visible to the next search on return, so a replica reading right after sees it
-      await this.elasticsearch.create({ index: this.index, id: `${document.endpoint_id}:${document.version}`, document, refresh: 'wait_for' });
+      // searchable on return (saves are rare, so forcing a refresh costs little): a replica reading right after sees it
+      await this.elasticsearch.create({ index: this.index, id: `${document.endpoint_id}:${document.version}`, document, refresh: true });
     } catch (error) {
       if (isConflict(error)) throw new Conflict(`endpoint ${document.endpoint_id} was changed by another save (version ${document.version} exists); read it again and retry`, 'endpoint_changed');
       throw error;
