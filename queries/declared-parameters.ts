@@ -55,10 +55,17 @@ function normalForm(type: ParameterDeclaration['type'], raw: string): string {
   return raw;
 }
 
+const SAMPLES: Record<ParameterDeclaration['type'], string> = {
+  string: 'sample',
+  integer: '1',
+  number: '1',
+  boolean: 'true',
+  timestamp: '2024-01-01T00:00:00.000Z',
+};
+
 /** A value each declared parameter accepts, for planning a saved query before it is stored. */
 export function sampleValue(declaration: ParameterDeclaration): string {
   if (declaration.default !== undefined) return String(declaration.default);
   if (declaration.allowedValues) return declaration.allowedValues[0]!;
-  const samples: Record<ParameterDeclaration['type'], string> = { string: 'sample', integer: '1', number: '1', boolean: 'true', timestamp: '2024-01-01T00:00:00.000Z' };
-  return samples[declaration.type];
+  return SAMPLES[declaration.type];
 }

@@ -34,7 +34,10 @@ export const parameterDeclarationSchema = z
       .optional(),
     description: z.string().max(1000).default(''),
   })
-  .refine((parameter) => !(parameter.required && parameter.default !== undefined), { message: 'a parameter is either required or has a default, not both', path: ['default'] });
+  .refine((parameter) => !(parameter.required && parameter.default !== undefined), {
+    message: 'a parameter is either required or has a default, not both',
+    path: ['default'],
+  });
 
 export type ParameterDeclaration = z.infer<typeof parameterDeclarationSchema>;
 
@@ -76,14 +79,17 @@ export const endpointInputSchema = z
   .superRefine((input, context) => {
     const seen = new Set<string>();
     input.parameters.forEach((parameter, index) => {
-      if (seen.has(parameter.name)) context.addIssue({ code: 'custom', path: ['parameters', index, 'name'], message: `parameter ${parameter.name} is declared twice` });
+      if (seen.has(parameter.name)) {
+        context.addIssue({ code: 'custom', path: ['parameters', index, 'name'], message: `parameter ${parameter.name} is declared twice` });
+      }
       seen.add(parameter.name);
     });
     if (input.warmingSeconds !== null && input.cacheSeconds === 0) {
       context.addIssue({ code: 'custom', path: ['warmingSeconds'], message: 'warming needs caching: set cacheSeconds above 0, or warmingSeconds to null' });
     }
     if (input.warmingSeconds !== null && input.warmingSeconds > input.cacheSeconds) {
-      context.addIssue({ code: 'custom', path: ['warmingSeconds'], message: 'warmingSeconds must not exceed cacheSeconds: a result would expire before it is warmed' });
+      const message = 'warmingSeconds must not exceed cacheSeconds: a result would expire before it is warmed';
+      context.addIssue({ code: 'custom', path: ['warmingSeconds'], message });
     }
   });
 

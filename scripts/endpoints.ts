@@ -38,7 +38,8 @@ async function main(): Promise<number> {
     await checkElasticsearch(elasticsearch, connection, { waitMs: 0, required: true });
     const store = new EndpointStore(elasticsearch, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS);
     // this command's own view of the store, read afresh by every call: never refreshed on a timer
-    const catalog = new EndpointCatalog({ store, logger: createLogger('endpoints', 'warn'), refreshSeconds: config.ENDPOINT_REFRESH_SECONDS, onChange: () => undefined });
+    const logger = createLogger('endpoints', 'warn');
+    const catalog = new EndpointCatalog({ store, logger, refreshSeconds: config.ENDPOINT_REFRESH_SECONDS, onChange: () => undefined });
     await initSqlParser();
     const clock = new SystemClock();
     const planning = planningSettings(config);

@@ -47,7 +47,8 @@ export function presentedKey(headers: Record<string, string | string[] | undefin
 }
 
 export function principalOf(record: ApiKeyRecord): Principal {
-  return { keyId: record.keyId, account: record.account, endpoints: record.endpoints, projects: record.projects, ...(record.admin ? { admin: true as const } : {}) };
+  const principal: Principal = { keyId: record.keyId, account: record.account, endpoints: record.endpoints, projects: record.projects };
+  return record.admin ? { ...principal, admin: true } : principal;
 }
 
 /** Who sends OPS_TOKEN to the endpoint management routes: an operator, limited to nothing. */

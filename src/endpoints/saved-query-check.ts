@@ -32,7 +32,8 @@ export async function checkSavedQuery(record: EndpointInput & { id: string }, de
   if (missing.length > 0) {
     throw new InvalidEndpoint(`parameter ${missing.join(', ')} must be declared: this endpoint's tables (${tableNames(definition.ctes).join(', ')}) are scoped by it`);
   }
-  const query = await refusedAsSaved(() => dependencies.sandbox.parseSql(record.sql, { allowedTables: tableNames(definition.ctes), parameterNames: declared }));
+  const parseOptions = { allowedTables: tableNames(definition.ctes), parameterNames: declared };
+  const query = await refusedAsSaved(() => dependencies.sandbox.parseSql(record.sql, parseOptions));
   const used = new Set([...scope.required, ...scope.optional]);
   walk(query, {
     expr: (expr) => {
@@ -40,13 +41,22 @@ export async function checkSavedQuery(record: EndpointInput & { id: string }, de
     },
   });
   const unused = declared.filter((name) => !used.has(name));
-  if (unused.length > 0) throw new InvalidEndpoint(`parameter ${unused.join(', ')} is declared but the sql never reads it (write @${unused[0]} where it belongs, or remove it)`);
+  if (unused.length > 0) {
+    throw new InvalidEndpoint(`parameter ${unused.join(', ')} is declared but the sql never reads it (write @${unused[0]} where it belongs, or remove it)`);
+  }
   const samples = Object.fromEntries(record.parameters.map((parameter) => [parameter.name, sampleValue(parameter)]));
   const sqlDefinition: EndpointDefinition = { ...definition, selection: { kind: 'sql', text: record.sql } };
   const sources = definition.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const catalogs = await dependencies.sandbox.fieldCatalogs.forSources(dependencies.indexPrefix, sources);
-  const context = { now: dependencies.clock.now(), projects: null, indexPrefix: dependencies.indexPrefix, partitionPeriods: dependencies.partitionPeriods, regexLimits: dependencies.regexLimits };
-  await refusedAsSaved(async () => planEndpointQuery(sqlDefinition, samples, context, { language: 'sql', query, limits: dependencies.sandbox.limits, catalogs }));
+  const context = {
+    now: dependencies.clock.now(),
+    projects: null,
+    indexPrefix: dependencies.indexPrefix,
+    partitionPeriods: dependencies.partitionPeriods,
+    regexLimits: dependencies.regexLimits,
+  };
+  const sandbox = { language: 'sql' as const, query, limits: dependencies.sandbox.limits, catalogs };
+  await refusedAsSaved(async () => planEndpointQuery(sqlDefinition, samples, context, sandbox));
 }
 
 /** A sandbox refusal of the saved SQL, said to be about the saved SQL (the message keeps its line and column). */

@@ -156,7 +156,8 @@ export class EndpointStore {
     if (stillSaving || (latest && !latest.deleted && latest.record.name === name)) throw taken();
     try {
       // the holder let the name go: take it over, unless another save does so first
-      await this.elasticsearch.index({ index: this.index, id: claimId, document: claim, if_seq_no: held._seq_no, if_primary_term: held._primary_term, refresh: true });
+      const unchanged = { if_seq_no: held._seq_no, if_primary_term: held._primary_term };
+      await this.elasticsearch.index({ index: this.index, id: claimId, document: claim, ...unchanged, refresh: true });
     } catch (error) {
       if (isConflict(error)) throw taken();
       throw error;
@@ -168,7 +169,10 @@ export class EndpointStore {
       // searchable on return (saves are rare, so forcing a refresh costs little): a replica reading right after sees it
       await this.elasticsearch.create({ index: this.index, id: `${document.endpoint_id}:${document.version}`, document, refresh: true });
     } catch (error) {
-      if (isConflict(error)) throw new Conflict(`endpoint ${document.endpoint_id} was changed by another save (version ${document.version} exists); read it again and retry`, 'endpoint_changed');
+      if (isConflict(error)) {
+        const message = `endpoint ${document.endpoint_id} was changed by another save (version ${document.version} exists); read it again and retry`;
+        throw new Conflict(message, 'endpoint_changed');
+      }
       throw error;
     }
   }

@@ -21,12 +21,16 @@ function assertOperator(request: FastifyRequest): void {
   // fail closed should the auth hook ever be missing
   if (!principal) throw new Unauthorized('missing credential: send an admin API key, or Authorization: Bearer <OPS_TOKEN>');
   if (principal.admin !== true) {
-    throw new Forbidden('managing endpoints needs an operator credential: an API key created with npm run keys -- create --admin, or Authorization: Bearer <OPS_TOKEN>');
+    throw new Forbidden(
+      'managing endpoints needs an operator credential: an API key created with npm run keys -- create --admin, or Authorization: Bearer <OPS_TOKEN>',
+    );
   }
 }
 
 function versionNumber(text: string): number {
-  if (!/^[1-9]\d{0,8}$/.test(text)) throw new BadParameter(`a version is a whole number from 1 (see GET /api/endpoints/<id>/versions); got ${JSON.stringify(text.slice(0, 20))}`);
+  if (!/^[1-9]\d{0,8}$/.test(text)) {
+    throw new BadParameter(`a version is a whole number from 1 (see GET /api/endpoints/<id>/versions); got ${JSON.stringify(text.slice(0, 20))}`);
+  }
   return Number(text);
 }
 
