@@ -27,6 +27,8 @@ export interface EndpointDefinition<Params extends Record<string, unknown> = Rec
   readonly sandboxable: boolean;
   /** Redaction when the caller does not ask for it. */
   readonly redactPii: boolean;
+  /** The stored version this definition was made from; absent for a definition that is code only. */
+  readonly version?: number;
 }
 
 export interface ParameterDoc {
@@ -131,7 +133,16 @@ export interface BucketSelection {
   from: string;
 }
 
-export type Selection = EventSelection | BucketSelection;
+/**
+ * An operator's saved SQL over the endpoint's CTEs, answered through the sandbox pipeline like a
+ * caller's `sql`; its rows are whatever the query selects.
+ */
+export interface SqlSelection {
+  kind: 'sql';
+  text: string;
+}
+
+export type Selection = EventSelection | BucketSelection | SqlSelection;
 
 const EVENT_COLUMN_TYPES: Readonly<Record<EventColumn, SqlType>> = {
   id: { kind: 'string' },
@@ -155,4 +166,24 @@ export function cteByName(ctes: readonly Cte[], name: string): Cte | undefined {
 /** Every table name a sandboxed query on this endpoint may read. */
 export function tableNames(ctes: readonly Cte[]): string[] {
   return ctes.flatMap((cte) => [cte.name, ...(cte.kind === 'source' ? cte.aliases : [])]);
+}
+
+/**
+ * The parameters the CTEs' scopes read, whether or not the saved SQL names them: those a CTE needs
+ * (a source's project) and those it reads when sent (a source's time bounds).
+ */
+export function scopeParameters(ctes: readonly Cte[]): { required: Set<string>; optional: Set<string> } {
+  const required = new Set<string>();
+  const optional = new Set<string>();
+  for (const cte of ctes) {
+    if (cte.kind === 'source') {
+      required.add(cte.scope.project.parameter);
+      optional.add(cte.scope.timeBounds.startExclusive).add(cte.scope.timeBounds.endInclusive);
+    } else if (cte.kind === 'windowed_source') {
+      required.add(cte.scope.window.parameter).add(cte.scope.urlPatternParameter);
+    } else if (cte.kind === 'window_start') {
+      required.add(cte.window.parameter);
+    }
+  }
+  return { required, optional };
 }

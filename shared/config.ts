@@ -68,6 +68,8 @@ export const configSchema = z.object({
   // query service: API keys and result cache
   API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
   CACHE_MAX_BYTES: z.coerce.number().int().min(0).default(64 * 1024 * 1024),
+  // query service: how often each replica reads the saved endpoints again (the bound on how late it sees another replica's change)
+  ENDPOINT_REFRESH_SECONDS: z.coerce.number().min(0.1).max(300).default(5),
   // query service: cached results warmed per period (the most recently read first; the rest expire at their TTL), and in flight at once
   CACHE_WARM_MAX_ENTRIES: z.coerce.number().int().min(0).max(100_000).default(200),
   CACHE_WARM_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),

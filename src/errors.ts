@@ -45,6 +45,22 @@ export class RequestTooLarge extends ApiError {
   }
 }
 
+/** A saved endpoint an operator sent cannot be stored as it is (400): what is wrong, and where when it is in the SQL. */
+export class InvalidEndpoint extends BadParameter {
+  constructor(message: string, code = 'invalid_endpoint') {
+    super(message, code);
+  }
+}
+
+/** The change clashes with the stored endpoints (409): a name another endpoint has, or a save racing another. */
+export class Conflict extends ApiError {
+  readonly code: string;
+  constructor(message: string, code = 'conflict') {
+    super(message);
+    this.code = code;
+  }
+}
+
 /** Too many requests for this key (429). */
 export class RateLimited extends ApiError {
   readonly code = 'rate_limited';

@@ -5,7 +5,6 @@ import { partitionPeriodOf, type Config } from '../shared/config.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
 import type { Logger } from '../shared/logger.ts';
 import { opsAccess } from '../shared/ops-access.ts';
-import { ENDPOINTS } from '../queries/index.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { KeyStore } from './auth/key-store.ts';
 import { withoutSecrets } from './auth/log-secrets.ts';
@@ -14,11 +13,17 @@ import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
 import { EmbeddedEngine } from './executor/engine/embedded-engine.ts';
 import { FieldCatalogs } from './executor/field-catalogs.ts';
+import type { AnswerDependencies } from './endpoints/answer.ts';
+import { EndpointCatalog } from './endpoints/catalog.ts';
+import { EndpointManagement } from './endpoints/management.ts';
+import { isCacheKeyOf } from './endpoints/request.ts';
+import { EndpointStore } from './endpoints/store.ts';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandler } from './http/error-handler.ts';
 import { parseJsonBody } from './http/json-body.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { RequestLog } from './http/request-log.ts';
 import { authPlugin } from './plugins/auth.ts';
+import { endpointAdminPlugin } from './plugins/endpoint-admin.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
 import { healthPlugin } from './plugins/health.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
@@ -44,6 +49,15 @@ export interface ServerDependencies {
   resultCache?: ResultCache;
   /** Default: keys in <INDEX_PREFIX>api-keys, plus BOOTSTRAP_API_KEY. */
   authenticator?: Authenticator;
+}
+
+/** How requests are planned, from the configuration: shared by the service and the commands that check saved queries. */
+export function planningSettings(config: Config) {
+  return {
+    partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(config, source)])),
+    regexLimits: { maxDeterminizedStates: config.SANDBOX_MAX_REGEX_STATES, maxPerRequest: config.SANDBOX_MAX_REGEX_PER_QUERY, maxTotalChars: config.SANDBOX_MAX_REGEX_CHARS },
+    sandboxLimits: { maxScanEvents: config.SANDBOX_MAX_SCAN_EVENTS, maxScans: config.SANDBOX_MAX_SCANS },
+  };
 }
 
 /** Longest path segment the router matches: endpoint names and UUIDs are far shorter. */
@@ -89,6 +103,16 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   const warming = { maxEntries: deps.config.CACHE_WARM_MAX_ENTRIES, concurrency: deps.config.CACHE_WARM_CONCURRENCY };
   const resultCache = deps.resultCache ?? new ResultCache({ maxBytes: deps.config.CACHE_MAX_BYTES, clock, logger: deps.logger, warming });
   app.addHook('onClose', async () => resultCache.close());
+  const endpointStore = new EndpointStore(deps.elasticsearch, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS);
+  const catalog = new EndpointCatalog({
+    store: endpointStore,
+    logger: deps.logger,
+    refreshSeconds: config.ENDPOINT_REFRESH_SECONDS,
+    // a changed or deleted endpoint's results are dropped; its warming stops with them, a new version warms by its own settings
+    onChange: (id) => resultCache.drop((key) => isCacheKeyOf(key, id)),
+  });
+  await catalog.start();
+  app.addHook('onClose', async () => catalog.close());
   const authenticator =
     deps.authenticator ??
     new Authenticator({
@@ -102,7 +126,9 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   // request id, metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
   await app.register(requestIdPlugin);
   const allowedOps = opsAccess(config.OPS_TOKEN);
-  await app.register(metricsPlugin, { allowed: allowedOps });
+  // labels come from this replica's last view of the store: a label never waits for Elasticsearch
+  const endpointName = (idOrName: string) => catalog.known(idOrName)?.record.name;
+  await app.register(metricsPlugin, { allowed: allowedOps, endpointName });
   const failureLimits = { perMinute: config.AUTH_FAILURES_PER_MINUTE, burst: config.AUTH_FAILURE_BURST };
   await app.register(authPlugin, {
     authenticator,
@@ -110,10 +136,12 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     failuresPerMinute: failureLimits.perMinute,
     failureBurst: failureLimits.burst,
     failureMinMs: config.AUTH_FAILURE_MIN_MS,
+    // without OPS_TOKEN only an admin key manages endpoints (opsAccess would let anyone in)
+    operatorToken: config.OPS_TOKEN === undefined ? undefined : allowedOps,
   });
-  await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits });
+  await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits, endpointName });
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
-  await app.register(openApiPlugin, { endpoints: ENDPOINTS });
+  await app.register(openApiPlugin, { endpoints: async () => (await catalog.list()).filter((entry) => entry.record.enabled).map((entry) => entry.definition) });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls, allowed: allowedOps });
   const sqlParser = new SqlParserThread(config.SANDBOX_PARSE_TIMEOUT_MS);
   app.addHook('onClose', async () => sqlParser.close());
@@ -137,23 +165,26 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   app.addHook('onClose', async () => {
     if (engine) await (await engine.catch(() => undefined))?.close();
   });
-  await app.register(endpointsPlugin, {
+  const planning = planningSettings(config);
+  const answering: AnswerDependencies = {
     elasticsearch: deps.elasticsearch,
     indexPrefix: deps.config.INDEX_PREFIX,
-    partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(deps.config, source)])),
-    regexLimits: { maxDeterminizedStates: config.SANDBOX_MAX_REGEX_STATES, maxPerRequest: config.SANDBOX_MAX_REGEX_PER_QUERY, maxTotalChars: config.SANDBOX_MAX_REGEX_CHARS },
+    partitionPeriods: planning.partitionPeriods,
+    regexLimits: planning.regexLimits,
     queryTimeoutMs: deps.config.QUERY_TIMEOUT_MS,
     clock,
     resultCache,
-    bodyLimit: config.HTTP_MAX_BODY_BYTES,
     sandbox: {
-      limits: { maxScanEvents: deps.config.SANDBOX_MAX_SCAN_EVENTS, maxScans: deps.config.SANDBOX_MAX_SCANS },
+      limits: planning.sandboxLimits,
       maxTranslatedChars: deps.config.SANDBOX_MAX_TRANSLATED_CHARS,
       maxValueBytes: config.SANDBOX_MAX_RESULT_BYTES,
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),
       engine: startedEngine,
       parseSql: (text, options) => parsedQueries.get(text, options),
     },
-  });
+  };
+  await app.register(endpointsPlugin, { ...answering, catalog, bodyLimit: config.HTTP_MAX_BODY_BYTES });
+  // a saved query is checked by the same pipeline that will answer it
+  await app.register(endpointAdminPlugin, { management: new EndpointManagement({ store: endpointStore, catalog, check: answering }) });
   return app;
 }

@@ -47,22 +47,26 @@ export function presentedKey(headers: Record<string, string | string[] | undefin
 }
 
 export function principalOf(record: ApiKeyRecord): Principal {
-  return { keyId: record.keyId, account: record.account, endpoints: record.endpoints, projects: record.projects };
+  const principal: Principal = { keyId: record.keyId, account: record.account, endpoints: record.endpoints, projects: record.projects };
+  return record.admin ? { ...principal, admin: true } : principal;
 }
 
+/** Who sends OPS_TOKEN to the endpoint management routes: an operator, limited to nothing. */
+export const OPERATOR_PRINCIPAL: Principal = { keyId: 'ops-token', account: 'operator', endpoints: 'all', projects: null, admin: true };
+
 /**
- * What a failed key look-up means for the caller: the store's state (503), never the key's fault
+ * What a failed key (or endpoint) look-up means for the caller: the store's state (503), never the key's fault
  * (401) nor a bug (500). A node still recovering its shards after a restart answers 503 itself.
  */
-export function keyLookUpFailure(error: unknown): Error {
+export function keyLookUpFailure(error: unknown, action = 'cannot verify the API key'): Error {
   if (error instanceof elasticsearchErrors.ConnectionError || error instanceof elasticsearchErrors.NoLivingConnectionsError) {
-    return new StoreUnavailable('cannot verify the API key: Elasticsearch is unreachable; retry shortly');
+    return new StoreUnavailable(`${action}: Elasticsearch is unreachable; retry shortly`);
   }
   if (error instanceof elasticsearchErrors.TimeoutError) {
-    return new StoreUnavailable('cannot verify the API key: Elasticsearch did not answer in time; retry shortly');
+    return new StoreUnavailable(`${action}: Elasticsearch did not answer in time; retry shortly`);
   }
   if (error instanceof elasticsearchErrors.ResponseError && (error.statusCode === 429 || (error.statusCode ?? 0) >= 500)) {
-    return new StoreUnavailable(`cannot verify the API key: Elasticsearch refused the look-up (status ${error.statusCode}); retry shortly`);
+    return new StoreUnavailable(`${action}: Elasticsearch refused the look-up (status ${error.statusCode}); retry shortly`);
   }
   return error instanceof Error ? error : new Error(String(error));
 }

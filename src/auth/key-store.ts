@@ -13,6 +13,8 @@ export interface NewKeyRequest {
   account: string;
   endpoints: 'all' | string[];
   projects: string[] | null;
+  /** An operator key: it may also manage the saved endpoints. */
+  admin?: boolean;
 }
 
 /** The stored document: one per key, `_id` = key id. */
@@ -26,6 +28,8 @@ interface ApiKeyDocument {
   created_at: string;
   revoked_at: string | null;
   key_sha256: string;
+  /** Absent on keys made before operator keys existed. */
+  admin?: boolean;
 }
 
 const KEY_INDEX_MAPPINGS: estypes.MappingTypeMapping = {
@@ -37,6 +41,7 @@ const KEY_INDEX_MAPPINGS: estypes.MappingTypeMapping = {
     projects: { type: 'keyword' },
     created_at: { type: 'date' },
     revoked_at: { type: 'date' },
+    admin: { type: 'boolean' },
     // compared only after a get by id: never searched
     key_sha256: { type: 'keyword', index: false, doc_values: false },
   },
@@ -54,6 +59,7 @@ function toRecord(document: ApiKeyDocument): ApiKeyRecord {
     projects: document.projects,
     createdAt: document.created_at,
     revokedAt: document.revoked_at,
+    ...(document.admin === true ? { admin: true as const } : {}),
   };
 }
 
@@ -85,11 +91,13 @@ export class KeyStore {
   }
 
   async ensureIndex(): Promise<void> {
-    await createIndexUnlessExists(this.elasticsearch, {
+    const created = await createIndexUnlessExists(this.elasticsearch, {
       index: this.index,
       settings: { number_of_shards: 1, number_of_replicas: this.replicas },
       mappings: KEY_INDEX_MAPPINGS,
     });
+    // an index made before a field existed learns it (adding a field to a mapping is allowed in place)
+    if (!created) await this.elasticsearch.indices.putMapping({ index: this.index, properties: KEY_INDEX_MAPPINGS.properties });
   }
 
   /** Creates a key; the returned `key` is the only time it exists outside its owner's hands. */
@@ -106,6 +114,7 @@ export class KeyStore {
       created_at: new Date().toISOString(),
       revoked_at: null,
       key_sha256: generated.hash,
+      ...(request.admin === true ? { admin: true } : {}),
     };
     await this.elasticsearch.create({ index: this.index, id: generated.keyId, document, refresh: true });
     return { key: generated.key, record: toRecord(document) };

@@ -1,17 +1,17 @@
 import { parseArgs } from 'node:util';
-import type { EndpointDefinition } from '../../queries/endpoint.ts';
 import type { ApiKeyRecord } from './key-store.ts';
 
 export type KeysCommand =
-  | { action: 'create'; account: string; endpoints: 'all' | string[]; projects: string[] | null }
+  | { action: 'create'; account: string; endpoints: 'all' | string[]; projects: string[] | null; admin?: true }
   | { action: 'list'; json: boolean }
   | { action: 'revoke'; keyId: string };
 
 export const KEYS_USAGE = `usage:
-  npm run keys -- create --account <account> [--endpoints <name-or-id>,...] [--projects <project>,...]
+  npm run keys -- create --account <account> [--endpoints <name-or-id>,...] [--projects <project>,...] [--admin]
   npm run keys -- list [--json]
   npm run keys -- revoke <key id>
-Without --endpoints a key may query every endpoint; without --projects, every project.`;
+Without --endpoints a key may query every endpoint; without --projects, every project.
+--admin makes an operator key: it may also manage the saved endpoints (/api/endpoints).`;
 
 export class KeysUsageError extends Error {}
 
@@ -19,8 +19,14 @@ function commaList(text: string): string[] {
   return text.split(',').map((part) => part.trim()).filter(Boolean);
 }
 
+/** An endpoint as a key's scope names it. */
+export interface NamedEndpoint {
+  id: string;
+  name: string;
+}
+
 /** Endpoint names or ids as canonical names; unknown ones are an error listing the valid names. */
-export function canonicalEndpointNames(requested: string[], endpoints: readonly EndpointDefinition[]): string[] {
+export function canonicalEndpointNames(requested: string[], endpoints: readonly NamedEndpoint[]): string[] {
   return requested.map((wanted) => {
     const endpoint = endpoints.find((candidate) => candidate.name === wanted || candidate.id === wanted.toLowerCase());
     if (!endpoint) throw new KeysUsageError(`unknown endpoint "${wanted}"; known endpoints: ${endpoints.map((e) => e.name).join(', ')}`);
@@ -29,14 +35,14 @@ export function canonicalEndpointNames(requested: string[], endpoints: readonly 
 }
 
 /** Parses `npm run keys -- ...` arguments; throws KeysUsageError saying what is wrong. */
-export function parseKeysCommand(argv: string[], endpoints: readonly EndpointDefinition[]): KeysCommand {
+export function parseKeysCommand(argv: string[], endpoints: readonly NamedEndpoint[]): KeysCommand {
   const [action, ...rest] = argv;
   let parsed;
   try {
     parsed = parseArgs({
       args: rest,
       allowPositionals: true,
-      options: { account: { type: 'string' }, endpoints: { type: 'string' }, projects: { type: 'string' }, json: { type: 'boolean' } },
+      options: { account: { type: 'string' }, endpoints: { type: 'string' }, projects: { type: 'string' }, json: { type: 'boolean' }, admin: { type: 'boolean' } },
     });
   } catch (error) {
     throw new KeysUsageError(`${(error as Error).message}\n${KEYS_USAGE}`);
@@ -56,6 +62,7 @@ export function parseKeysCommand(argv: string[], endpoints: readonly EndpointDef
         account,
         endpoints: endpointList === undefined ? 'all' : canonicalEndpointNames(endpointList, endpoints),
         projects: projectList ?? null,
+        ...(values.admin === true ? { admin: true as const } : {}),
       };
     }
     case 'list':

@@ -9,6 +9,8 @@ export interface Principal {
   endpoints: 'all' | string[];
   /** null = every project. */
   projects: string[] | null;
+  /** Set (true) only for an operator credential: a key created with --admin, or OPS_TOKEN; it may manage the saved endpoints. */
+  admin?: true;
 }
 
 declare module 'fastify' {

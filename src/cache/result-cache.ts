@@ -122,6 +122,16 @@ export class ResultCache {
     return { body, status: 'MISS', ageSeconds: 0 };
   }
 
+  /**
+   * Drops every result whose key `matches` (an endpoint that changed or was deleted); a warmer left
+   * without results stops at its next tick. Returns how many were dropped.
+   */
+  drop(matches: (key: string) => boolean): number {
+    const dropped = [...this.entries.values()].filter((entry) => matches(entry.key));
+    for (const entry of dropped) this.remove(entry);
+    return dropped.length;
+  }
+
   /** Bytes currently held. */
   get bytes(): number {
     return this.totalBytes;

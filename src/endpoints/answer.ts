@@ -1,6 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
-import { tableNames } from '../../queries/endpoint.ts';
-import type { Endpoint } from '../../queries/index.ts';
+import { tableNames, type EndpointDefinition } from '../../queries/endpoint.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { ResultCache } from '../cache/result-cache.ts';
 import type { EmbeddedEngine } from '../executor/engine/embedded-engine.ts';
@@ -19,6 +18,7 @@ import { parseLql } from '../lql/index.ts';
 import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
 import { encodeAnswer } from './answer-body.ts';
+import { savedCteNames, withSavedCtes } from './saved-ctes.ts';
 import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters } from './request.ts';
 
 export interface AnswerDependencies {
@@ -47,7 +47,7 @@ export interface AnswerDependencies {
 }
 
 export interface EndpointRequest {
-  endpoint: Endpoint;
+  endpoint: EndpointDefinition;
   principal: Principal;
   /** Query-string and body parameters, merged. */
   supplied: Record<string, unknown>;
@@ -91,16 +91,18 @@ export async function answerEndpointQuery(request: EndpointRequest, dependencies
 async function computeAnswer(request: EndpointRequest, redact: boolean, dependencies: AnswerDependencies): Promise<Answer> {
   const startedAt = performance.now();
   const { endpoint, principal } = request;
-  const sandbox = endpoint.sandboxable ? sandboxRequest(request.supplied) : undefined;
+  const callerQuery = endpoint.sandboxable ? sandboxRequest(request.supplied) : undefined;
+  // an operator's saved SQL runs through the sandbox pipeline, as a caller's query does
+  const sandbox = callerQuery ?? (endpoint.selection.kind === 'sql' ? { language: 'sql' as const, text: endpoint.selection.text } : undefined);
   const parameters = validateParameters(endpoint, request.supplied);
-  const key = endpoint.cache === null ? undefined : cacheKey(endpoint, parameters, redact, principal, sandbox);
+  const key = endpoint.cache === null ? undefined : cacheKey(endpoint, parameters, redact, principal, callerQuery);
   const hit = key === undefined ? undefined : dependencies.resultCache.lookUp(key);
   if (hit) return { body: hit.body, cache: 'HIT', ageSeconds: hit.ageSeconds };
   const parsed: ParsedSandbox | undefined =
     sandbox?.language === 'lql'
       ? { language: 'lql', query: parseLql(sandbox.text) }
       : sandbox
-        ? { language: 'sql', query: await dependencies.sandbox.parseSql(sandbox.text, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) }) }
+        ? { language: 'sql', query: await sandboxSql(endpoint, sandbox.text, sandbox === callerQuery, dependencies) }
         : undefined;
   const sources = endpoint.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const plan = async (): Promise<Plan> => {
@@ -139,4 +141,16 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
   if (endpoint.cache === null || key === undefined) return { body: await run(), cache: 'BYPASS', ageSeconds: 0 };
   const cached = await dependencies.resultCache.fetch({ key, policy: endpoint.cache, run });
   return { body: cached.body, cache: cached.status, ageSeconds: cached.ageSeconds };
+}
+
+/**
+ * The SQL to plan: an operator's saved SQL, a caller's query over the endpoint's tables, or (on an
+ * endpoint with saved SQL) a caller's query that may also read the saved query's CTEs.
+ */
+async function sandboxSql(endpoint: EndpointDefinition, text: string, fromCaller: boolean, dependencies: AnswerDependencies): Promise<Query> {
+  const options = { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) };
+  if (!fromCaller || endpoint.selection.kind !== 'sql') return dependencies.sandbox.parseSql(text, options);
+  const saved = await dependencies.sandbox.parseSql(endpoint.selection.text, options);
+  const caller = await dependencies.sandbox.parseSql(text, { ...options, allowedTables: [...options.allowedTables, ...savedCteNames(saved)] });
+  return withSavedCtes(saved, caller);
 }

@@ -80,7 +80,7 @@ export function redactionRequested(header: string | string[] | undefined, endpoi
 }
 
 /**
- * Everything that changes a result: the endpoint, its normalised declared parameters (sorted), the
+ * Everything that changes a result: the endpoint and its stored version, its normalised declared parameters (sorted), the
  * sandboxed query (language and text), redaction, and the caller's project restriction.
  */
 export function cacheKey(endpoint: EndpointDefinition, parameters: Record<string, unknown>, redact: boolean, principal: Principal, sandbox?: SandboxRequest): string {
@@ -89,5 +89,10 @@ export function cacheKey(endpoint: EndpointDefinition, parameters: Record<string
     .sort()
     .map((name) => [name, parameters[name]]);
   const projects = principal.projects === null ? '*' : [...principal.projects].sort();
-  return JSON.stringify([endpoint.id, declared, sandbox ? `${sandbox.language}:${sandbox.text}` : '', redact, projects]);
+  return JSON.stringify([endpoint.id, endpoint.version ?? 0, declared, sandbox ? `${sandbox.language}:${sandbox.text}` : '', redact, projects]);
+}
+
+/** Whether a cache key is one of this endpoint's (any version): see cacheKey. */
+export function isCacheKeyOf(key: string, endpointId: string): boolean {
+  return key.startsWith(`[${JSON.stringify(endpointId)},`);
 }

@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Logger } from '../../shared/logger.ts';
 import {
   ApiError,
+  Conflict,
   Forbidden,
   NotFound,
   NotReady,
@@ -28,6 +29,7 @@ export function statusOf(error: ApiError): number {
   if (error instanceof Unauthorized) return 401;
   if (error instanceof Forbidden) return 403;
   if (error instanceof NotFound) return 404;
+  if (error instanceof Conflict) return 409;
   if (error instanceof RequestTooLarge) return error.part === 'head' ? 414 : 413;
   if (error instanceof RateLimited) return 429;
   if (error instanceof StoreUnavailable || error instanceof NotReady) return 503;

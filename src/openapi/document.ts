@@ -66,6 +66,8 @@ function rowSchema(endpoint: EndpointDefinition): Record<string, unknown> {
     };
     return { type: 'object', properties: Object.fromEntries(selection.columns.map((column) => [column, columns[column]])) };
   }
+  // saved SQL's columns are known only once it runs
+  if (selection.kind === 'sql') return { type: 'object', description: 'The columns the saved SQL selects' };
   const counts = endpoint.ctes.find((cte) => cte.name === selection.from);
   const countColumns = counts?.kind === 'request_counts' ? Object.keys(counts.pathColumns) : [];
   return {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { Authenticator } from '../auth/authenticator.ts';
+import type { OpsAccess } from '../../shared/ops-access.ts';
+import { OPERATOR_PRINCIPAL, type Authenticator } from '../auth/authenticator.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { RateDecision, TokenBuckets } from '../auth/token-bucket.ts';
 import { RateLimited, Unauthorized } from '../errors.ts';
@@ -14,10 +15,18 @@ export interface AuthOptions {
   failureBurst: number;
   /** Every refusal takes at least this long, whichever path refused it. */
   failureMinMs: number;
+  /** OPS_TOKEN's check when one is configured: it stands for an operator on the endpoint management routes. */
+  operatorToken?: OpsAccess;
 }
 
 /** Routes under this prefix need an API key; /health, /ready, /metrics and the docs do not. */
 const PROTECTED_PREFIX = '/api/';
+
+/** The endpoint management routes (all of /api/endpoints but the query route), where OPS_TOKEN is also accepted. */
+export function isManagementRoute(request: FastifyRequest): boolean {
+  const route = request.routeOptions.url;
+  return route !== undefined && (route === '/api/endpoints' || route.startsWith('/api/endpoints/')) && !route.startsWith('/api/endpoints/query/');
+}
 
 /**
  * Judged on the matched route pattern as well as the URL: the router matches percent-encoded paths
@@ -57,6 +66,10 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
     if (!needsKey(request)) return;
     const blocked = options.failures.peek(request.ip);
     if (blocked.kind === 'limited') throw refusal(blocked);
+    if (options.operatorToken && isManagementRoute(request) && options.operatorToken(request.headers.authorization)) {
+      request.principal = OPERATOR_PRINCIPAL;
+      return;
+    }
     const started = performance.now();
     try {
       request.principal = await options.authenticator.authenticate(request.headers);

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { findEndpoint } from '../../queries/index.ts';
 import type { Principal } from '../auth/principal.ts';
 import { answerEndpointQuery, type AnswerDependencies } from '../endpoints/answer.ts';
+import type { EndpointCatalog } from '../endpoints/catalog.ts';
 import { mergedParameters } from '../endpoints/request.ts';
 import { BadParameter, NotFound, RequestTooLarge, Unauthorized } from '../errors.ts';
 import { parametersObject, parseJsonBody } from '../http/json-body.ts';
@@ -10,23 +10,24 @@ import { parametersObject, parseJsonBody } from '../http/json-body.ts';
 export type EndpointsOptions = AnswerDependencies & {
   /** The most bytes a request body may have (GET bodies are read here, as fastify parses only POST's). */
   bodyLimit: number;
+  /** The saved endpoints this replica serves. */
+  catalog: EndpointCatalog;
 };
 
 interface EndpointRoute {
   Params: { endpoint: string };
 }
 
-/** GET and POST /api/endpoints/query/:endpoint, by UUID or name (SPEC.md 4). */
+/** GET and POST /api/endpoints/query/:endpoint, by UUID or name (SPEC.md 4), for every endpoint in the store. */
 export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app, options) => {
   async function handle(request: FastifyRequest<EndpointRoute>, reply: FastifyReply) {
     const principal = request.principal as Principal | null | undefined;
     // fail closed should the auth hook ever be missing
     if (!principal) throw new Unauthorized('missing API key: send it in the X-API-KEY header or as Authorization: Bearer <key>');
-    const endpoint = findEndpoint(request.params.endpoint);
-    if (!endpoint) {
-      // the name is not echoed: it is the caller's raw input
-      throw new NotFound('no endpoint with this name or UUID; known endpoints: usage.api-counts, logs.all (by name or UUID)', 'endpoint_not_found');
-    }
+    const entry = await options.catalog.find(request.params.endpoint);
+    // a disabled endpoint is not served, as if it did not exist; the name is not echoed: it is the caller's raw input
+    if (!entry || !entry.record.enabled) throw new NotFound('no endpoint with this name or UUID; ask an operator for the names (GET /api/endpoints)', 'endpoint_not_found');
+    const endpoint = entry.definition;
     const body = parametersObject(request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body);
     const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeader: request.headers['svc-endpoint-redact-pii'] }, options);
     return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(answer.body);

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { findEndpoint } from '../../queries/index.ts';
 import { OPS_TOKEN_REQUIRED, type OpsAccess } from '../../shared/ops-access.ts';
 import { Unauthorized } from '../errors.ts';
 import { httpRequestDurationSeconds, httpRequestsTotal, metricsRegistry } from '../metrics.ts';
@@ -9,22 +8,24 @@ const QUERY_ROUTE_PREFIX = '/api/endpoints/query/';
 /**
  * The `endpoint` label: the saved endpoint's name on the query route (whether called by UUID or
  * name), else the route pattern; a fixed value for unknown endpoints and unmatched URLs keeps the
- * label set small whatever callers send.
+ * label set small whatever callers send. `nameOf` resolves a path segment to an endpoint's name.
  */
-export function endpointLabel(request: FastifyRequest): string {
+export type EndpointNameOf = (idOrName: string) => string | undefined;
+
+export function endpointLabel(request: FastifyRequest, nameOf: EndpointNameOf): string {
   const route = request.routeOptions.url;
   if (route === undefined) return 'unmatched';
   if (route.startsWith(QUERY_ROUTE_PREFIX)) {
     const idOrName = Object.values((request.params ?? {}) as Record<string, string>)[0] ?? '';
-    return findEndpoint(idOrName)?.name ?? 'unknown_endpoint';
+    return nameOf(idOrName) ?? 'unknown_endpoint';
   }
   return route;
 }
 
 /** /metrics in Prometheus text format (behind the operator token when one is set), and request counts and latency for every route. */
-const metrics: FastifyPluginAsync<{ allowed: OpsAccess }> = async (app, options) => {
+const metrics: FastifyPluginAsync<{ allowed: OpsAccess; endpointName: EndpointNameOf }> = async (app, options) => {
   app.addHook('onResponse', async (request, reply) => {
-    const endpoint = endpointLabel(request);
+    const endpoint = endpointLabel(request, options.endpointName);
     httpRequestsTotal.inc({ endpoint, status: String(reply.statusCode) });
     httpRequestDurationSeconds.observe({ endpoint }, reply.elapsedTime / 1000);
   });

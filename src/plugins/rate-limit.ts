@@ -2,12 +2,14 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { TokenBuckets } from '../auth/token-bucket.ts';
 import { RateLimited } from '../errors.ts';
 import { httpRateLimitedTotal } from '../metrics.ts';
-import { endpointLabel } from './metrics.ts';
+import { endpointLabel, type EndpointNameOf } from './metrics.ts';
 
 export interface RateLimitOptions {
   buckets: TokenBuckets;
   perMinute: number;
   burst: number;
+  /** For the metrics label of a refused request. */
+  endpointName: EndpointNameOf;
 }
 
 /**
@@ -26,7 +28,7 @@ const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => 
       return;
     }
     void reply.header('x-ratelimit-remaining', '0');
-    httpRateLimitedTotal.inc({ endpoint: endpointLabel(request) });
+    httpRateLimitedTotal.inc({ endpoint: endpointLabel(request, options.endpointName) });
     throw new RateLimited(
       `rate limit exceeded for this API key: ${options.perMinute} requests per minute with bursts of ${options.burst}; retry in ${decision.retryAfterSeconds} s`,
       decision.retryAfterSeconds,

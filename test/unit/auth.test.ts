@@ -56,6 +56,10 @@ describe('presentedKey', () => {
 });
 
 describe('npm run keys arguments', () => {
+  it('creates an operator key with --admin', () => {
+    expect(parseKeysCommand(['create', '--account', 'ops', '--admin'], ENDPOINTS)).toEqual({ action: 'create', account: 'ops', endpoints: 'all', projects: null, admin: true });
+  });
+
   it('creates a key for every endpoint and project by default', () => {
     expect(parseKeysCommand(['create', '--account', 'acme'], ENDPOINTS)).toEqual({ action: 'create', account: 'acme', endpoints: 'all', projects: null });
   });

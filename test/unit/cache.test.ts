@@ -223,6 +223,22 @@ describe('ResultCache', () => {
     expect(cache.bytes).toBe(0);
   });
 
+  it('drops the results a changed endpoint had: the next read runs anew, and warming stops with nothing left to warm', async () => {
+    const { clock, cache } = makeCache();
+    const changed = countedQuery(['old'], ['new']);
+    const kept = countedQuery(['kept']);
+    await cache.fetch({ key: '["a",1]', policy: WARMED, run: changed.run });
+    await cache.fetch({ key: '["b",1]', policy: UNWARMED, run: kept.run });
+    expect(cache.drop((key) => key.startsWith('["a",'))).toBe(1);
+    expect(cache.lookUp('["a",1]')).toBeUndefined();
+    expect(cache.lookUp('["b",1]')?.body).toEqual(body(['kept']));
+    await clock.advance(300_000);
+    // the warmer's tick found nothing of its period: no run of the dropped result, and no schedule left
+    expect(changed.runs).toBe(1);
+    expect(clock.scheduled).toBe(0);
+    expect((await cache.fetch({ key: '["a",2]', policy: WARMED, run: changed.run })).body).toEqual(body(['new']));
+  });
+
   it('close cancels the warming schedules', async () => {
     const { clock, cache } = makeCache();
     await cache.fetch({ key: 'k', policy: WARMED, run: async () => body(['v']) });
