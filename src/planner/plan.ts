@@ -69,8 +69,12 @@ export interface EventScan extends ScanBase {
   scope: estypes.QueryDslQueryContainer[];
   predicates: estypes.QueryDslQueryContainer[];
   search: estypes.SearchRequest;
-  /** Rows wanted: a limit (the first n in the search's sort), or every matching event. */
-  take: { kind: 'limit'; rows: number } | { kind: 'all' };
+  /**
+   * Rows wanted: a limit (the first n in the search's sort), or every matching event. A limit with
+   * `unless` holds only when its probe finds no event (one that may give the query no row); when it
+   * finds one, `unless.search` (every matching event, no limit) is the scan instead.
+   */
+  take: { kind: 'limit'; rows: number; unless?: { probe: estypes.SearchRequest; search: estypes.SearchRequest } } | { kind: 'all' };
 }
 
 /** Request records per time bucket and per path text, counted by Elasticsearch aggregations. */
