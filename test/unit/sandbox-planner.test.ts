@@ -195,6 +195,8 @@ describe('limit pushdown', () => {
       "select id from edge_logs where json_value(event_message, '$.x') = 'x' order by timestamp desc limit 10",
       'select count(*) as n from edge_logs limit 10',
       'select id from edge_logs union all select id from edge_logs limit 10',
+      // a join that may drop events: the planner does not look into it
+      "select id from edge_logs join (select 'x' as k) as d on d.k = id order by timestamp desc limit 10",
     ]) {
       const result = plan(sql);
       expect(result.maxScannedEvents).toBe(50_000);
