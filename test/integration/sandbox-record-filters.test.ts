@@ -99,6 +99,10 @@ describe('record-field filters pushed down by the stored shape', () => {
     expect(canonical(await rows(pushed, ALL))).toEqual(canonical(await rows(unpushed, ALL)));
   });
 
+  it('a join that drops events keeps the limit in the engine (the newest event is not the one joined)', async () => {
+    expect(await rows("select id from edge_logs join (select 's01' as k) as d on d.k = id order by timestamp desc limit 1", ALL)).toEqual([{ id: 's01' }]);
+  });
+
   it('IS NULL through left unnests is true for a missing record, a NULL value and missing metadata', async () => {
     const result = await rows(`${leftAll} where response.status_code is null order by timestamp desc, id desc`, ALL);
     expect(result.map((row) => row.id)).toEqual(['s08', 's04', 's03']);
