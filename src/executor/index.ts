@@ -214,22 +214,19 @@ function holdsUnknown(type: SqlType): boolean {
 }
 
 /** A scan's rows as the engine loads them: timestamps in microseconds, metadata in the record-array form. */
-async function tableRows(planned: Scan, options: ExecutorOptions, budget: ScanBudget): Promise<Record<string, unknown>[]> {
-  const scan = await limitOrAll(planned, options, budget);
+async function tableRows(scan: Scan, options: ExecutorOptions, budget: ScanBudget): Promise<Record<string, unknown>[]> {
   sandboxScansTotal.inc({ kind: scan.kind === 'events' ? (scan.take.kind === 'limit' ? 'limited' : 'pulled') : scan.kind });
   if (scan.kind === 'constant') return scan.rows;
   if (scan.kind === 'request_counts') {
     return bucketCounts((await aggregationsOf(scan, { ...options, signal: budget.signal })) as Record<string, unknown> | undefined, scan.countColumns).map((row) => ({ ...row, timestamp: row.timestamp * 1000 }));
   }
+  if (scan.kind === 'events' && scan.take.kind === 'limit' && scan.take.irregular) {
+    // the first rows of the events matched exactly, and every event matched only as a superset
+    const irregular: Scan = { ...scan, search: scan.take.irregular, take: { kind: 'all' } };
+    const [first, rest] = await Promise.all([eventRows(scan, options, budget), eventRows(irregular, options, budget)]);
+    return [...first, ...rest];
+  }
   return eventRows(scan, options, budget);
-}
-
-/** A limited event scan whose limit depends on the store: the scan itself when its probe finds no event, else every matching event. */
-async function limitOrAll(scan: Scan, options: ExecutorOptions, budget: ScanBudget): Promise<Scan> {
-  if (scan.kind !== 'events' || scan.take.kind !== 'limit' || !scan.take.unless) return scan;
-  const { probe, search: all } = scan.take.unless;
-  if (totalHits(await search(probe, { ...options, signal: budget.signal })) === 0) return scan;
-  return { ...scan, search: all, take: { kind: 'all' } };
 }
 
 /**

@@ -71,10 +71,10 @@ export interface EventScan extends ScanBase {
   search: estypes.SearchRequest;
   /**
    * Rows wanted: a limit (the first n in the search's sort), or every matching event. A limit with
-   * `unless` holds only when its probe finds no event (one that may give the query no row); when it
-   * finds one, `unless.search` (every matching event, no limit) is the scan instead.
+   * `irregular` is taken among the events the filter matches exactly (one row each); every event of
+   * `irregular` (matched only as a superset: it may give no row, or several) is read besides.
    */
-  take: { kind: 'limit'; rows: number; unless?: { probe: estypes.SearchRequest; search: estypes.SearchRequest } } | { kind: 'all' };
+  take: { kind: 'limit'; rows: number; irregular?: estypes.SearchRequest } | { kind: 'all' };
 }
 
 /** Request records per time bucket and per path text, counted by Elasticsearch aggregations. */

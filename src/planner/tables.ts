@@ -26,8 +26,8 @@ export interface EventScanShape {
   columns?: readonly string[];
   /** Where the predicates confine every event in time: narrows the partitions read, never the filter. */
   within?: TimeBounds;
-  /** The events the predicates match only as a superset: a limit holds only when the scope has none of them. */
-  irregular?: estypes.QueryDslQueryContainer;
+  /** Of the events the predicates match, those matched exactly and the others: a limit is taken among the first, all others are read. */
+  split?: { regular: estypes.QueryDslQueryContainer; irregular: estypes.QueryDslQueryContainer };
 }
 
 /** A scan of a CTE's events: its scope, then the pushed-down predicates, in one filter. */
@@ -42,29 +42,16 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
     allow_no_indices: true,
     size,
     track_total_hits: false,
-    query: { bool: { filter: [...scope.filter, ...shape.predicates] } },
+    query: { bool: { filter: [...scope.filter, ...shape.predicates, ...(shape.take.kind === 'limit' && shape.split ? [shape.split.regular] : [])] } },
     // id breaks ties so pages are stable; it also makes search_after paging exact
     sort: shape.order === 'timestamp_desc' ? [{ timestamp: { order: 'desc' } }, { id: { order: 'desc' } }] : [{ _doc: { order: 'asc' } }],
     // only what rows are made of: less for Elasticsearch to write and for us to hold and parse
     _source: columns.flatMap((column) => sourceFieldsOf(column.name)),
     filter_path: EVENT_RESPONSE_FIELDS,
   };
-  const take = shape.take.kind === 'limit' && shape.irregular ? { ...shape.take, unless: unlessIrregular(search, [...scope.filter, ...shape.predicates, shape.irregular]) } : shape.take;
+  const irregular: estypes.SearchRequest | undefined = shape.split && { ...search, size: EVENT_PAGE_SIZE, query: { bool: { filter: [...scope.filter, ...shape.predicates, shape.split.irregular] } } };
+  const take = shape.take.kind === 'limit' && irregular ? { ...shape.take, irregular } : shape.take;
   return { kind: 'events', table: shape.table, cte: cte.name, columns, index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take };
-}
-
-/** The probe for an event in scope that the limited search matches only as a superset, and that search without its limit. */
-function unlessIrregular(search: estypes.SearchRequest, filter: estypes.QueryDslQueryContainer[]) {
-  const probe: estypes.SearchRequest = {
-    index: search.index,
-    ignore_unavailable: true,
-    allow_no_indices: true,
-    size: 0,
-    track_total_hits: 1,
-    terminate_after: 1,
-    query: { bool: { filter } },
-  };
-  return { probe, search: { ...search, size: EVENT_PAGE_SIZE } };
 }
 
 /**

@@ -259,19 +259,17 @@ describe('record-field filters pushed down by the stored shape', () => {
     expect(scan.predicates).toEqual([{ bool: { should: [{ term: { 'metadata.level': 'error' } }, { term: { _ignored: 'metadata.level' } }], minimum_should_match: 1 } }]);
   });
 
-  it('pushes LIMIT with the record filter, unless a probe finds an irregular event the filter matches (then it reads them all)', () => {
+  it('pushes LIMIT onto the events the record filter matches exactly, and reads every event it matches only as a superset', () => {
     const scan = eventScans(plan(dashboard))[0]!;
+    const [regularPart, irregularPart] = recordFilterOf(scan);
     expect(scan.search.size).toBe(100);
     expect(scan.take).toMatchObject({ kind: 'limit', rows: 100 });
-    const unless = (scan.take as Extract<EventScan['take'], { kind: 'limit' }>).unless!;
-    expect(unless.probe).toMatchObject({ size: 0, track_total_hits: 1, terminate_after: 1, index: scan.search.index });
-    const probeFilter = (unless.probe.query as { bool: { filter: unknown[] } }).bool.filter;
-    expect(probeFilter.slice(0, scan.scope.length)).toEqual(scan.scope);
-    expect(probeFilter.at(-1)).toEqual(recordFilterOf(scan)[1]);
-    expect(unless.search).toEqual({ ...scan.search, size: 10_000 });
+    expect(filterOf(scan)).toEqual([...scan.scope, ...scan.predicates, regularPart]);
+    const irregular = (scan.take as Extract<EventScan['take'], { kind: 'limit' }>).irregular!;
+    expect(irregular).toEqual({ ...scan.search, size: 10_000, query: { bool: { filter: [...scan.scope, ...scan.predicates, irregularPart] } } });
     // an inner unnest alone, or a pattern whose long values the store did not index, is exact on regular events too
     for (const sql of ['select id from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10', "select id from edge_logs where regexp_contains(event_message, 'x') order by timestamp desc limit 10"]) {
-      expect(eventScans(plan(sql))[0]!.take, sql).toMatchObject({ kind: 'limit', rows: 10, unless: {} });
+      expect(eventScans(plan(sql))[0]!.take, sql).toMatchObject({ kind: 'limit', rows: 10, irregular: {} });
     }
     // column filters over left unnests: every event is at least one row, no probe
     expect(eventScans(plan("select id from edge_logs left join unnest(metadata) as m on true where id = 'a' order by timestamp desc limit 5"))[0]!.take).toEqual({ kind: 'limit', rows: 5 });

@@ -66,14 +66,14 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     const scope = SelectScope.of(reference.select, scannedBy, bindings);
     const catalog = catalogOf(cte);
     const filter = scope.readsOnlyTheScan && scope.scanned?.table === table ? scanFilter(reference.select, scope, { scope, catalog, now: context.now }) : { predicates: [], exact: false };
-    const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.irregular !== undefined) : undefined;
+    const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
     return eventScan(cte, params, context, {
       table,
       predicates: filter.predicates,
       order: limit ? limit.order : 'timestamp_desc',
       take: limit ? { kind: 'limit', rows: limit.rows } : { kind: 'all' },
       columns: reads.columnsOf(cte.columns.map((column) => column.name), reference.relation.alias ?? cte.name),
-      ...(filter.irregular ? { irregular: filter.irregular } : {}),
+      ...(filter.split ? { split: filter.split } : {}),
     });
   });
   const residual = { query, bindings, parameters: stringParameters(params), now: context.now };
@@ -102,12 +102,12 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
 
 /**
  * What a SELECT reading one scan (and unnests of its arrays) lets the store filter. `exact`: every
- * event the predicates match gives at least one row and all its rows pass WHERE, except the
- * `irregular` events (whose arrays hold several elements), which a limit must first check for.
+ * event the predicates match gives at least one row and all its rows pass WHERE, or, with `split`,
+ * every `regular` one does (exactly one row) and the `irregular` ones are matched as a superset.
  * Conditions on columns alone translate exactly on their own; a condition on a record field, or an
  * inner unnest (which drops the events without that array), needs the events' stored shape.
  */
-function scanFilter(select: Select, scope: SelectScope, context: PredicateContext): { predicates: QueryDsl[]; exact: boolean; irregular?: QueryDsl } {
+function scanFilter(select: Select, scope: SelectScope, context: PredicateContext): { predicates: QueryDsl[]; exact: boolean; split?: { regular: QueryDsl; irregular: QueryDsl } } {
   const conditions = conjuncts(select.where);
   const pushed = conditions.map((condition) => pushDown(condition, context));
   const all = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
@@ -116,7 +116,7 @@ function scanFilter(select: Select, scope: SelectScope, context: PredicateContex
   const exactAlone = pushed.filter((predicate) => predicate?.exact).map((predicate) => predicate!.query);
   const supersets = pushed.filter((predicate) => predicate !== undefined && !predicate.exact).map((predicate) => predicate!.query);
   const record = recordFilter(others, scope.unnests, supersets, context);
-  return record ? { predicates: [...exactAlone, record.query], exact: true, irregular: record.irregular } : { predicates: all, exact: false };
+  return record ? { predicates: [...exactAlone, record.query], exact: true, split: { regular: record.regular, irregular: record.irregular } } : { predicates: all, exact: false };
 }
 
 /** Each read of a table that the store serves is at least one search: their number is bounded before any is made. */
@@ -136,9 +136,9 @@ function topSelect(query: Query): Select | undefined {
 
 /**
  * `ORDER BY timestamp [DESC|ASC] [, id same direction] LIMIT n [OFFSET m]` over one scan each of
- * whose events gives at least one row (left unnests keep every event; with `byShape`, the filter
- * kept only regular events that do, and the scan checks for others), with no grouping: the first
- * n + m events in the store's order are all the query can return.
+ * whose events gives at least one row (left unnests keep every event; with `byShape`, each regular
+ * event matched gives exactly one, and the others are all read), with no grouping: the first
+ * n + m of those events in the store's order are all the query can return.
  */
 function pushableLimit(query: Query, scope: SelectScope, byShape: boolean): { rows: number; order: 'timestamp_desc' } | undefined {
   const select = topSelect(query)!;

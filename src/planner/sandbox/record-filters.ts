@@ -32,7 +32,9 @@ export function presentArrays(unnests: readonly Unnest[]): Query[] {
 export interface RecordFilter {
   /** The events that can give a row passing WHERE: exactly those for regular events, a superset of the others. */
   query: Query;
-  /** The events `query` matches only as a superset (each may give no row, or several). */
+  /** The regular events `query` matches: exactly those with one row, which passes WHERE. */
+  regular: Query;
+  /** The other events `query` matches, only as a superset (each may give no row, or several). */
   irregular: Query;
 }
 
@@ -49,5 +51,5 @@ export function recordFilter(conditions: readonly Expr[], unnests: readonly Unne
   const regular = regularEvents([...unnests.map((unnest) => unnest.path), ...truths.flatMap((truth) => truth!.paths)]);
   const exact: Query = { bool: { filter: [regular, ...presentArrays(unnests), ...truths.map((truth) => truth!.whenTrue)] } };
   const irregular: Query = { bool: { filter: [...supersets], must_not: [regular] } };
-  return { query: { bool: { should: [exact, irregular], minimum_should_match: 1 } }, irregular };
+  return { query: { bool: { should: [exact, irregular], minimum_should_match: 1 } }, regular: exact, irregular };
 }
