@@ -65,7 +65,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     if (cte.kind === 'window_start') return windowStartScan(cte, params, context, table);
     const scope = SelectScope.of(reference.select, scannedBy, bindings);
     const catalog = catalogOf(cte);
-    const filter = scope.readsOnlyTheScan && scope.scanned?.table === table ? scanFilter(reference.select, scope, { scope, catalog, now: context.now }) : { predicates: [], exact: false };
+    const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
+    const filter: ScanFilter = readsTheScan ? scanFilter(reference.select, scope, { scope, catalog, now: context.now }) : { predicates: [], exact: false };
     const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
     return eventScan(cte, params, context, {
       table,
@@ -107,7 +108,13 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
  * Conditions on columns alone translate exactly on their own; a condition on a record field, or an
  * inner unnest (which drops the events without that array), needs the events' stored shape.
  */
-function scanFilter(select: Select, scope: SelectScope, context: PredicateContext): { predicates: QueryDsl[]; exact: boolean; split?: { regular: QueryDsl; irregular: QueryDsl } } {
+interface ScanFilter {
+  predicates: QueryDsl[];
+  exact: boolean;
+  split?: { regular: QueryDsl; irregular: QueryDsl };
+}
+
+function scanFilter(select: Select, scope: SelectScope, context: PredicateContext): ScanFilter {
   const conditions = conjuncts(select.where);
   const pushed = conditions.map((condition) => pushDown(condition, context));
   const all = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
@@ -116,7 +123,8 @@ function scanFilter(select: Select, scope: SelectScope, context: PredicateContex
   const exactAlone = pushed.filter((predicate) => predicate?.exact).map((predicate) => predicate!.query);
   const supersets = pushed.filter((predicate) => predicate !== undefined && !predicate.exact).map((predicate) => predicate!.query);
   const record = recordFilter(others, scope.unnests, supersets, context);
-  return record ? { predicates: [...exactAlone, record.query], exact: true, split: { regular: record.regular, irregular: record.irregular } } : { predicates: all, exact: false };
+  if (!record) return { predicates: all, exact: false };
+  return { predicates: [...exactAlone, record.query], exact: true, split: { regular: record.regular, irregular: record.irregular } };
 }
 
 /** Each read of a table that the store serves is at least one search: their number is bounded before any is made. */
