@@ -9,7 +9,7 @@ import { SOURCE_NAMES } from '../shared/sources.ts';
 import { formatMicros } from '../shared/stored-timestamp.ts';
 import { buildServer } from '../src/server.ts';
 import { OTHER_SOURCE_EVENTS, otherSourceEvent } from './query-data.ts';
-import { bulkLoad, withBenchStore } from './query-store.ts';
+import { bulkLoad, withBenchStore, type BenchStore } from './query-store.ts';
 import { measureHttp, percentile } from './latency.ts';
 
 /**
@@ -40,6 +40,19 @@ const LQL_CASES: [string, string, Record<string, string>][] = [
   ['chart p95, 7 days by day', 'f:edge_logs c:p95(m.response.origin_time) c:group_by(t::day)', { project: 'default' }],
 ];
 
+const DASHBOARD =
+  'select id, timestamp, event_message, request.method, request.path, response.status_code from edge_logs cross join unnest(metadata) as m ' +
+  'cross join unnest(m.request) as request cross join unnest(m.response) as response where response.status_code >= 400 order by timestamp desc limit 100';
+/**
+ * Issue 20's dashboard query, and the same query planned as before record-field filters were pushed
+ * down by the stored shape: a condition no rule translates (`(...) IS TRUE`, TRUE on every row) makes
+ * the planner fall back to the old plan (the status filter as a superset, every matching event pulled).
+ */
+const PUSHDOWN_CASES: [string, string][] = [
+  ['dashboard query, record filter + limit pushed (after)', DASHBOARD],
+  ['dashboard query, old plan (before)', DASHBOARD.replace(' order by', ' and (id is not null) is true order by')],
+];
+
 interface StudioQuery {
   id: string;
   sql: string;
@@ -67,11 +80,33 @@ async function measureQuery(url: string, label: string): Promise<{ rows: number;
   return { rows: body.result?.length ?? 0, latencies };
 }
 
+/** The dashboard query's work as one search: project and status filter, newest first, 100 hits, `_source` only the fields it returns. */
+async function measureDirect(elasticsearch: BenchStore['elasticsearch'], index: string): Promise<{ rows: number; p50: number; p99: number }> {
+  const request = {
+    index,
+    size: 100,
+    track_total_hits: false,
+    query: { bool: { filter: [{ term: { project: 'default' } }, { range: { 'metadata.response.status_code': { gte: 400 } } }] } },
+    sort: [{ timestamp: { order: 'desc' as const } }],
+    _source: ['id', 'timestamp', 'event_message', 'metadata.request.method', 'metadata.request.path', 'metadata.response.status_code'],
+  };
+  const rows = (await elasticsearch.search(request)).hits.hits.length;
+  const latencies: number[] = [];
+  for (let i = 0; i < REQUESTS; i += 1) {
+    const started = performance.now();
+    await elasticsearch.search(request);
+    latencies.push(performance.now() - started);
+  }
+  latencies.sort((a, b) => a - b);
+  return { rows, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
 async function main(): Promise<void> {
   const base = loadConfig(process.env);
   const studio: StudioQuery[] = JSON.parse(readFileSync(`${repositoryRoot}/test/fixtures/examples/studio-queries.json`, 'utf8'));
   const table: string[] = [];
   const lqlTable: string[] = [];
+  const pushdownTable: { label: string; rows: number; p50: number; p99: number }[] = [];
   const all: number[] = [];
   await withBenchStore(base, 'sandbox', async ({ elasticsearch, kafkaBrokers, indexPrefix: prefix }) => {
     await bulkLoad(elasticsearch, legacyIndexName(prefix, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
@@ -86,6 +121,13 @@ async function main(): Promise<void> {
         table.push(`| ${query.id} | ${rows} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
         console.error(table[table.length - 1]);
       }
+      for (const [label, sql] of PUSHDOWN_CASES) {
+        const { rows, latencies } = await measureQuery(`${address}/api/endpoints/query/logs.all?${new URLSearchParams({ project: 'default', sql })}`, label);
+        pushdownTable.push({ label, rows, p50: percentile(latencies, 50), p99: percentile(latencies, 99) });
+        console.error(`| ${label} | ${rows} | ${percentile(latencies, 50).toFixed(1)} |`);
+      }
+      const direct = await measureDirect(elasticsearch, legacyIndexName(prefix, 'edge_logs'));
+      pushdownTable.push({ label: 'the same work sent to Elasticsearch directly', ...direct });
       for (const [label, lql, params] of LQL_CASES) {
         const { rows, latencies } = await measureQuery(`${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...params, lql })}`, label);
         lqlTable.push(`| ${label} | \`${lql}\` | ${rows} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
@@ -100,6 +142,9 @@ async function main(): Promise<void> {
   console.log('| query | rows | p50 ms | p99 ms |\n|---|---|---|---|');
   for (const row of table) console.log(row);
   console.log(`| all 20 | | ${percentile(all, 50).toFixed(1)} | ${percentile(all, 99).toFixed(1)} |`);
+  const before = pushdownTable.find((row) => row.label.endsWith('(before)'))!;
+  console.log(`\n\`${DASHBOARD}\`, project default, 7 days\n\n| plan | rows | p50 ms | p99 ms | p50 / before |\n|---|---|---|---|---|`);
+  for (const row of pushdownTable) console.log(`| ${row.label} | ${row.rows} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${(row.p50 / before.p50).toFixed(3)} |`);
   console.log('\n| LQL | query | rows | p50 ms | p99 ms |\n|---|---|---|---|---|');
   for (const row of lqlTable) console.log(row);
 }

@@ -220,6 +220,12 @@ async function tableRows(scan: Scan, options: ExecutorOptions, budget: ScanBudge
   if (scan.kind === 'request_counts') {
     return bucketCounts((await aggregationsOf(scan, { ...options, signal: budget.signal })) as Record<string, unknown> | undefined, scan.countColumns).map((row) => ({ ...row, timestamp: row.timestamp * 1000 }));
   }
+  if (scan.kind === 'events' && scan.take.kind === 'limit' && scan.take.irregular) {
+    // the first rows of the events matched exactly, and every event matched only as a superset
+    const irregular: Scan = { ...scan, search: scan.take.irregular, take: { kind: 'all' } };
+    const [first, rest] = await Promise.all([eventRows(scan, options, budget), eventRows(irregular, options, budget)]);
+    return [...first, ...rest];
+  }
   return eventRows(scan, options, budget);
 }
 

@@ -69,8 +69,12 @@ export interface EventScan extends ScanBase {
   scope: estypes.QueryDslQueryContainer[];
   predicates: estypes.QueryDslQueryContainer[];
   search: estypes.SearchRequest;
-  /** Rows wanted: a limit (the first n in the search's sort), or every matching event. */
-  take: { kind: 'limit'; rows: number } | { kind: 'all' };
+  /**
+   * Rows wanted: a limit (the first n in the search's sort), or every matching event. A limit with
+   * `irregular` is taken among the events the filter matches exactly (one row each); every event of
+   * `irregular` (matched only as a superset: it may give no row, or several) is read besides.
+   */
+  take: { kind: 'limit'; rows: number; irregular?: estypes.SearchRequest } | { kind: 'all' };
 }
 
 /** Request records per time bucket and per path text, counted by Elasticsearch aggregations. */

@@ -26,6 +26,8 @@ export interface EventScanShape {
   columns?: readonly string[];
   /** Where the predicates confine every event in time: narrows the partitions read, never the filter. */
   within?: TimeBounds;
+  /** Of the events the predicates match, those matched exactly and the others: a limit is taken among the first, all others are read. */
+  split?: { regular: estypes.QueryDslQueryContainer; irregular: estypes.QueryDslQueryContainer };
 }
 
 /** A scan of a CTE's events: its scope, then the pushed-down predicates, in one filter. */
@@ -34,20 +36,26 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
   const scope = scopeOf(cte, params, context, shape.within);
   const size = shape.take.kind === 'limit' ? Math.min(shape.take.rows, EVENT_PAGE_SIZE) : EVENT_PAGE_SIZE;
   const columns = cte.columns.filter((column) => shape.columns?.includes(column.name) ?? true);
+  const limitSplit = shape.take.kind === 'limit' ? shape.split : undefined;
   const search: estypes.SearchRequest = {
     index: scope.index,
     ignore_unavailable: true,
     allow_no_indices: true,
     size,
     track_total_hits: false,
-    query: { bool: { filter: [...scope.filter, ...shape.predicates] } },
+    // a limit split by shape is taken among the events matched exactly; the others are one more search
+    query: { bool: { filter: [...scope.filter, ...shape.predicates, ...(limitSplit ? [limitSplit.regular] : [])] } },
     // id breaks ties so pages are stable; it also makes search_after paging exact
     sort: shape.order === 'timestamp_desc' ? [{ timestamp: { order: 'desc' } }, { id: { order: 'desc' } }] : [{ _doc: { order: 'asc' } }],
     // only what rows are made of: less for Elasticsearch to write and for us to hold and parse
     _source: columns.flatMap((column) => sourceFieldsOf(column.name)),
     filter_path: EVENT_RESPONSE_FIELDS,
   };
-  return { kind: 'events', table: shape.table, cte: cte.name, columns, index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take: shape.take };
+  const take: EventScan['take'] =
+    shape.take.kind === 'limit' && limitSplit
+      ? { ...shape.take, irregular: { ...search, size: EVENT_PAGE_SIZE, query: { bool: { filter: [...scope.filter, ...shape.predicates, limitSplit.irregular] } } } }
+      : shape.take;
+  return { kind: 'events', table: shape.table, cte: cte.name, columns, index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take };
 }
 
 /**

@@ -50,6 +50,18 @@ function aggregationOf(result: Plan): AggregationScan | undefined {
   return result.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
 }
 
+/**
+ * The filters a scan applies to the events its record filter matches only as a superset (every
+ * event, when it has none): the second alternative of a record filter, `NOT regular AND supersets`.
+ */
+function supersetsOf(scan: EventScan): unknown[] {
+  type Alternative = { bool?: { filter?: unknown[]; must_not?: unknown[] } };
+  return scan.predicates.flatMap((predicate) => {
+    const should = (predicate as { bool?: { should?: Alternative[] } }).bool?.should;
+    return should?.length === 2 && should[1]!.bool?.must_not ? should[1]!.bool.filter! : [predicate];
+  });
+}
+
 function filterOf(scan: EventScan): unknown[] {
   return (scan.search.query as { bool: { filter: unknown[] } }).bool.filter;
 }
@@ -111,7 +123,7 @@ describe('pushdown', () => {
   it('pushes regexp_contains on event_message as a regexp on the keyword, letting unindexed long messages through', () => {
     const query = studio.find((candidate) => candidate.id === 'preview_storage_search')!;
     const scan = eventScans(plan(query.sql, query.params))[0]!;
-    expect(scan.predicates).toEqual([
+    expect(supersetsOf(scan)).toEqual([
       { bool: { should: [{ regexp: { 'event_message.keyword': { value: '.*ObjectNotFound.*', flags: 'NONE', max_determinized_states: 10_000 } } }, { term: { _ignored: 'event_message.keyword' } }], minimum_should_match: 1 } },
     ]);
   });
@@ -130,13 +142,13 @@ describe('pushdown', () => {
     const unified = studio.find((query) => query.id === 'unified_logs_rows')!;
     const scans = eventScans(plan(unified.sql, unified.params));
     const edge = scans.find((scan) => scan.cte === 'edge_logs')!;
-    expect(JSON.stringify(edge.predicates)).toContain('{"nested":{"path":"metadata.request","query":{"bool":{"should":[{"wildcard":{"metadata.request.path":{"value":"*/rest/*"}}}');
-    expect(scans.find((scan) => scan.cte === 'postgres_logs')!.predicates).toEqual([]);
+    expect(JSON.stringify(supersetsOf(edge))).toContain('{"nested":{"path":"metadata.request","query":{"bool":{"should":[{"wildcard":{"metadata.request.path":{"value":"*/rest/*"}}}');
+    expect(supersetsOf(scans.find((scan) => scan.cte === 'postgres_logs')!)).toEqual([]);
   });
 
   it('pushes numeric comparisons only onto numeric fields', () => {
     const count = studio.find((query) => query.id === 'preview_count_edge_errors')!;
-    expect(eventScans(plan(count.sql, count.params))[0]!.predicates).toEqual([
+    expect(supersetsOf(eventScans(plan(count.sql, count.params))[0]!)).toEqual([
       { bool: { filter: [{ range: { 'metadata.response.status_code': { gte: 500 } } }, { range: { 'metadata.response.status_code': { lte: 599 } } }] } },
     ]);
     // metadata.status is a keyword in this catalog: comparing it with numbers is left to the engine
@@ -148,14 +160,18 @@ describe('pushdown', () => {
     // the catalog puts function_id in metadata only and path in the request records only: one filter each, no alternatives
     const result = plan("select id from function_edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where function_id = 'f1'");
     const keyword = (field: string, value: string) => ({ bool: { should: [{ term: { [field]: value } }, { term: { _ignored: field } }], minimum_should_match: 1 } });
-    expect(eventScans(result)[0]!.predicates).toEqual([keyword('metadata.function_id', 'f1')]);
+    expect(supersetsOf(eventScans(result)[0]!)).toEqual([keyword('metadata.function_id', 'f1')]);
     const nested = plan("select id from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where path = '/a'");
-    expect(eventScans(nested)[0]!.predicates).toEqual([{ nested: { path: 'metadata.request', query: keyword('metadata.request.path', '/a') } }]);
+    expect(supersetsOf(eventScans(nested)[0]!)).toEqual([{ nested: { path: 'metadata.request', query: keyword('metadata.request.path', '/a') } }]);
   });
 
-  it('does not push a negation over record arrays (any element could differ)', () => {
+  it('pushes a negation over record arrays for regular events only (any element of a longer array could differ)', () => {
     const result = plan("select id from postgres_logs cross join unnest(metadata) as m cross join unnest(m.parsed) as p where p.error_severity != 'LOG'");
-    expect(eventScans(result)[0]!.predicates).toEqual([]);
+    expect(supersetsOf(eventScans(result)[0]!)).toEqual([]);
+    // a regular event has one row: != is true where the field exists with another value (NULL is not true)
+    expect(JSON.stringify(eventScans(result)[0]!.predicates)).toContain(
+      '{"bool":{"filter":[{"exists":{"field":"metadata.parsed.error_severity"}}],"must_not":[{"term":{"metadata.parsed.error_severity":"LOG"}}]}}',
+    );
     const onColumn = plan("select id from postgres_logs where id != 'x'");
     expect(eventScans(onColumn)[0]!.predicates).toEqual([{ bool: { must_not: [{ term: { id: 'x' } }] } }]);
   });
@@ -174,17 +190,89 @@ describe('limit pushdown', () => {
 
   it('pulls every event (within the request\'s total) when rows depend on more than the first events', () => {
     for (const sql of [
-      'select id from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10',
       'select id from edge_logs order by timestamp asc limit 10',
       'select id from edge_logs order by event_message desc limit 10',
-      "select id from edge_logs where regexp_contains(event_message, 'x') order by timestamp desc limit 10",
+      "select id from edge_logs where json_value(event_message, '$.x') = 'x' order by timestamp desc limit 10",
       'select count(*) as n from edge_logs limit 10',
       'select id from edge_logs union all select id from edge_logs limit 10',
+      // a join that may drop events: the planner does not look into it
+      "select id from edge_logs join (select 'x' as k) as d on d.k = id order by timestamp desc limit 10",
     ]) {
       const result = plan(sql);
       expect(result.maxScannedEvents).toBe(50_000);
       for (const scan of eventScans(result)) expect(scan.take, sql).toEqual({ kind: 'all' });
     }
+  });
+});
+
+describe('record-field filters pushed down by the stored shape', () => {
+  const dashboard =
+    'select id, timestamp, event_message, request.method, request.path, response.status_code from edge_logs cross join unnest(metadata) as m ' +
+    'cross join unnest(m.request) as request cross join unnest(m.response) as response where response.status_code >= 400 order by timestamp desc limit 100';
+  type Alternatives = { bool: { should: [{ bool: { filter: unknown[] } }, { bool: { filter: unknown[]; must_not: unknown[] } }]; minimum_should_match: 1 } };
+  const recordFilterOf = (scan: EventScan) => (scan.predicates.at(-1) as Alternatives).bool.should;
+  const regular = (arrays: string[]) => ({
+    bool: { filter: [{ exists: { field: 'shape.version' } }], must_not: [{ terms: { 'shape.multi': arrays } }, { exists: { field: '_ignored' } }] },
+  });
+
+  it('filters a field through inner unnests exactly on events whose arrays hold one element, by its superset on the others', () => {
+    const scan = eventScans(plan(dashboard))[0]!;
+    const [exact, irregular] = recordFilterOf(scan);
+    const arrays = ['metadata', 'metadata.request', 'metadata.response', 'metadata.response.status_code'];
+    expect(exact.bool.filter).toEqual([
+      regular(arrays),
+      ...['metadata', 'metadata.request', 'metadata.response'].map((path) => ({ term: { 'shape.arrays': path } })),
+      { range: { 'metadata.response.status_code': { gte: 400 } } },
+    ]);
+    expect(irregular.bool).toEqual({ filter: [{ range: { 'metadata.response.status_code': { gte: 400 } } }], must_not: [regular(arrays)] });
+  });
+
+  it('keeps a filter that is exact on its own (a column) outside the record filter, for every event', () => {
+    const scan = eventScans(plan("select id from edge_logs cross join unnest(metadata) as m where id = 'a' and m.level = 'error'"))[0]!;
+    expect(scan.predicates[0]).toEqual({ term: { id: 'a' } });
+    expect(JSON.stringify(recordFilterOf(scan)[0].bool.filter)).toContain('{"term":{"metadata.level":"error"}}');
+  });
+
+  it('needs no array for a left unnest, where an absent record is one row of NULLs: IS NULL is true there', () => {
+    const scan = eventScans(plan('select id from edge_logs left join unnest(metadata) as m on true left join unnest(m.response) as r on true where r.status_code is null'))[0]!;
+    const [exact, irregular] = recordFilterOf(scan);
+    expect(exact.bool.filter).toEqual([regular(['metadata', 'metadata.response', 'metadata.response.status_code']), { bool: { must_not: [{ exists: { field: 'metadata.response.status_code' } }] } }]);
+    // IS NULL has no superset over any element: every irregular event is pulled
+    expect(irregular.bool.filter).toEqual([]);
+  });
+
+  it('negates with SQL NULLs: NOT (x >= 400) holds only where x exists with another value', () => {
+    const scan = eventScans(plan('select id from edge_logs cross join unnest(metadata) as m cross join unnest(m.response) as r where not (r.status_code >= 400)'))[0]!;
+    const [exact, irregular] = recordFilterOf(scan);
+    expect(exact.bool.filter.at(-1)).toEqual({ bool: { filter: [{ exists: { field: 'metadata.response.status_code' } }], must_not: [{ range: { 'metadata.response.status_code': { gte: 400 } } }] } });
+    expect(irregular.bool.filter).toEqual([]);
+  });
+
+  it('an inner unnest without WHERE still keeps only regular events that have the array', () => {
+    const scan = eventScans(plan('select id from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10'))[0]!;
+    const [exact] = recordFilterOf(scan);
+    expect(exact.bool.filter).toEqual([regular(['metadata']), { term: { 'shape.arrays': 'metadata' } }]);
+  });
+
+  it('leaves conditions without an exact translation as supersets, with no record filter', () => {
+    const scan = eventScans(plan("select id from edge_logs cross join unnest(metadata) as m where m.level = 'error' and json_value(event_message, '$.x') = 'x'"))[0]!;
+    expect(scan.predicates).toEqual([{ bool: { should: [{ term: { 'metadata.level': 'error' } }, { term: { _ignored: 'metadata.level' } }], minimum_should_match: 1 } }]);
+  });
+
+  it('pushes LIMIT onto the events the record filter matches exactly, and reads every event it matches only as a superset', () => {
+    const scan = eventScans(plan(dashboard))[0]!;
+    const [regularPart, irregularPart] = recordFilterOf(scan);
+    expect(scan.search.size).toBe(100);
+    expect(scan.take).toMatchObject({ kind: 'limit', rows: 100 });
+    expect(filterOf(scan)).toEqual([...scan.scope, ...scan.predicates, regularPart]);
+    const irregular = (scan.take as Extract<EventScan['take'], { kind: 'limit' }>).irregular!;
+    expect(irregular).toEqual({ ...scan.search, size: 10_000, query: { bool: { filter: [...scan.scope, ...scan.predicates, irregularPart] } } });
+    // an inner unnest alone, or a pattern whose long values the store did not index, is exact on regular events too
+    for (const sql of ['select id from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10', "select id from edge_logs where regexp_contains(event_message, 'x') order by timestamp desc limit 10"]) {
+      expect(eventScans(plan(sql))[0]!.take, sql).toMatchObject({ kind: 'limit', rows: 10, irregular: {} });
+    }
+    // column filters over left unnests: every event is at least one row, no probe
+    expect(eventScans(plan("select id from edge_logs left join unnest(metadata) as m on true where id = 'a' order by timestamp desc limit 5"))[0]!.take).toEqual({ kind: 'limit', rows: 5 });
   });
 });
 
@@ -286,8 +374,8 @@ describe('flat filters for long OR chains and IN lists', () => {
 
   it('a 200-term OR chain over several fields is one flat should, as deep as a 2-term one', () => {
     const over = (terms: number) => plan(`select id from edge_logs where ${chain(terms, (n) => (n % 2 ? `id = 'i${n}'` : `event_message like '%m${n}%'`))}`);
-    const long = eventScans(over(200))[0]!.predicates;
-    expect(boolDepth(long)).toBe(boolDepth(eventScans(over(4))[0]!.predicates));
+    const long = supersetsOf(eventScans(over(200))[0]!);
+    expect(boolDepth(long)).toBe(boolDepth(supersetsOf(eventScans(over(4))[0]!)));
     expect(boolDepth(long)).toBeLessThanOrEqual(3);
     const should = (long[0] as { bool: { should: unknown[] } }).bool.should;
     // the 100 equalities on id are one terms filter; the 100 LIKEs stay alternatives of their own
@@ -297,7 +385,7 @@ describe('flat filters for long OR chains and IN lists', () => {
 
   it('a 200-term OR chain of equalities on a nested record field becomes one terms filter inside its nested query', () => {
     const sql = `select id from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r where ${chain(200, (n) => `r.path = '/p${n}'`)}`;
-    const predicates = eventScans(plan(sql))[0]!.predicates;
+    const predicates = supersetsOf(eventScans(plan(sql))[0]!);
     expect(predicates).toEqual([
       {
         nested: {

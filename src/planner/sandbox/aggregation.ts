@@ -1,5 +1,4 @@
 import type { estypes } from '@elastic/elasticsearch';
-import { SHAPE_FIELDS } from '../../../shared/stored-event.ts';
 import { implicitName } from '../../sql/bindings.ts';
 import { isAggregateCall, pushdownOf } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
@@ -8,6 +7,7 @@ import type { SqlType, TableColumn } from '../../sql/types.ts';
 import { NUMERIC_FIELD_TYPES, nestedAncestor, type FieldCatalog } from '../field-catalog.ts';
 import type { AggregationKey, AggregationMetric, AggregationScan, EventScan, ResidualQuery } from '../plan.ts';
 import { conjuncts, truthOf, type PredicateContext } from './predicates.ts';
+import { presentArrays, regularEvents } from './record-filters.ts';
 import type { SelectScope } from './select-scope.ts';
 
 type QueryDsl = estypes.QueryDslQueryContainer;
@@ -80,14 +80,8 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   }
 
   const unnests = scope.unnests;
-  const regular: QueryDsl = {
-    bool: {
-      filter: [{ exists: { field: SHAPE_FIELDS.version } }],
-      must_not: [{ terms: { [SHAPE_FIELDS.multi]: [...new Set([...unnests.map((unnest) => unnest.path), ...paths])] } }, { exists: { field: '_ignored' } }],
-    },
-  };
-  // an inner unnest of an empty or missing array yields no row for the event
-  const present = unnests.filter((unnest) => unnest.join === 'inner').map((unnest): QueryDsl => ({ term: { [SHAPE_FIELDS.arrays]: unnest.path } }));
+  const regular = regularEvents([...unnests.map((unnest) => unnest.path), ...paths]);
+  const present = presentArrays(unnests);
   const scopeFilter = input.fallback.scope;
   const metricAggregations = Object.assign({}, ...metrics.map((metric) => metric.aggregation)) as Record<string, estypes.AggregationsAggregationContainer>;
   // metrics are computed on the events: under reverse_nested when the groups are nested records

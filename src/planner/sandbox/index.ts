@@ -1,3 +1,4 @@
+import type { estypes } from '@elastic/elasticsearch';
 import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../../queries/endpoint.ts';
 import { SandboxViolation, UnknownTable } from '../../errors.ts';
 import { bind } from '../../sql/bind.ts';
@@ -12,9 +13,12 @@ import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
 import { planAggregation } from './aggregation.ts';
 import { ColumnReads } from './column-reads.ts';
-import { conjuncts, pushDown } from './predicates.ts';
+import { conjuncts, pushDown, type PredicateContext } from './predicates.ts';
+import { recordFilter } from './record-filters.ts';
 import { scanEnvironment } from './bind-environment.ts';
 import { SelectScope, type ScannedTable } from './select-scope.ts';
+
+type QueryDsl = estypes.QueryDslQueryContainer;
 
 export interface SandboxLimits {
   /** The most events all scans of one query may pull into the engine together before it is refused as too broad; also its most groups. */
@@ -61,16 +65,16 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     if (cte.kind === 'window_start') return windowStartScan(cte, params, context, table);
     const scope = SelectScope.of(reference.select, scannedBy, bindings);
     const catalog = catalogOf(cte);
-    const pushed = scope.readsOnlyTheScan && scope.scanned?.table === table ? conjuncts(reference.select.where).map((condition) => pushDown(condition, { scope, catalog, now: context.now })) : [];
-    const predicates = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
-    const allExact = pushed.length === conjuncts(reference.select.where).length && pushed.every((predicate) => predicate?.exact);
-    const limit = allExact && reference.select === topSelect(query) ? pushableLimit(query, scope) : undefined;
+    const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
+    const filter: ScanFilter = readsTheScan ? scanFilter(reference.select, scope, { scope, catalog, now: context.now }) : { predicates: [], exact: false };
+    const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
     return eventScan(cte, params, context, {
       table,
-      predicates,
+      predicates: filter.predicates,
       order: limit ? limit.order : 'timestamp_desc',
       take: limit ? { kind: 'limit', rows: limit.rows } : { kind: 'all' },
       columns: reads.columnsOf(cte.columns.map((column) => column.name), reference.relation.alias ?? cte.name),
+      ...(filter.split ? { split: filter.split } : {}),
     });
   });
   const residual = { query, bindings, parameters: stringParameters(params), now: context.now };
@@ -97,6 +101,32 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   return { scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
 }
 
+/**
+ * What a SELECT reading one scan (and unnests of its arrays) lets the store filter. `exact`: every
+ * event the predicates match gives at least one row and all its rows pass WHERE, or, with `split`,
+ * every `regular` one does (exactly one row) and the `irregular` ones are matched as a superset.
+ * Conditions on columns alone translate exactly on their own; a condition on a record field, or an
+ * inner unnest (which drops the events without that array), needs the events' stored shape.
+ */
+interface ScanFilter {
+  predicates: QueryDsl[];
+  exact: boolean;
+  split?: { regular: QueryDsl; irregular: QueryDsl };
+}
+
+function scanFilter(select: Select, scope: SelectScope, context: PredicateContext): ScanFilter {
+  const conditions = conjuncts(select.where);
+  const pushed = conditions.map((condition) => pushDown(condition, context));
+  const all = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
+  const others = conditions.filter((_, i) => !pushed[i]?.exact);
+  if (others.length === 0 && scope.unnests.every((unnest) => unnest.join === 'left')) return { predicates: all, exact: true };
+  const exactAlone = pushed.filter((predicate) => predicate?.exact).map((predicate) => predicate!.query);
+  const supersets = pushed.filter((predicate) => predicate !== undefined && !predicate.exact).map((predicate) => predicate!.query);
+  const record = recordFilter(others, scope.unnests, supersets, context);
+  if (!record) return { predicates: all, exact: false };
+  return { predicates: [...exactAlone, record.query], exact: true, split: { regular: record.regular, irregular: record.irregular } };
+}
+
 /** Each read of a table that the store serves is at least one search: their number is bounded before any is made. */
 function assertScanCount(references: readonly CteReference[], maxScans: number): void {
   const scans = references.filter((reference) => reference.cte.kind !== 'window_start').length;
@@ -113,14 +143,15 @@ function topSelect(query: Query): Select | undefined {
 }
 
 /**
- * `ORDER BY timestamp [DESC|ASC] [, id same direction] LIMIT n [OFFSET m]` over one scan whose
- * rows are its events one for one (left unnests keep every event), with no grouping: the first
- * n + m events in the store's order are all the query can return.
+ * `ORDER BY timestamp [DESC|ASC] [, id same direction] LIMIT n [OFFSET m]` over one scan each of
+ * whose events gives at least one row (left unnests keep every event; with `byShape`, each regular
+ * event matched gives exactly one, and the others are all read), with no grouping: the first
+ * n + m of those events in the store's order are all the query can return.
  */
-function pushableLimit(query: Query, scope: SelectScope): { rows: number; order: 'timestamp_desc' } | undefined {
+function pushableLimit(query: Query, scope: SelectScope, byShape: boolean): { rows: number; order: 'timestamp_desc' } | undefined {
   const select = topSelect(query)!;
   if (select.groupBy.length > 0 || select.having || select.qualify || select.distinct) return undefined;
-  if (scope.unnests.some((unnest) => unnest.join !== 'left')) return undefined;
+  if (!byShape && scope.unnests.some((unnest) => unnest.join !== 'left')) return undefined;
   if (hasAggregateOrWindow(select.items)) return undefined;
   const limit = numberLiteral(query.limit);
   const offset = query.offset ? numberLiteral(query.offset) : 0;

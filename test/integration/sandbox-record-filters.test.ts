@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StoredEvent } from '../../shared/event-index.ts';
+import { eventShape } from '../../shared/event-shape.ts';
+import { metricsRegistry } from '../../src/metrics.ts';
+import { initSqlParser } from '../../src/sql/index.ts';
+import { BOOTSTRAP_KEY, startEndpointServer, type EndpointTestServer } from '../support/endpoint-server.ts';
+
+/**
+ * Filters on record fields pushed down by the stored shape give the answers the engine gives alone:
+ * each query is compared with the same query whose condition is wrapped in `(...) IS TRUE`, which
+ * no rule pushes down, over events with one element per array, several, none, NULL values and no shape.
+ */
+
+function event(id: string, minute: number, metadata: Record<string, unknown> | undefined, withShape = true): StoredEvent {
+  const timestamp = `2024-01-01T00:${String(minute).padStart(2, '0')}:00.000000Z`;
+  return { id, timestamp, event_message: `message ${id}`, project: 'default', ...(metadata ? { metadata } : {}), ...(withShape ? { shape: eventShape(metadata) } : {}) };
+}
+
+const get = (path: string) => ({ method: 'GET', path });
+const EVENTS = [
+  event('s01', 1, { request: get('/a'), response: { status_code: 500 } }),
+  event('s02', 2, { request: get('/b'), response: { status_code: 200 } }),
+  event('s03', 3, { request: get('/c'), response: { status_code: null } }),
+  event('s04', 4, { request: get('/d') }),
+  // from here on, only events a single-element filter would get wrong (or has no shape for)
+  event('m05', 5, { request: get('/e'), response: [{ status_code: 200 }, { status_code: 404 }] }),
+  event('m06', 6, { request: get('/f'), response: [{ status_code: 200 }, { status_code: 201 }] }),
+  event('m07', 7, [{ request: get('/g'), response: { status_code: 503 } }, { request: get('/h'), response: { status_code: 200 } }] as unknown as Record<string, unknown>),
+  event('s08', 8, undefined),
+  event('m09', 9, { request: [get('/i'), { method: 'POST', path: '/j' }], response: { status_code: 404 } }),
+  event('n10', 10, { request: get('/k'), response: { status_code: 502 } }, false),
+  event('s11', 11, { response: { status_code: 500 } }),
+];
+const ALL = { project: 'default' };
+/** Events s01 to s04 only: every one has one element per array, so a limit needs no more than its rows. */
+const REGULAR_ONLY = { project: 'default', iso_timestamp_start: '2024-01-01T00:00:30Z', iso_timestamp_end: '2024-01-01T00:04:30Z' };
+
+let server: EndpointTestServer;
+
+beforeAll(async () => {
+  await initSqlParser();
+  server = await startEndpointServer({ now: Date.UTC(2024, 0, 1, 1) });
+  await server.index('edge_logs', EVENTS);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.close();
+});
+
+async function rows(sql: string, params: Record<string, string>): Promise<Record<string, unknown>[]> {
+  const response = await server.app.inject({
+    method: 'POST',
+    url: '/api/endpoints/query/logs.all',
+    headers: { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' },
+    payload: { ...params, sql },
+  });
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json().result;
+}
+
+async function counter(name: string, label?: Record<string, string>): Promise<number> {
+  const metric = await metricsRegistry.getSingleMetric(name)!.get();
+  return metric.values.filter((value) => !label || Object.entries(label).every(([key, wanted]) => value.labels[key] === wanted)).reduce((sum, value) => sum + value.value, 0);
+}
+
+const select = 'select id, timestamp, event_message, request.method, request.path, response.status_code from edge_logs cross join unnest(metadata) as m';
+const inner = `${select} cross join unnest(m.request) as request cross join unnest(m.response) as response`;
+const left = `${select} left join unnest(m.request) as request on true left join unnest(m.response) as response on true`;
+const leftAll = 'select id, request.path, response.status_code from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true left join unnest(m.response) as response on true';
+
+/** The query with `where <condition>`, and the same with a condition no rule pushes down. */
+function pair(from: string, condition: string, tail: string): [string, string] {
+  return [`${from} where ${condition} ${tail}`, `${from} where (${condition}) is true ${tail}`];
+}
+
+/** Rows in an order that ties in ORDER BY cannot change (the records of one event share its timestamp and id). */
+function canonical(result: Record<string, unknown>[]): string[] {
+  return result.map((row) => JSON.stringify(row)).sort();
+}
+
+describe('record-field filters pushed down by the stored shape', () => {
+  it('the dashboard query: exactly the engine\'s rows, over single, multi-element and shapeless events', async () => {
+    const [pushed, unpushed] = pair(inner, 'response.status_code >= 400', 'order by timestamp desc, id desc limit 100');
+    const result = await rows(pushed, ALL);
+    expect(result.map((row) => row.id)).toEqual(['n10', 'm09', 'm09', 'm07', 'm05', 's01']);
+    expect(canonical(result)).toEqual(canonical(await rows(unpushed, ALL)));
+    expect(result.filter((row) => row.id === 'm09').map((row) => row.path).sort()).toEqual(['/i', '/j']);
+  });
+
+  it.each([
+    ['a limit cutting through the rows of one event', inner, 'response.status_code >= 400', 'order by timestamp desc, id desc limit 3'],
+    ['NOT over inner unnests (NULL and absent values are not rows of it)', inner, 'not (response.status_code >= 400)', 'order by timestamp desc, id desc'],
+    ['!= over left unnests', left, 'response.status_code != 200', 'order by timestamp desc, id desc'],
+    ['IS NULL over left unnests (absent records, NULL values, no metadata)', leftAll, 'response.status_code is null', 'order by timestamp desc, id desc limit 20'],
+    ['IS NOT NULL and a keyword through a left unnest', leftAll, "response.status_code is not null and request.path in ('/a', '/g', '/j', '/k')", 'order by timestamp desc, id desc limit 20'],
+    ['an inner unnest alone', 'select id, request.path from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request', "request.path != '/zzz'", 'order by timestamp desc, id desc limit 4'],
+  ])('%s: the same rows as the engine alone', async (_, from, condition, tail) => {
+    const [pushed, unpushed] = pair(from, condition, tail);
+    expect(canonical(await rows(pushed, ALL))).toEqual(canonical(await rows(unpushed, ALL)));
+  });
+
+  it('a join that drops events keeps the limit in the engine (the newest event is not the one joined)', async () => {
+    expect(await rows("select id from edge_logs join (select 's01' as k) as d on d.k = id order by timestamp desc limit 1", ALL)).toEqual([{ id: 's01' }]);
+  });
+
+  it('IS NULL through left unnests is true for a missing record, a NULL value and missing metadata', async () => {
+    const result = await rows(`${leftAll} where response.status_code is null order by timestamp desc, id desc`, ALL);
+    expect(result.map((row) => row.id)).toEqual(['s08', 's04', 's03']);
+  });
+
+  it('reads only the limit\'s events when the scope holds no irregular event, and the engine gives the same rows', async () => {
+    const [pushed, unpushed] = pair(inner, 'response.status_code >= 200', 'order by timestamp desc, id desc limit 1');
+    const limited = await counter('sandbox_scans_total', { kind: 'limited' });
+    const scanned = await counter('sandbox_scanned_events_total');
+    const result = await rows(pushed, REGULAR_ONLY);
+    expect(result.map((row) => row.id)).toEqual(['s02']);
+    expect(await counter('sandbox_scans_total', { kind: 'limited' })).toBe(limited + 1);
+    expect(await counter('sandbox_scanned_events_total')).toBe(scanned + 1);
+    expect(await rows(unpushed, REGULAR_ONLY)).toEqual(result);
+  });
+
+  it('takes the limit among the regular events and reads every irregular event the filter matches besides', async () => {
+    const limited = await counter('sandbox_scans_total', { kind: 'limited' });
+    const scanned = await counter('sandbox_scanned_events_total');
+    const result = await rows(`${inner} where response.status_code >= 200 order by timestamp desc, id desc limit 1`, ALL);
+    expect(result.map((row) => row.id)).toEqual(['n10']);
+    expect(await counter('sandbox_scans_total', { kind: 'limited' })).toBe(limited + 1);
+    // s02, the newest regular event with a request and a status; m05, m06, m07, m09 and n10 by their superset
+    expect(await counter('sandbox_scanned_events_total')).toBe(scanned + 6);
+  });
+});
