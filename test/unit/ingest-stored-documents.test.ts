@@ -21,7 +21,7 @@ const route: SourceRoute = {
   deadLetterTopic: 'edge_logs.dead',
   fieldNames: DEFAULT_EVENT_FIELD_NAMES,
 };
-const dependencies = { metrics: createIngestMetrics(), settings: { maxMessageBytes: 1024 * 1024 }, expiredEvents: 'keep' as const, now: () => Date.UTC(2026, 10, 26) };
+const dependencies = { metrics: createIngestMetrics(), settings: { maxMessageBytes: 1024 * 1024, bulkMaxBytes: 1 << 30, bulkMaxEvents: 500, retryInitialMs: 1, retryMaxMs: 1 }, expiredEvents: 'keep' as const, now: () => Date.UTC(2026, 10, 26) };
 
 const message = (offset: number, value: string, extra: Partial<KafkaMessage> = {}): KafkaMessage =>
   ({ offset: String(offset), timestamp: String(Date.UTC(2026, 10, 20, 12) + offset), value: Buffer.from(value), key: null, headers: {}, attributes: 0, ...extra }) as KafkaMessage;
