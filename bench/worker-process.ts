@@ -30,7 +30,7 @@ const TUNING = [
 /**
  * A real worker process on the given servers and locations, run as operators run it: the checkout's
  * production build (`npm run build`, then `node dist/ingest/main.js`; README "Production build"),
- * built once per checkout per benchmark run. Under tsx the loader alone holds some 70 MB more, which
+ * built once per checkout per benchmark run. Under tsx the loader alone holds some 30 MB more, which
  * is not the worker's. Resolves once it serves /health. `root` runs the worker of another checkout
  * (a before/after comparison).
  */
@@ -152,7 +152,6 @@ export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
-export const rssBytes = (pid: number) => statusField(pid, 'VmRSS');
 export const peakRssBytes = (pid: number) => statusField(pid, 'VmHWM');
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
