@@ -28,8 +28,11 @@ const TUNING = [
 ] as const;
 
 /**
- * A real worker process (`ingest/main.ts` under tsx) on the given servers and locations; resolves
- * once it serves /health. `root` runs the worker of another checkout (a before/after comparison).
+ * A real worker process on the given servers and locations, run as operators run it: the checkout's
+ * production build (`npm run build`, then `node dist/ingest/main.js`; README "Production build"),
+ * built once per checkout per benchmark run. Under tsx the loader alone holds some 30 MB more, which
+ * is not the worker's. Resolves once it serves /health. `root` runs the worker of another checkout
+ * (a before/after comparison).
  */
 export async function startWorkerProcess(options: {
   config: Config;
@@ -48,7 +51,8 @@ export async function startWorkerProcess(options: {
     const value = (options.config as unknown as Record<string, unknown>)[name];
     if (value !== undefined && value !== defaults[name]) tuning[name] = String(value);
   }
-  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), '--import', 'tsx', path.join(root, 'ingest', 'main.ts')], {
+  const main = await productionBuild(root);
+  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), main], {
     cwd: root,
     env: {
       PATH: process.env.PATH,
@@ -83,6 +87,44 @@ export async function startWorkerProcess(options: {
   throw new Error('the worker did not start within 120 s');
 }
 
+const builds = new Map<string, Promise<string>>();
+
+/** The checkout's compiled worker, built by its own `npm run build` the first time it is asked for. */
+export function productionBuild(root: string): Promise<string> {
+  let build = builds.get(root);
+  if (build === undefined) {
+    build = new Promise<string>((resolve, reject) => {
+      const child = spawn('npm', ['run', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+      child.once('error', reject);
+      child.once('exit', (code) => (code === 0 ? resolve(path.join(root, 'dist', 'ingest', 'main.js')) : reject(new Error(`npm run build in ${root} exited with ${code}`))));
+    });
+    builds.set(root, build);
+  }
+  return build;
+}
+
+/** Where the worker's memory is, from its /metrics (prom-client's process and heap gauges), in bytes. */
+export interface WorkerMemory {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+}
+
+export async function workerMemory(port: number): Promise<WorkerMemory | undefined> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const gauge = (name: string) => Number(new RegExp(`^ingest_${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)`, 'm').exec(text)?.[1] ?? NaN);
+    return { rss: gauge('process_resident_memory_bytes'), heapUsed: gauge('nodejs_heap_size_used_bytes'), heapTotal: gauge('nodejs_heap_size_total_bytes'), external: gauge('nodejs_external_memory_bytes') };
+  } catch {
+    return undefined;
+  }
+}
+
+export const describeMemory = (memory: WorkerMemory) =>
+  `rss ${mb(memory.rss)}, heap used ${mb(memory.heapUsed)} of ${mb(memory.heapTotal)}, external ${mb(memory.external)} MB`;
+const mb = (bytes: number) => (bytes / 1e6).toFixed(0);
+
 /** Sum over sources of one of the worker's counters, read from its /metrics (0 while it does not answer). */
 export async function workerCounter(port: number, name: 'ingest_events_consumed_total' | 'ingest_events_indexed_total'): Promise<number> {
   try {
@@ -110,7 +152,6 @@ export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
-export const rssBytes = (pid: number) => statusField(pid, 'VmRSS');
 export const peakRssBytes = (pid: number) => statusField(pid, 'VmHWM');
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -48,8 +48,47 @@ export interface BulkEntry {
 
 export function bulkEntry(index: string, event: StoredEvent): BulkEntry {
   // `index`, not `create`: a redelivered event overwrites itself with identical content
-  const lines = `{"index":{"_index":${JSON.stringify(index)},"_id":${JSON.stringify(event.id)}}}\n${JSON.stringify(event)}\n`;
-  return { id: event.id, index, lines: Buffer.from(lines) };
+  const action = `${actionPrefix(index)}${JSON.stringify(event.id)}}}\n`;
+  const document = JSON.stringify(event);
+  return { id: event.id, index, lines: entryBytes(action, document) };
+}
+
+/** The action line up to the id, per index: a source writes to a few partitions at a time. */
+const actionPrefixes = new Map<string, string>();
+const MEMO_INDICES = 1024;
+
+function actionPrefix(index: string): string {
+  let prefix = actionPrefixes.get(index);
+  if (prefix === undefined) {
+    if (actionPrefixes.size >= MEMO_INDICES) actionPrefixes.clear();
+    prefix = `{"index":{"_index":${JSON.stringify(index)},"_id":`;
+    actionPrefixes.set(index, prefix);
+  }
+  return prefix;
+}
+
+/**
+ * Entries are cut from shared slabs instead of a Buffer each: one allocation per few hundred
+ * events, and the lines are encoded straight into place without joining them into one string first.
+ * A slab lives as long as any entry in it; the entries of a chunk are written and released together.
+ */
+const SLAB_BYTES = 256 * 1024;
+let slab = Buffer.alloc(0);
+let slabUsed = 0;
+
+function entryBytes(action: string, document: string): Buffer {
+  // UTF-8 takes at most 3 bytes per UTF-16 unit; the newline after the document is the 1
+  const most = (action.length + document.length) * 3 + 1;
+  if (most > SLAB_BYTES) return Buffer.from(`${action}${document}\n`);
+  if (slabUsed + most > slab.length) {
+    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  const start = slabUsed;
+  slabUsed += slab.write(action, slabUsed);
+  slabUsed += slab.write(document, slabUsed);
+  slab[slabUsed++] = 10;
+  return slab.subarray(start, slabUsed);
 }
 
 /** The stored event back from its entry, for the rare event that must be changed and written again (a type conflict). */

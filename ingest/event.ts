@@ -124,10 +124,18 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
   const claimed = new Set<string>();
   const chosen = {} as Record<MappableEventField, { name: string; value: unknown } | undefined>;
   for (const field of EVENT_FIELD_ORDER) {
-    const name = context.fieldNames[field].find((candidate) => !claimed.has(candidate) && Object.hasOwn(input, candidate) && input[candidate] !== null);
-    chosen[field] = name === undefined ? undefined : { name, value: input[name] };
-    // every name of the field is claimed: an alias holding null counts as absent, and is not folded
-    for (const candidate of context.fieldNames[field]) if (Object.hasOwn(input, candidate) && (candidate === name || input[candidate] === null)) claimed.add(candidate);
+    // the first name present, not null and not another field's; an alias holding null counts as absent, and is not folded
+    let pick: { name: string; value: unknown } | undefined;
+    for (const candidate of context.fieldNames[field]) {
+      if (!Object.hasOwn(input, candidate)) continue;
+      const value = input[candidate];
+      if (value === null) claimed.add(candidate);
+      else if (pick === undefined && !claimed.has(candidate)) {
+        pick = { name: candidate, value };
+        claimed.add(candidate);
+      }
+    }
+    chosen[field] = pick;
   }
 
   const message = chosen.event_message;
