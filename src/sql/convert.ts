@@ -8,6 +8,7 @@
  */
 import { InvalidQuery, SandboxViolation, SqlSyntax, type QueryPosition } from '../errors.ts';
 import { sandboxFunction } from './functions.ts';
+import { groupByAllKeys } from './group-by-all.ts';
 import type {
   BinaryOperator,
   CastType,
@@ -248,14 +249,17 @@ function setOperator(raw: Node): SetOperation['operator'] {
 function convertSelect(node: unknown): Select {
   const raw = fields(node, ['distinct', 'projection', 'from', 'selection', 'group_by', 'having', 'qualify', 'flavor'], 'SELECT');
   if (raw.flavor !== undefined && raw.flavor !== 'Standard') throw unsupported('FROM-first SELECT', raw);
+  const items = list(raw.projection).map(convertSelectItem);
+  const position = at(raw.select_token);
   const select: Select = {
     kind: 'select',
     distinct: convertDistinct(raw.distinct),
-    items: list(raw.projection).map(convertSelectItem),
+    items,
     from: list(raw.from).map(convertFromItem),
-    groupBy: convertGroupBy(raw.group_by),
-    ...at(raw.select_token),
+    groupBy: [],
+    ...position,
   };
+  Object.assign(select, convertGroupBy(raw.group_by, items, position.position));
   if (!isAbsent(raw.selection)) select.where = convertExpr(raw.selection);
   if (!isAbsent(raw.having)) select.having = convertExpr(raw.having);
   if (!isAbsent(raw.qualify)) select.qualify = convertExpr(raw.qualify);
@@ -268,13 +272,23 @@ function convertDistinct(node: unknown): boolean {
   throw unsupported('SELECT DISTINCT ON', node);
 }
 
-function convertGroupBy(node: unknown): Expr[] {
-  if (isAbsent(node)) return [];
+function convertGroupBy(node: unknown, items: readonly SelectItem[], position: Position | undefined): Pick<Select, 'groupBy' | 'rollup'> {
+  if (isAbsent(node)) return { groupBy: [] };
   const [kind, payload] = variant(node, 'GROUP BY');
-  if (kind !== 'Expressions') throw unsupported('GROUP BY ALL', node);
-  const [expressions, modifiers] = list(payload);
-  if (!isAbsent(modifiers)) throw unsupported('GROUP BY modifiers (ROLLUP, CUBE, GROUPING SETS)', payload);
-  return list(expressions).map(convertExpr);
+  if (kind !== 'Expressions' && kind !== 'All') throw unsupported(`GROUP BY ${kind}`, node);
+  const [expressions, modifiers] = kind === 'All' ? [[], payload] : list(payload);
+  if (!isAbsent(modifiers)) throw unsupported('GROUP BY modifiers (WITH ROLLUP, WITH CUBE, WITH TOTALS)', payload);
+  if (kind === 'All') return { groupBy: groupByAllKeys(items, position) };
+  const written = list(expressions);
+  const rollups = written.filter((expr) => variant(expr, 'GROUP BY item')[0] === 'Rollup');
+  if (rollups.length === 0) return { groupBy: written.map(convertExpr) };
+  if (written.length > 1) throw unsupported('ROLLUP beside other GROUP BY items (write every key inside ROLLUP)', payload);
+  const sets = list(variant(rollups[0], 'ROLLUP')[1]);
+  return { groupBy: sets.map((set) => {
+    const [only, ...rest] = list(set);
+    if (only === undefined || rest.length > 0) throw unsupported('a parenthesised set of columns inside ROLLUP', set);
+    return convertExpr(only);
+  }), rollup: true };
 }
 
 function convertSelectItem(node: unknown): SelectItem {
@@ -479,6 +493,12 @@ function convertExpr(node: unknown): Expr {
       if (!operator) throw unsupported(`operator ${String(raw.op)}`, raw);
       return { kind: 'binary', operator, left: convertExpr(raw.left), right: convertExpr(raw.right), ...position };
     }
+    case 'IsDistinctFrom':
+    case 'IsNotDistinctFrom': {
+      const [left, right] = list(payload);
+      const operator = kind === 'IsDistinctFrom' ? 'is distinct from' : 'is not distinct from';
+      return { kind: 'binary', operator, left: convertExpr(left), right: convertExpr(right), ...position };
+    }
     case 'UnaryOp': {
       const raw = fields(payload, ['op', 'expr'], 'operator');
       const operator = UNARY_OPERATORS[String(raw.op)];
@@ -576,12 +596,13 @@ function describeExpression(kind: string): string {
     Cast: 'CAST',
     AtTimeZone: 'AT TIME ZONE',
     Collate: 'COLLATE',
-    IsDistinctFrom: 'IS DISTINCT FROM',
-    IsNotDistinctFrom: 'IS NOT DISTINCT FROM',
     ILike: 'ILIKE',
     RLike: 'RLIKE',
     SimilarTo: 'SIMILAR TO',
     Tuple: 'a tuple (a, b)',
+    Cube: 'CUBE',
+    GroupingSets: 'GROUPING SETS',
+    Rollup: 'ROLLUP outside GROUP BY',
     Position: 'POSITION(.. IN ..)',
     Wildcard: '*',
     QualifiedWildcard: 't.*',
@@ -700,13 +721,58 @@ const CAST_TYPES: Record<string, CastType> = {
   JSON: 'JSON',
 };
 
+/**
+ * `expr::type` is Postgres, written by dashboards built for self-hosted installs; it is read as
+ * CAST(expr AS type) with Postgres's type names mapped to BigQuery's (keys without spaces).
+ */
+const DOUBLE_COLON_TYPES: Record<string, CastType> = {
+  ...CAST_TYPES,
+  TEXT: 'STRING',
+  VARCHAR: 'STRING',
+  CHARACTERVARYING: 'STRING',
+  INT: 'INT64',
+  INTEGER: 'INT64',
+  BIGINT: 'INT64',
+  SMALLINT: 'INT64',
+  INT2: 'INT64',
+  INT4: 'INT64',
+  INT8: 'INT64',
+  FLOAT: 'FLOAT64',
+  FLOAT4: 'FLOAT64',
+  FLOAT8: 'FLOAT64',
+  REAL: 'FLOAT64',
+  DOUBLE: 'FLOAT64',
+  DOUBLEPRECISION: 'FLOAT64',
+  DECIMAL: 'NUMERIC',
+  TIMESTAMPTZ: 'TIMESTAMP',
+  JSONB: 'JSON',
+  BYTEA: 'BYTES',
+};
+
 function convertCast(node: unknown): Expr {
   const raw = fields(node, ['kind', 'expr', 'data_type'], 'CAST');
-  if (raw.kind !== 'Cast' && raw.kind !== 'SafeCast') throw unsupported(raw.kind === 'DoubleColon' ? 'the :: cast' : `${String(raw.kind)}`, raw);
+  if (raw.kind === 'DoubleColon') return { kind: 'cast', safe: false, expr: convertExpr(raw.expr), type: doubleColonType(raw.data_type, raw), ...at(raw) };
+  if (raw.kind !== 'Cast' && raw.kind !== 'SafeCast') throw unsupported(`${String(raw.kind)}`, raw);
   const name = dataTypeName(raw.data_type, raw);
   const type = CAST_TYPES[name];
   if (!type) throw unsupported(`CAST to ${name}`, raw);
   return { kind: 'cast', safe: raw.kind === 'SafeCast', expr: convertExpr(raw.expr), type, ...at(raw) };
+}
+
+/** The BigQuery type of `::type`; a name it has no mapping for is a 400 naming it. */
+function doubleColonType(node: unknown, context: unknown): CastType {
+  const [kind, parameters] = variant(node, 'data type');
+  let name = kind.toUpperCase();
+  if (kind === 'Custom') name = objectName(list(parameters)[0], 'data type').map((part) => part.value).join('.').toUpperCase();
+  // `timestamp with time zone` and `timestamptz` are Postgres's TIMESTAMP
+  else if (kind === 'Timestamp' && Array.isArray(parameters) && isAbsent(parameters[0])) name = 'TIMESTAMP';
+  else dataTypeName(node, context);
+  const type = DOUBLE_COLON_TYPES[name];
+  if (!type) {
+    throw new InvalidQuery(`unknown type ${name.toLowerCase()} in a :: cast; use one of text, varchar, int, bigint, float, double precision, numeric, ` +
+      'bool, timestamp, timestamptz, date, datetime, time, json, bytea or a BigQuery type name', positionOf(context));
+  }
+  return type;
 }
 
 // ---- date parts ----

@@ -54,7 +54,10 @@ export interface Select {
   /** Comma-separated FROM items; empty for `select 1`. */
   from: FromItem[];
   where?: Expr;
+  /** GROUP BY ALL is read into the items' ordinals here (see group-by-all.ts). */
   groupBy: Expr[];
+  /** GROUP BY ROLLUP (groupBy): also the subtotals of each prefix of the keys and the grand total. */
+  rollup?: boolean;
   having?: Expr;
   qualify?: Expr;
   position?: Position;
@@ -135,7 +138,10 @@ export type BinaryOperator =
   | '|'
   | '^'
   | '<<'
-  | '>>';
+  | '>>'
+  /** `a IS [NOT] DISTINCT FROM b`: equality where NULL equals NULL. */
+  | 'is distinct from'
+  | 'is not distinct from';
 
 export type Expr =
   /**

@@ -232,7 +232,16 @@ function unary(expr: Extract<Expr, { kind: 'unary' }>, ctx: ExprContext): Typed 
   }
 }
 
-const COMPARISONS = { '=': '=', '!=': '<>', '<': '<', '<=': '<=', '>': '>', '>=': '>=' } as const;
+const COMPARISONS = {
+  '=': '=',
+  '!=': '<>',
+  '<': '<',
+  '<=': '<=',
+  '>': '>',
+  '>=': '>=',
+  'is distinct from': 'IS DISTINCT FROM',
+  'is not distinct from': 'IS NOT DISTINCT FROM',
+} as const;
 const BITWISE = { '&': '&', '|': '|', '<<': '<<', '>>': '>>' } as const;
 
 function binary(expr: Extract<Expr, { kind: 'binary' }>, ctx: ExprContext): Typed {

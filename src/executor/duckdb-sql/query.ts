@@ -126,7 +126,7 @@ export class QueryTranslator {
     let sql = `SELECT ${select.distinct ? 'DISTINCT ' : ''}${join(columns.map((c) => `${c.sql} AS ${quoteIdentifier(c.name)}`), ', ')}`;
     if (from.length) sql += ` FROM ${join(from, ' ')}`;
     if (where) sql += ` WHERE ${where}`;
-    if (groupBy.length) sql += ` GROUP BY ${join(groupBy, ', ')}`;
+    if (groupBy.length) sql += select.rollup ? ` GROUP BY ROLLUP (${join(groupBy, ', ')})` : ` GROUP BY ${join(groupBy, ', ')}`;
     if (having) sql += ` HAVING ${having}`;
     if (qualify) sql += ` QUALIFY ${qualify}`;
     if (order.length) sql += ` ORDER BY ${join(order, ', ')}`;
