@@ -119,3 +119,45 @@ describe('GROUP BY ROLLUP adds the subtotals of each prefix of its keys, with NU
     expect(() => translate('select level, count(*) from events group by cube (level)')).toThrow(/CUBE/);
   });
 });
+
+describe('format elements strftime and strptime lack, with BigQuery\'s meaning', () => {
+  const value = async (expr: string) => (await rows(`select ${expr} as v`))[0]!.v;
+  const at = (text: string) => `timestamp '${text}+00'`;
+
+  it.each([
+    ['%C|%g|%Q|%E4Y', '2050-12-25 15:30:55', '20|50|4|2050'],
+    ['%k|%l', '2050-12-25 15:30:55', '15| 3'],
+    ['%k|%l|%P', '2050-12-25 03:30:55', ' 3| 3|am'],
+    ['%l %P', '2050-12-25 00:05:00', '12 am'],
+    ['%r', '2050-12-25 15:30:55', '03:30:55 PM'],
+    ['%c', '2050-12-05 15:30:55', 'Mon Dec  5 15:30:55 2050'],
+    ['%E1S|%E2S|%E4S|%E5S', '2050-12-25 15:30:55.123456', '55.1|55.12|55.1234|55.12345'],
+    ['%E3S', '2050-12-25 15:30:55', '55.000'],
+    ['a%tb%nc', '2050-12-25 15:30:55', 'a\tb\nc'],
+    ['%E4Y', '0099-01-01 00:00:00', '0099'],
+  ])('format_timestamp(%j)', async (format, timestamp, expected) => {
+    expect(await value(`format_timestamp('${format}', ${at(timestamp)})`)).toBe(expected);
+  });
+
+  it('%Ez reads an offset or Z, with or without a fraction', async () => {
+    const parsed = (text: string) => value(`unix_micros(parse_timestamp('%Y-%m-%dT%H:%M:%E*S%Ez', '${text}'))`);
+    expect(await parsed('2024-01-01T00:00:00.000Z')).toBe('1704067200000000');
+    expect(await parsed('2024-01-01T00:00:00Z')).toBe('1704067200000000');
+    expect(await parsed('2024-01-01T01:00:00.5+01:00')).toBe('1704067200500000');
+    expect(await value(`coalesce(parse_timestamp('%Y-%m-%dT%H:%M:%E*S%Ez', '2024-01-01T00:00:00.000Z'), timestamp '2000-01-01') = timestamp '2024-01-01'`)).toBe(true);
+  });
+
+  it('parses %c, %e, %k, %l, %P, %r, %E4Y and %E#S', async () => {
+    expect(await value(`unix_seconds(parse_timestamp('%c', 'Thu Dec 25 07:30:00 2008'))`)).toBe('1230190200');
+    expect(await value(`parse_date('%A %b %e %Y', 'Thursday Dec  5 2008')`)).toBe('2008-12-05');
+    expect(await value(`unix_seconds(parse_timestamp('%F %k:%M', '2008-12-25  7:30'))`)).toBe('1230190200');
+    expect(await value(`unix_seconds(parse_timestamp('%F %l:%M %P', '2008-12-25  7:30 pm'))`)).toBe('1230233400');
+    expect(await value(`unix_seconds(parse_timestamp('%E4Y-%m-%d %r', '2008-12-25 07:30:00 AM'))`)).toBe('1230190200');
+    expect(await value(`unix_millis(parse_timestamp('%F %H:%M:%E2S', '2008-12-25 07:30:00.25'))`)).toBe('1230190200250');
+  });
+
+  it('keeps refusing what does not fix a date when parsing, naming the element', () => {
+    expect(() => translate(`select parse_timestamp('%Y %Q', '2024 1') as t`)).toThrow(/format element %Q/);
+    expect(() => translate(`select parse_timestamp('%Y-%m-%dT%T%Ez%Ez', 'x') as t`)).toThrow(/2 %Ez elements/);
+  });
+});
