@@ -37,7 +37,8 @@ export const ONLY_SELECT = 'only a single SELECT query is allowed';
 
 /** Converts the parser's statements; anything but exactly one query is refused. */
 export function convertStatements(statements: readonly unknown[]): Query {
-  if (statements.length === 0) throw new SandboxViolation(`${ONLY_SELECT}; the text holds no statement`);
+  // only comments or a semicolon: the reference's wording
+  if (statements.length === 0) throw new InvalidQuery('Query cannot be empty');
   if (statements.length > 1) {
     throw new SandboxViolation(`${ONLY_SELECT}; the text holds ${statements.length} statements`, positionOf(statements[1]));
   }
