@@ -154,8 +154,11 @@ export type Expr =
   | { kind: 'number'; text: string; position?: Position }
   | { kind: 'boolean'; value: boolean; position?: Position }
   | { kind: 'null'; position?: Position }
-  /** A typed literal: `timestamp '2024-01-01'`, `date '2024-01-01'`, `datetime '...'`, `json '...'`. */
-  | { kind: 'typed_literal'; type: 'TIMESTAMP' | 'DATE' | 'DATETIME' | 'TIME' | 'JSON' | 'NUMERIC' | 'BIGNUMERIC'; value: string; position?: Position }
+  /**
+   * A typed literal: `timestamp '2024-01-01'`, `date '2024-01-01'`, `datetime '...'`, `json '...'`;
+   * also a bytes literal `b'...'`, whose value is its bytes in hex (escapes read).
+   */
+  | { kind: 'typed_literal'; type: 'TIMESTAMP' | 'DATE' | 'DATETIME' | 'TIME' | 'JSON' | 'NUMERIC' | 'BYTES'; value: string; position?: Position }
   /** `interval 1 hour` (the value may be an expression). */
   | { kind: 'interval'; value: Expr; unit: DatePart; position?: Position }
   /** The unit argument of timestamp_trunc, date_trunc, timestamp_diff, extract and friends. */

@@ -161,3 +161,26 @@ describe('format elements strftime and strptime lack, with BigQuery\'s meaning',
     expect(() => translate(`select parse_timestamp('%Y-%m-%dT%T%Ez%Ez', 'x') as t`)).toThrow(/2 %Ez elements/);
   });
 });
+
+describe('literals: bytes and TIME supported, BIGNUMERIC refused with the reason', () => {
+  it('a bytes literal is its UTF-8 bytes, escapes read by BigQuery\'s rules', async () => {
+    expect(await rows(String.raw`select to_hex(b'abc') as a, to_hex(b'\x41\101\n\\') as b, to_hex(B"é") as c, length(b'''xyz''') as d, b'ab' = b'a\x62' as e`)).toEqual([
+      { a: '616263', b: '41410a5c', c: 'c3a9', d: '3', e: true },
+    ]);
+    expect(translate(`select b'x' as x`).columns[0]!.type).toEqual({ kind: 'bytes' });
+  });
+
+  it('refuses an escape BigQuery refuses in bytes', () => {
+    expect(() => translate(String.raw`select b'\u0041' as x`)).toThrow(/invalid escape sequence \\u in a bytes literal/);
+    expect(() => translate(String.raw`select b'\x4' as x`)).toThrow(/invalid escape sequence \\x/);
+  });
+
+  it('TIME literals compare and print as HH:MM:SS[.ffffff]', async () => {
+    expect(await rows(`select time '12:34:56.5' as t, time '09:00:00' < time '10:00:00' as earlier`)).toEqual([{ t: '12:34:56.5', earlier: true }]);
+    expect(() => translate(`select time 'noon' as t`)).toThrow(/invalid TIME literal "noon"/);
+  });
+
+  it('BIGNUMERIC literals are refused, saying why', () => {
+    expect(() => translate(`select bignumeric '1.5' as x`)).toThrow(/BIGNUMERIC literals are not supported: the engine's decimals hold at most 38 digits/);
+  });
+});
