@@ -184,3 +184,23 @@ describe('literals: bytes and TIME supported, BIGNUMERIC refused with the reason
     expect(() => translate(`select bignumeric '1.5' as x`)).toThrow(/BIGNUMERIC literals are not supported: the engine's decimals hold at most 38 digits/);
   });
 });
+
+describe('RIGHT and FULL JOIN ... USING: the bare column is COALESCE of both sides', () => {
+  it('RIGHT JOIN keeps the right side\'s rows, named by their own value', async () => {
+    expect(await rows('select id, name, e.id as left_id from events e right join other using (id) order by id')).toEqual([
+      { id: 'ev1', name: 'one', left_id: 'ev1' }, { id: 'ev3', name: 'three', left_id: 'ev3' }, { id: 'zz', name: 'none', left_id: null },
+    ]);
+  });
+
+  it('FULL JOIN keeps both sides\' rows; SELECT * shows the merged column once', async () => {
+    expect(await rows('select * except (event_message, n, level) from events full join other using (id) order by id')).toEqual([
+      { id: 'ev1', name: 'one' }, { id: 'ev2', name: null }, { id: 'ev3', name: 'three' }, { id: 'zz', name: 'none' },
+    ]);
+    expect(await rows(`select count(*) as c from events full join other using (id) where id in ('ev2', 'zz')`)).toEqual([{ c: '2' }]);
+  });
+
+  it('a second USING join reads the merged column', async () => {
+    const sql = 'select id from events a full join other b using (id) full join (select \'zz\' as id union all select \'yy\') c using (id) order by id';
+    expect(await rows(sql)).toEqual([{ id: 'ev1' }, { id: 'ev2' }, { id: 'ev3' }, { id: 'yy' }, { id: 'zz' }]);
+  });
+});

@@ -2,14 +2,14 @@
  * Queries, SELECTs and FROM clauses. Every relation gets a printed alias unique in the whole
  * statement, so a printed `"alias"."column"` can only mean what name resolution decided.
  */
-import { InvalidQuery, SandboxViolation, UnknownTable } from '../../errors.ts';
+import { InvalidQuery, UnknownTable } from '../../errors.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from '../../sql/syntax.ts';
 import type { TableSchema } from '../../sql/types.ts';
 import { SqlBudget } from './budget.ts';
 import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
 import { implicitName, orderItemSql, translateExpr } from './expressions.ts';
 import { BOUND_PARAMETER, LAMBDA_PARAMETER, quoteIdentifier } from './literals.ts';
-import { Scope, accessField, columnOf, itemsNamed, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable } from './scope.ts';
+import { Scope, accessField, bareColumnOf, columnOf, itemsNamed, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable } from './scope.ts';
 import { commonType, typeName, type Typed } from './types.ts';
 
 export interface TranslationContext {
@@ -200,7 +200,7 @@ export class QueryTranslator {
     } else {
       if (scope.ranges.length === 0) throw new InvalidQuery(`SELECT * needs a FROM clause`, item.position);
       values = scope.ranges.flatMap((range) => {
-        if (range.kind === 'table') return tableColumns(range);
+        if (range.kind === 'table') return visibleColumns(range).map((column) => ({ name: column.name, value: bareColumnOf(range, column) }));
         // an unnested record expands into its fields, a scalar into one column named by its alias
         if (range.type.kind === 'struct') return structFields(valueOf(range), range.name ?? 'UNNEST', item.position);
         return range.name === undefined ? [] : [{ name: range.name, value: valueOf(range) }];
@@ -246,21 +246,30 @@ export class QueryTranslator {
     throw new InvalidQuery(`${kind} JOIN needs ON or USING`, join.relation.position);
   }
 
-  /** JOIN ... USING (a): equality of the two sides' `a`; the bare name then means the left side's. */
+  /**
+   * JOIN ... USING (a): equality of the two sides' `a`. The bare name then means the left side's,
+   * or after a RIGHT or FULL JOIN, where either side may be missing, COALESCE of both (BigQuery's merged column).
+   */
   private using(join: Join, scope: Scope, rightStart: number): string {
-    if (join.kind === 'right' || join.kind === 'full') {
-      throw new SandboxViolation(`${join.kind.toUpperCase()} JOIN ... USING is not supported; write ON with qualified columns`);
-    }
     const right = scope.ranges[rightStart];
     if (scope.ranges.length !== rightStart + 1 || right?.kind !== 'table') throw new InvalidQuery('JOIN ... USING needs a table on its right');
     return this.budget.join(join.using!.map((name) => {
       const leftSide = scope.ranges.slice(0, rightStart).flatMap((range) =>
-        range.kind === 'table' ? visibleColumns(range).filter((c) => sameName(c.name, name)).map((c) => columnOf(range, c)) : [],
+        range.kind === 'table' ? visibleColumns(range).filter((c) => sameName(c.name, name)).map((column) => ({ range, column })) : [],
       );
       const rightColumn = visibleColumns(right).find((c) => sameName(c.name, name));
       if (leftSide.length !== 1 || !rightColumn) throw new InvalidQuery(`column ${name} in USING must exist exactly once on each side of the join`);
+      const { range: leftRange, column: leftColumn } = leftSide[0]!;
+      const leftValue = bareColumnOf(leftRange, leftColumn);
+      const rightValue = columnOf(right, rightColumn);
+      const type = commonType(leftValue.type, rightValue.type);
+      if (!type) throw new InvalidQuery(`column ${name} in USING has incompatible types: ${typeName(leftValue.type)}, ${typeName(rightValue.type)}`);
       right.hidden.add(rightColumn.name.toLowerCase());
-      return `(${leftSide[0]!.sql} = ${columnOf(right, rightColumn).sql})`;
+      if (join.kind === 'right' || join.kind === 'full') {
+        leftRange.merged ??= new Map();
+        leftRange.merged.set(leftColumn.name.toLowerCase(), { sql: `COALESCE(${leftValue.sql}, ${rightValue.sql})`, type });
+      }
+      return `(${leftValue.sql} = ${rightValue.sql})`;
     }), ' AND ');
   }
 

@@ -27,6 +27,8 @@ export type RangeVariable =
       columns: ColumnShape[];
       /** Columns merged away by JOIN ... USING: visible only through the other side. */
       hidden: Set<string>;
+      /** USING columns of a RIGHT or FULL JOIN (lower-cased): the bare name reads both sides' merged value. */
+      merged?: Map<string, Typed>;
     }
   | {
       kind: 'value';
@@ -68,7 +70,7 @@ export class Scope {
       if (!matches[0]) throw new InvalidQuery(`Name ${columnName} not found inside ${head}`, position);
       return { value: columnOf(range, matches[0]), rest: fields };
     }
-    const columns = this.ranges.flatMap((r) => (r.kind === 'table' ? visibleColumnsNamed(r, head).map((c) => columnOf(r, c)) : []));
+    const columns = this.ranges.flatMap((r) => (r.kind === 'table' ? visibleColumnsNamed(r, head).map((c) => bareColumnOf(r, c)) : []));
     if (columns.length > 1) throw new InvalidQuery(`Column name ${head} is ambiguous: more than one table in FROM has it; qualify it`, position);
     if (columns.length === 1) return { value: columns[0]!, rest };
     const fields = this.ranges.flatMap((r) => (r.kind === 'value' && r.type.kind === 'struct' && itemsNamed(r.type.fields, head).length > 0 ? [r] : []));
@@ -122,6 +124,11 @@ export function visibleColumns(range: Extract<RangeVariable, { kind: 'table' }>)
 
 export function columnOf(range: Extract<RangeVariable, { kind: 'table' }>, column: ColumnShape): Typed {
   return { sql: `${quoteIdentifier(range.relation)}.${quoteIdentifier(column.name)}`, type: column.type };
+}
+
+/** A column named without its table: a USING column of a RIGHT or FULL JOIN is both sides' merged value. */
+export function bareColumnOf(range: Extract<RangeVariable, { kind: 'table' }>, column: ColumnShape): Typed {
+  return range.merged?.get(column.name.toLowerCase()) ?? columnOf(range, column);
 }
 
 export function valueOf(range: Extract<RangeVariable, { kind: 'value' }>): Typed {
