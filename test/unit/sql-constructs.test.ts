@@ -199,6 +199,13 @@ describe('RIGHT and FULL JOIN ... USING: the bare column is COALESCE of both sid
     expect(await rows(`select count(*) as c from events full join other using (id) where id in ('ev2', 'zz')`)).toEqual([{ c: '2' }]);
   });
 
+  it('a qualified name still reads its own side, NULL where that side is missing', async () => {
+    expect(await rows('select id, e.id as l, o.id as r from events e full join other o using (id) order by id')).toEqual([
+      { id: 'ev1', l: 'ev1', r: 'ev1' }, { id: 'ev2', l: 'ev2', r: null }, { id: 'ev3', l: 'ev3', r: 'ev3' }, { id: 'zz', l: null, r: 'zz' },
+    ]);
+    expect(await rows(`select o.* from events e join other o using (id) order by id`)).toEqual([{ id: 'ev1', name: 'one' }, { id: 'ev3', name: 'three' }]);
+  });
+
   it('a second USING join reads the merged column', async () => {
     const sql = 'select id from events a full join other b using (id) full join (select \'zz\' as id union all select \'yy\') c using (id) order by id';
     expect(await rows(sql)).toEqual([{ id: 'ev1' }, { id: 'ev2' }, { id: 'ev3' }, { id: 'yy' }, { id: 'zz' }]);

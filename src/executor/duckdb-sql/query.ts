@@ -9,7 +9,7 @@ import { SqlBudget } from './budget.ts';
 import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
 import { implicitName, orderItemSql, translateExpr } from './expressions.ts';
 import { BOUND_PARAMETER, LAMBDA_PARAMETER, quoteIdentifier } from './literals.ts';
-import { Scope, accessField, bareColumnOf, columnOf, itemsNamed, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable } from './scope.ts';
+import { Scope, accessField, bareColumnOf, columnOf, itemsNamed, namedColumns, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable } from './scope.ts';
 import { commonType, typeName, type Typed } from './types.ts';
 
 export interface TranslationContext {
@@ -335,7 +335,7 @@ function cteNames(ctes: CteFrame | undefined): string[] {
 }
 
 function tableColumns(range: Extract<RangeVariable, { kind: 'table' }>): { name: string; value: Typed }[] {
-  return visibleColumns(range).map((column) => ({ name: column.name, value: columnOf(range, column) }));
+  return namedColumns(range).map((column) => ({ name: column.name, value: columnOf(range, column) }));
 }
 
 function structFields(value: Typed, what: string, position?: { line: number; column: number }): { name: string; value: Typed }[] {

@@ -25,7 +25,7 @@ export type RangeVariable =
       /** The printed relation alias. */
       relation: string;
       columns: ColumnShape[];
-      /** Columns merged away by JOIN ... USING: visible only through the other side. */
+      /** Columns merged away by JOIN ... USING: not seen bare or by `*`, only qualified (`t.a`). */
       hidden: Set<string>;
       /** USING columns of a RIGHT or FULL JOIN (lower-cased): the bare name reads both sides' merged value. */
       merged?: Map<string, Typed>;
@@ -65,7 +65,7 @@ export class Scope {
     if (range?.kind === 'table') {
       const [columnName, ...fields] = rest;
       if (columnName === undefined) throw new InvalidQuery(`${head} is a table; name one of its columns (${head}.column)`, position);
-      const matches = visibleColumnsNamed(range, columnName);
+      const matches = itemsNamed(range.columns, columnName).filter((c) => !c.anonymous);
       if (matches.length > 1) throw new InvalidQuery(`Name ${columnName} is ambiguous inside ${head}: it has two columns of that name`, position);
       if (!matches[0]) throw new InvalidQuery(`Name ${columnName} not found inside ${head}`, position);
       return { value: columnOf(range, matches[0]), rest: fields };
@@ -116,6 +116,11 @@ export function itemsNamed<T extends { name: string }>(items: readonly T[], name
 
 function visibleColumnsNamed(range: Extract<RangeVariable, { kind: 'table' }>, name: string): ColumnShape[] {
   return itemsNamed(range.columns, name).filter((c) => !c.anonymous && !range.hidden.has(c.name.toLowerCase()));
+}
+
+/** The columns `t.*` shows: a USING join hides none of them from their own table's name. */
+export function namedColumns(range: Extract<RangeVariable, { kind: 'table' }>): ColumnShape[] {
+  return range.columns.filter((c) => !c.anonymous);
 }
 
 export function visibleColumns(range: Extract<RangeVariable, { kind: 'table' }>): ColumnShape[] {
