@@ -722,7 +722,8 @@ const TYPED_LITERALS: Record<string, Extract<Expr, { kind: 'typed_literal' }>['t
 function convertTypedString(node: unknown): Expr {
   const raw = fields(node, ['data_type', 'value'], 'typed literal');
   if (dataTypeName(raw.data_type, raw) === 'BIGNUMERIC') {
-    throw new SandboxViolation("BIGNUMERIC literals are not supported: the engine's decimals hold at most 38 digits, NUMERIC's range; write NUMERIC '...'", positionOf(raw));
+    const reason = "the engine's decimals hold at most 38 digits, NUMERIC's range; write NUMERIC '...'";
+    throw new SandboxViolation(`BIGNUMERIC literals are not supported: ${reason}`, positionOf(raw));
   }
   const type = TYPED_LITERALS[dataTypeName(raw.data_type, raw)];
   if (!type) throw unsupported(`${dataTypeName(raw.data_type, raw)} literal`, raw);
@@ -790,7 +791,9 @@ const DOUBLE_COLON_TYPES: Record<string, CastType> = {
 
 function convertCast(node: unknown): Expr {
   const raw = fields(node, ['kind', 'expr', 'data_type'], 'CAST');
-  if (raw.kind === 'DoubleColon') return { kind: 'cast', safe: false, expr: convertExpr(raw.expr), type: doubleColonType(raw.data_type, raw), ...at(raw) };
+  if (raw.kind === 'DoubleColon') {
+    return { kind: 'cast', safe: false, expr: convertExpr(raw.expr), type: doubleColonType(raw.data_type, raw), ...at(raw) };
+  }
   if (raw.kind !== 'Cast' && raw.kind !== 'SafeCast') throw unsupported(`${String(raw.kind)}`, raw);
   const name = dataTypeName(raw.data_type, raw);
   const type = CAST_TYPES[name];
@@ -808,8 +811,8 @@ function doubleColonType(node: unknown, context: unknown): CastType {
   else dataTypeName(node, context);
   const type = DOUBLE_COLON_TYPES[name];
   if (!type) {
-    throw new InvalidQuery(`unknown type ${name.toLowerCase()} in a :: cast; use one of text, varchar, int, bigint, float, double precision, numeric, ` +
-      'bool, timestamp, timestamptz, date, datetime, time, json, bytea or a BigQuery type name', positionOf(context));
+    const known = 'text, varchar, int, bigint, float, double precision, numeric, bool, timestamp, timestamptz, date, json, bytea or a BigQuery type';
+    throw new InvalidQuery(`unknown type ${name.toLowerCase()} in a :: cast; use one of ${known}`, positionOf(context));
   }
   return type;
 }

@@ -12,10 +12,13 @@ export function groupByAllKeys(items: readonly SelectItem[], position?: QueryPos
   const keys: Expr[] = [];
   let aggregated = false;
   items.forEach((item, index) => {
-    if (item.kind === 'wildcard') throw new InvalidQuery('GROUP BY ALL with SELECT * is not supported; name the columns to group by', item.position ?? position);
+    if (item.kind === 'wildcard') {
+      throw new InvalidQuery('GROUP BY ALL with SELECT * is not supported; name the columns to group by', item.position ?? position);
+    }
     const found = inspect(item.expr);
     aggregated ||= found.aggregateOrWindow;
-    if (!found.aggregateOrWindow && found.readsName) keys.push({ kind: 'number', text: String(index + 1), ...(item.position ? { position: item.position } : {}) });
+    if (found.aggregateOrWindow || !found.readsName) return;
+    keys.push({ kind: 'number', text: String(index + 1), ...(item.position ? { position: item.position } : {}) });
   });
   // BigQuery reads an empty key set as one group of all rows; without an aggregate there is no way to say that here
   if (keys.length === 0 && !aggregated) {

@@ -214,7 +214,9 @@ function typedLiteral(type: Extract<Expr, { kind: 'typed_literal' }>['type'], va
     case 'BYTES':
       return { sql: `unhex(${quoteString(value)})`, type: { kind: 'bytes' } };
     case 'TIME':
-      if (!/^\s*\d{1,2}:\d{1,2}:\d{1,2}(\.\d{1,6})?\s*$/.test(value)) throw new InvalidQuery(`invalid TIME literal ${JSON.stringify(value)}`, position);
+      if (!/^\s*\d{1,2}:\d{1,2}:\d{1,2}(\.\d{1,6})?\s*$/.test(value)) {
+        throw new InvalidQuery(`invalid TIME literal ${JSON.stringify(value)}`, position);
+      }
       return { sql: `CAST(${quoteString(value.trim())} AS TIME)`, type: { kind: 'time' } };
   }
 }

@@ -9,7 +9,19 @@ import { SqlBudget } from './budget.ts';
 import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
 import { implicitName, orderItemSql, translateExpr } from './expressions.ts';
 import { BOUND_PARAMETER, LAMBDA_PARAMETER, quoteIdentifier } from './literals.ts';
-import { Scope, accessField, bareColumnOf, columnOf, itemsNamed, namedColumns, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable } from './scope.ts';
+import {
+  Scope,
+  accessField,
+  bareColumnOf,
+  columnOf,
+  itemsNamed,
+  namedColumns,
+  sameName,
+  valueOf,
+  visibleColumns,
+  type ColumnShape,
+  type RangeVariable,
+} from './scope.ts';
 import { commonType, typeName, type Typed } from './types.ts';
 
 export interface TranslationContext {
@@ -263,7 +275,9 @@ export class QueryTranslator {
       const leftValue = bareColumnOf(leftRange, leftColumn);
       const rightValue = columnOf(right, rightColumn);
       const type = commonType(leftValue.type, rightValue.type);
-      if (!type) throw new InvalidQuery(`column ${name} in USING has incompatible types: ${typeName(leftValue.type)}, ${typeName(rightValue.type)}`);
+      if (!type) {
+        throw new InvalidQuery(`column ${name} in USING has incompatible types: ${typeName(leftValue.type)}, ${typeName(rightValue.type)}`);
+      }
       right.hidden.add(rightColumn.name.toLowerCase());
       if (join.kind === 'right' || join.kind === 'full') {
         leftRange.merged ??= new Map();

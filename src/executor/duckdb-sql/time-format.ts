@@ -143,7 +143,9 @@ export function parseTimestampFormats(format: string, position?: QueryPosition):
     );
   }
   const offsets = tokens.filter((token) => token.kind === 'element' && token.name === 'Ez').length;
-  if (offsets > MAX_ZONE_OFFSETS) throw new SandboxViolation(`the format has ${offsets} %Ez elements; a format may have at most ${MAX_ZONE_OFFSETS}`, position);
+  if (offsets > MAX_ZONE_OFFSETS) {
+    throw new SandboxViolation(`the format has ${offsets} %Ez elements; a format may have at most ${MAX_ZONE_OFFSETS}`, position);
+  }
   let formats = [''];
   for (const token of tokens) {
     if (token.kind === 'text') {
