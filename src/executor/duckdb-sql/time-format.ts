@@ -1,8 +1,8 @@
 /**
  * BigQuery's format elements (FORMAT_TIMESTAMP, PARSE_TIMESTAMP) rewritten for DuckDB's strftime
  * and strptime. Only UTC output is supported, so the zone elements print UTC's offset and name.
- * Not handled (refused, naming the element): the %O/%E locale forms, and when parsing %s, %C, %g,
- * %Q and the week elements %U %W %V %u %w %G (each of them alone does not fix a date).
+ * Not handled (refused, naming the element): %J, the %O/%E locale forms, and when parsing also %s,
+ * %Z (a zone name), %C, %g, %Q and the week elements %U %W %V %u %w %G.
  */
 import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
 import type { SqlBudget } from './budget.ts';
@@ -131,7 +131,7 @@ const MAX_ZONE_OFFSETS = 1;
 
 /**
  * PARSE_TIMESTAMP(format, text): DuckDB strptime formats (several when %E*S makes the fraction
- * optional, strptime tries each). Text without a zone element is read as UTC.
+ * optional or %Ez may be Z; strptime tries each). Text without a zone element is read as UTC.
  */
 export function parseTimestampFormats(format: string, position?: QueryPosition): string[] {
   const tokens = tokenize(format, position);
