@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { EndpointDefinition } from '../../queries/endpoint.ts';
 import type { Principal } from '../auth/principal.ts';
-import { BadParameter, Forbidden } from '../errors.ts';
+import { BadParameter, Forbidden, InvalidQuery } from '../errors.ts';
 
 /**
  * Query-string and JSON-body values merged; the body wins, as clients send long SQL there. Values
@@ -33,20 +33,27 @@ export interface SandboxRequest {
   text: string;
 }
 
+/** The reference's answer to a blank query (status 400). */
+export const EMPTY_QUERY = 'Query cannot be empty';
+
 /**
  * The `sql` or `lql` parameter, from the query string or the JSON body; a non-empty `sql` wins.
- * Anything but a string is refused by name rather than ignored.
+ * Anything but a string is refused by name rather than ignored, and so is a parameter sent blank
+ * with no other query beside it: it never falls back to the endpoint's saved query.
  */
 export function sandboxRequest(parameters: Record<string, unknown>): SandboxRequest | undefined {
+  let sent = false;
   for (const language of ['sql', 'lql'] as const) {
     const value = parameters[language];
     if (value === undefined || value === null) continue;
     if (typeof value !== 'string') throw new BadParameter(`${language} must be a string holding the query text; got ${Array.isArray(value) ? 'an array' : typeof value}`);
+    sent = true;
   }
   for (const language of ['sql', 'lql'] as const) {
     const text = parameters[language];
     if (typeof text === 'string' && text.trim() !== '') return { language, text };
   }
+  if (sent) throw new InvalidQuery(EMPTY_QUERY);
   return undefined;
 }
 

@@ -27,7 +27,16 @@ interface Output {
 }
 
 type Range =
-  | { kind: 'table'; relation: TableRelation; name?: string; columns: Column[]; open: boolean; hidden: Set<string> }
+  | {
+      kind: 'table';
+      relation: TableRelation;
+      name?: string;
+      columns: Column[];
+      open: boolean;
+      hidden: Set<string>;
+      /** USING columns of RIGHT or FULL joins (lower-cased): the other sides their bare name reads too. */
+      merged?: Map<string, ColumnBinding[]>;
+    }
   | { kind: 'value'; relation: UnnestRelation; name?: string; offset: boolean; element: Shape };
 
 interface Frame {
@@ -197,8 +206,13 @@ class Binder {
       const rightColumn = visibleColumnsNamed(right, name)[0];
       if (leftSide.length !== 1 || !rightColumn) throw new InvalidQuery(`column ${name} in USING must exist exactly once on each side of the join`);
       right.hidden.add(rightColumn.name.toLowerCase());
-      const left = leftSide[0]!;
-      return { left: columnBinding(left.range.relation, left.column.name), right: columnBinding(right.relation, rightColumn.name) };
+      const { range: leftRange, column: leftColumn } = leftSide[0]!;
+      const pair = { left: bareColumn(leftRange, leftColumn.name, []), right: columnBinding(right.relation, rightColumn.name) };
+      if (join.kind === 'right' || join.kind === 'full') {
+        leftRange.merged ??= new Map();
+        leftRange.merged.set(leftColumn.name.toLowerCase(), [...(pair.left.merged ?? []), pair.right]);
+      }
+      return pair;
     });
     this.usingPairs.set(join, pairs);
   }
@@ -401,7 +415,7 @@ function surely(frame: Frame, head: string, rest: string[], position?: QueryPosi
   }
   const columns = frame.ranges.flatMap((candidate) => (candidate.kind === 'table' ? visibleColumnsNamed(candidate, head).map((column) => ({ range: candidate, column })) : []));
   if (columns.length > 1) throw new InvalidQuery(`Column name ${head} is ambiguous: more than one table in FROM has it; qualify it`, position);
-  if (columns[0]) return { kind: 'column', range: columns[0].range.relation, column: columns[0].column.name, fields: rest };
+  if (columns[0]) return bareColumn(columns[0].range, columns[0].column.name, rest);
   const records = frame.ranges.filter(
     (candidate): candidate is Extract<Range, { kind: 'value' }> => candidate.kind === 'value' && !candidate.offset && candidate.element.kind === 'record' && namedShapes(candidate.element.fields, head).length > 0,
   );
@@ -427,6 +441,12 @@ function possibly(frame: Frame, head: string, rest: string[], position?: QueryPo
 
 function columnBinding(range: TableRelation, column: string): ColumnBinding {
   return { kind: 'column', range, column, fields: [] };
+}
+
+/** A column named without its table: after RIGHT or FULL JOIN ... USING, the merged value of both sides. */
+function bareColumn(range: Extract<Range, { kind: 'table' }>, column: string, fields: string[]): ColumnBinding {
+  const merged = range.merged?.get(column.toLowerCase());
+  return { kind: 'column', range: range.relation, column, fields, ...(merged ? { merged } : {}) };
 }
 
 function element(range: Extract<Range, { kind: 'value' }>, fields: string[]): Binding {

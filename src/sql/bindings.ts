@@ -23,8 +23,12 @@ export interface NamedShape {
 }
 
 export type Binding =
-  /** Column `column` (as declared) of a table range, then struct fields `fields` (as written). */
-  | { kind: 'column'; range: TableRelation; column: string; fields: string[] }
+  /**
+   * Column `column` (as declared) of a table range, then struct fields `fields` (as written).
+   * `merged`: a bare USING column of RIGHT or FULL joins, whose value is the first of this column
+   * and those others that has a row (BigQuery's merged column); a qualified name never has it.
+   */
+  | { kind: 'column'; range: TableRelation; column: string; fields: string[]; merged?: ColumnBinding[] }
   /** The element of an unnest range (or its WITH OFFSET number), then struct fields `fields`. */
   | { kind: 'element'; range: UnnestRelation; offset: boolean; fields: string[] }
   /** A table range used as a value: its whole row as a STRUCT (BigQuery's `select t from x as t`). */

@@ -8,6 +8,7 @@
  */
 import { InvalidQuery, SandboxViolation, SqlSyntax, type QueryPosition } from '../errors.ts';
 import { sandboxFunction } from './functions.ts';
+import { groupByAllKeys } from './group-by-all.ts';
 import type {
   BinaryOperator,
   CastType,
@@ -37,7 +38,8 @@ export const ONLY_SELECT = 'only a single SELECT query is allowed';
 
 /** Converts the parser's statements; anything but exactly one query is refused. */
 export function convertStatements(statements: readonly unknown[]): Query {
-  if (statements.length === 0) throw new SandboxViolation(`${ONLY_SELECT}; the text holds no statement`);
+  // only comments or a semicolon: the reference's wording
+  if (statements.length === 0) throw new InvalidQuery('Query cannot be empty');
   if (statements.length > 1) {
     throw new SandboxViolation(`${ONLY_SELECT}; the text holds ${statements.length} statements`, positionOf(statements[1]));
   }
@@ -249,14 +251,17 @@ function setOperator(raw: Node): SetOperation['operator'] {
 function convertSelect(node: unknown): Select {
   const raw = fields(node, ['distinct', 'projection', 'from', 'selection', 'group_by', 'having', 'qualify', 'flavor'], 'SELECT');
   if (raw.flavor !== undefined && raw.flavor !== 'Standard') throw unsupported('FROM-first SELECT', raw);
+  const items = list(raw.projection).map(convertSelectItem);
+  const position = at(raw.select_token);
   const select: Select = {
     kind: 'select',
     distinct: convertDistinct(raw.distinct),
-    items: list(raw.projection).map(convertSelectItem),
+    items,
     from: list(raw.from).map(convertFromItem),
-    groupBy: convertGroupBy(raw.group_by),
-    ...at(raw.select_token),
+    groupBy: [],
+    ...position,
   };
+  Object.assign(select, convertGroupBy(raw.group_by, items, position.position));
   if (!isAbsent(raw.selection)) select.where = convertExpr(raw.selection);
   if (!isAbsent(raw.having)) select.having = convertExpr(raw.having);
   if (!isAbsent(raw.qualify)) select.qualify = convertExpr(raw.qualify);
@@ -269,13 +274,23 @@ function convertDistinct(node: unknown): boolean {
   throw unsupported('SELECT DISTINCT ON', node);
 }
 
-function convertGroupBy(node: unknown): Expr[] {
-  if (isAbsent(node)) return [];
+function convertGroupBy(node: unknown, items: readonly SelectItem[], position: Position | undefined): Pick<Select, 'groupBy' | 'rollup'> {
+  if (isAbsent(node)) return { groupBy: [] };
   const [kind, payload] = variant(node, 'GROUP BY');
-  if (kind !== 'Expressions') throw unsupported('GROUP BY ALL', node);
-  const [expressions, modifiers] = list(payload);
-  if (!isAbsent(modifiers)) throw unsupported('GROUP BY modifiers (ROLLUP, CUBE, GROUPING SETS)', payload);
-  return list(expressions).map(convertExpr);
+  if (kind !== 'Expressions' && kind !== 'All') throw unsupported(`GROUP BY ${kind}`, node);
+  const [expressions, modifiers] = kind === 'All' ? [[], payload] : list(payload);
+  if (!isAbsent(modifiers)) throw unsupported('GROUP BY modifiers (WITH ROLLUP, WITH CUBE, WITH TOTALS)', payload);
+  if (kind === 'All') return { groupBy: groupByAllKeys(items, position) };
+  const written = list(expressions);
+  const rollups = written.filter((expr) => variant(expr, 'GROUP BY item')[0] === 'Rollup');
+  if (rollups.length === 0) return { groupBy: written.map(convertExpr) };
+  if (written.length > 1) throw unsupported('ROLLUP beside other GROUP BY items (write every key inside ROLLUP)', payload);
+  const sets = list(variant(rollups[0], 'ROLLUP')[1]);
+  return { groupBy: sets.map((set) => {
+    const [only, ...rest] = list(set);
+    if (only === undefined || rest.length > 0) throw unsupported('a parenthesised set of columns inside ROLLUP', set);
+    return convertExpr(only);
+  }), rollup: true };
 }
 
 function convertSelectItem(node: unknown): SelectItem {
@@ -480,6 +495,12 @@ function convertExpr(node: unknown): Expr {
       if (!operator) throw unsupported(`operator ${String(raw.op)}`, raw);
       return { kind: 'binary', operator, left: convertExpr(raw.left), right: convertExpr(raw.right), ...position };
     }
+    case 'IsDistinctFrom':
+    case 'IsNotDistinctFrom': {
+      const [left, right] = list(payload);
+      const operator = kind === 'IsDistinctFrom' ? 'is distinct from' : 'is not distinct from';
+      return { kind: 'binary', operator, left: convertExpr(left), right: convertExpr(right), ...position };
+    }
     case 'UnaryOp': {
       const raw = fields(payload, ['op', 'expr'], 'operator');
       const operator = UNARY_OPERATORS[String(raw.op)];
@@ -585,12 +606,13 @@ function describeExpression(kind: string): string {
     Cast: 'CAST',
     AtTimeZone: 'AT TIME ZONE',
     Collate: 'COLLATE',
-    IsDistinctFrom: 'IS DISTINCT FROM',
-    IsNotDistinctFrom: 'IS NOT DISTINCT FROM',
     ILike: 'ILIKE',
     RLike: 'RLIKE',
     SimilarTo: 'SIMILAR TO',
     Tuple: 'a tuple (a, b)',
+    Cube: 'CUBE',
+    GroupingSets: 'GROUPING SETS',
+    Rollup: 'ROLLUP outside GROUP BY',
     Position: 'POSITION(.. IN ..)',
     Wildcard: '*',
     QualifiedWildcard: 't.*',
@@ -656,9 +678,45 @@ function convertValue(node: unknown): Expr {
       return { kind: 'null', ...position };
     case 'Placeholder':
       throw unsupported(`placeholder ${String(value)} (use @name parameters)`, raw);
+    // the parser leaves a bytes literal's escapes as written (rb'..' does not reach here: it reads as a name)
+    case 'SingleQuotedByteStringLiteral':
+    case 'DoubleQuotedByteStringLiteral':
+    case 'TripleSingleQuotedByteStringLiteral':
+    case 'TripleDoubleQuotedByteStringLiteral':
+      return { kind: 'typed_literal', type: 'BYTES', value: bytesLiteralHex(String(value), raw), ...position };
     default:
-      throw unsupported(kind.includes('Byte') ? 'bytes literal' : `literal ${kind}`, raw);
+      throw unsupported(kind.includes('Byte') ? 'raw bytes literal' : `literal ${kind}`, raw);
   }
+}
+
+const SIMPLE_ESCAPES: Record<string, number> = { a: 7, b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, '\\': 92, '?': 63, '"': 34, "'": 39, '`': 96 };
+
+/** A bytes literal's bytes in hex: characters as UTF-8, escapes by BigQuery's lexical rules (which allow no \u in bytes). */
+function bytesLiteralHex(text: string, context: unknown): string {
+  const bytes: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] !== '\\') {
+      const codePoint = text.codePointAt(i)!;
+      if (codePoint > 0xffff) i++;
+      bytes.push(...Buffer.from(String.fromCodePoint(codePoint), 'utf8'));
+      continue;
+    }
+    const escape = text[++i] ?? '';
+    const simple = SIMPLE_ESCAPES[escape];
+    const digits = text.slice(i, i + 3);
+    if (simple !== undefined) {
+      bytes.push(simple);
+    } else if (/^[xX][0-9a-fA-F]{2}$/.test(digits)) {
+      bytes.push(parseInt(digits.slice(1), 16));
+      i += 2;
+    } else if (/^[0-3][0-7]{2}$/.test(digits)) {
+      bytes.push(parseInt(digits, 8));
+      i += 2;
+    } else {
+      throw new InvalidQuery(`invalid escape sequence \\${escape} in a bytes literal`, positionOf(context));
+    }
+  }
+  return Buffer.from(bytes).toString('hex');
 }
 
 const TYPED_LITERALS: Record<string, Extract<Expr, { kind: 'typed_literal' }>['type']> = {
@@ -668,11 +726,14 @@ const TYPED_LITERALS: Record<string, Extract<Expr, { kind: 'typed_literal' }>['t
   TIME: 'TIME',
   JSON: 'JSON',
   NUMERIC: 'NUMERIC',
-  BIGNUMERIC: 'BIGNUMERIC',
 };
 
 function convertTypedString(node: unknown): Expr {
   const raw = fields(node, ['data_type', 'value'], 'typed literal');
+  if (dataTypeName(raw.data_type, raw) === 'BIGNUMERIC') {
+    const reason = "the engine's decimals hold at most 38 digits, NUMERIC's range; write NUMERIC '...'";
+    throw new SandboxViolation(`BIGNUMERIC literals are not supported: ${reason}`, positionOf(raw));
+  }
   const type = TYPED_LITERALS[dataTypeName(raw.data_type, raw)];
   if (!type) throw unsupported(`${dataTypeName(raw.data_type, raw)} literal`, raw);
   const literal = convertValue(raw.value);
@@ -709,13 +770,60 @@ const CAST_TYPES: Record<string, CastType> = {
   JSON: 'JSON',
 };
 
+/**
+ * `expr::type` is Postgres, written by dashboards built for self-hosted installs; it is read as
+ * CAST(expr AS type) with Postgres's type names mapped to BigQuery's (keys without spaces).
+ */
+const DOUBLE_COLON_TYPES: Record<string, CastType> = {
+  ...CAST_TYPES,
+  TEXT: 'STRING',
+  VARCHAR: 'STRING',
+  CHARACTERVARYING: 'STRING',
+  INT: 'INT64',
+  INTEGER: 'INT64',
+  BIGINT: 'INT64',
+  SMALLINT: 'INT64',
+  INT2: 'INT64',
+  INT4: 'INT64',
+  INT8: 'INT64',
+  FLOAT: 'FLOAT64',
+  FLOAT4: 'FLOAT64',
+  FLOAT8: 'FLOAT64',
+  REAL: 'FLOAT64',
+  DOUBLE: 'FLOAT64',
+  DOUBLEPRECISION: 'FLOAT64',
+  DECIMAL: 'NUMERIC',
+  TIMESTAMPTZ: 'TIMESTAMP',
+  JSONB: 'JSON',
+  BYTEA: 'BYTES',
+};
+
 function convertCast(node: unknown): Expr {
   const raw = fields(node, ['kind', 'expr', 'data_type'], 'CAST');
-  if (raw.kind !== 'Cast' && raw.kind !== 'SafeCast') throw unsupported(raw.kind === 'DoubleColon' ? 'the :: cast' : `${String(raw.kind)}`, raw);
+  if (raw.kind === 'DoubleColon') {
+    return { kind: 'cast', safe: false, expr: convertExpr(raw.expr), type: doubleColonType(raw.data_type, raw), ...at(raw) };
+  }
+  if (raw.kind !== 'Cast' && raw.kind !== 'SafeCast') throw unsupported(`${String(raw.kind)}`, raw);
   const name = dataTypeName(raw.data_type, raw);
   const type = CAST_TYPES[name];
   if (!type) throw unsupported(`CAST to ${name}`, raw);
   return { kind: 'cast', safe: raw.kind === 'SafeCast', expr: convertExpr(raw.expr), type, ...at(raw) };
+}
+
+/** The BigQuery type of `::type`; a name it has no mapping for is a 400 naming it. */
+function doubleColonType(node: unknown, context: unknown): CastType {
+  const [kind, parameters] = variant(node, 'data type');
+  let name = kind.toUpperCase();
+  if (kind === 'Custom') name = objectName(list(parameters)[0], 'data type').map((part) => part.value).join('.').toUpperCase();
+  // `timestamp with time zone` and `timestamptz` are Postgres's TIMESTAMP
+  else if (kind === 'Timestamp' && Array.isArray(parameters) && isAbsent(parameters[0])) name = 'TIMESTAMP';
+  else dataTypeName(node, context);
+  const type = DOUBLE_COLON_TYPES[name];
+  if (!type) {
+    const known = 'text, varchar, int, bigint, float, double precision, numeric, bool, timestamp, timestamptz, date, json, bytea or a BigQuery type';
+    throw new InvalidQuery(`unknown type ${name.toLowerCase()} in a :: cast; use one of ${known}`, positionOf(context));
+  }
+  return type;
 }
 
 // ---- date parts ----

@@ -7,7 +7,7 @@ import { SandboxViolation } from '../errors.ts';
 import { convertStatements, ONLY_SELECT } from './convert.ts';
 import { parseStatements } from './parse.ts';
 import type { Query } from './syntax.ts';
-import { bracketDepth, countOperators, hasPositionCall, hasSeveralStatements, otherStatementKeyword, scanTokens } from './tokens.ts';
+import { bracketDepth, countOperators, hasPositionCall, hasRawBytesLiteral, hasSeveralStatements, otherStatementKeyword, scanTokens } from './tokens.ts';
 import { DEFAULT_SANDBOX_LIMITS, validateSandboxQuery, type SandboxLimits } from './validate.ts';
 
 export { initSqlParser } from './parse.ts';
@@ -44,6 +44,7 @@ export function parseSandboxQuery(text: string, options: SandboxQueryOptions): Q
     throw new SandboxViolation(`the query nests parentheses, brackets and CASE ${depth} deep, more than ${limits.maxBracketDepth} (limit maxBracketDepth)`);
   }
   if (hasPositionCall(tokens)) throw new SandboxViolation('POSITION(.. IN ..) is not allowed in a sandboxed query; use strpos');
+  if (hasRawBytesLiteral(tokens)) throw new SandboxViolation("raw bytes literals (rb'..') are not supported; write b'..' with escapes");
   let statements;
   try {
     statements = parseStatements(text);

@@ -54,7 +54,10 @@ export interface Select {
   /** Comma-separated FROM items; empty for `select 1`. */
   from: FromItem[];
   where?: Expr;
+  /** GROUP BY ALL is read into the items' ordinals here (see group-by-all.ts). */
   groupBy: Expr[];
+  /** GROUP BY ROLLUP (groupBy): also the subtotals of each prefix of the keys and the grand total. */
+  rollup?: boolean;
   having?: Expr;
   qualify?: Expr;
   position?: Position;
@@ -139,7 +142,10 @@ export type BinaryOperator =
   | '|'
   | '^'
   | '<<'
-  | '>>';
+  | '>>'
+  /** `a IS [NOT] DISTINCT FROM b`: equality where NULL equals NULL. */
+  | 'is distinct from'
+  | 'is not distinct from';
 
 export type Expr =
   /**
@@ -152,8 +158,11 @@ export type Expr =
   | { kind: 'number'; text: string; position?: Position }
   | { kind: 'boolean'; value: boolean; position?: Position }
   | { kind: 'null'; position?: Position }
-  /** A typed literal: `timestamp '2024-01-01'`, `date '2024-01-01'`, `datetime '...'`, `json '...'`. */
-  | { kind: 'typed_literal'; type: 'TIMESTAMP' | 'DATE' | 'DATETIME' | 'TIME' | 'JSON' | 'NUMERIC' | 'BIGNUMERIC'; value: string; position?: Position }
+  /**
+   * A typed literal: `timestamp '2024-01-01'`, `date '2024-01-01'`, `datetime '...'`, `json '...'`;
+   * also a bytes literal `b'...'`, whose value is its bytes in hex (escapes read).
+   */
+  | { kind: 'typed_literal'; type: 'TIMESTAMP' | 'DATE' | 'DATETIME' | 'TIME' | 'JSON' | 'NUMERIC' | 'BYTES'; value: string; position?: Position }
   /** `interval 1 hour` (the value may be an expression). */
   | { kind: 'interval'; value: Expr; unit: DatePart; position?: Position }
   /** The unit argument of timestamp_trunc, date_trunc, timestamp_diff, extract and friends. */

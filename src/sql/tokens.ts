@@ -39,7 +39,8 @@ export function scanTokens(text: string): Token[] {
     } else if (char === "'" || char === '"' || (/[rRbB]/.test(char) && stringStartsAfterPrefix(text, at))) {
       const start = at;
       let raw = false;
-      while (/[rRbB]/.test(text[at]!)) raw ||= /[rR]/.test(text[at++]!);
+      // every prefix letter is stepped over (rb'..' once looped here for ever: raw ||= skipped the step)
+      for (; /[rRbB]/.test(text[at]!); at++) if (/[rR]/.test(text[at]!)) raw = true;
       const end = closingQuote(text, at, text[at]!, raw);
       tokens.push({ kind: 'string', text: text.slice(start, end) });
       at = end;
@@ -150,4 +151,9 @@ export function bracketDepth(tokens: readonly Token[]): number {
 /** `POSITION(a IN b)` is not BigQuery, and the parser's retries make each nested one cost three times the last. */
 export function hasPositionCall(tokens: readonly Token[]): boolean {
   return tokens.some((token, index) => token.kind === 'word' && token.text.toLowerCase() === 'position' && tokens[index + 1]?.text === '(');
+}
+
+/** A raw bytes literal (`rb'..'`, `br'..'`), which the parser would read as a name followed by an alias. */
+export function hasRawBytesLiteral(tokens: readonly Token[]): boolean {
+  return tokens.some((token) => token.kind === 'string' && /^(rb|br)/i.test(token.text));
 }

@@ -39,7 +39,7 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     }
   });
 
-  it('sql and lql run in the sandbox (from the query string or a JSON body); a non-empty sql wins; empty ones are ignored', async () => {
+  it('sql and lql run in the sandbox (from the query string or a JSON body); a non-empty sql wins', async () => {
     const fromQuery = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: "select 'q' as via" }, headers });
     expect(fromQuery.json()).toEqual({ result: [{ via: 'q' }] });
     const fromBody = await server.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', payload: { project: 'abc', sql: "select 'b' as via", lql: 'x' }, headers: { ...headers, 'content-type': 'application/json' } });
@@ -52,8 +52,16 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     const lql = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', lql: 'f:edge_logs error' }, headers });
     expect(lql.statusCode).toBe(200);
     expect(lql.json()).toEqual({ result: [] });
-    const empty = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: '' }, headers });
-    expect(empty.statusCode).toBe(200);
+    const blankSqlBesideLql = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: ' ', lql: 'f:edge_logs error' }, headers });
+    expect(blankSqlBesideLql.json()).toEqual({ result: [] });
+  });
+
+  it('a blank sql or lql is a 400 "Query cannot be empty", never the saved query', async () => {
+    for (const query of <Record<string, string>[]>[{ sql: '' }, { sql: '  \n ' }, { sql: '-- only a comment\n/* and another */' }, { sql: ';' }, { lql: '' }, { sql: '', lql: ' ' }]) {
+      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', ...query }, headers });
+      expect(response.statusCode, JSON.stringify(query)).toBe(400);
+      expect(response.json(), JSON.stringify(query)).toEqual({ error: { code: 'invalid_query', message: 'Query cannot be empty' } });
+    }
   });
 
   it('ignores parameters the endpoint does not declare, also in the cache key', async () => {

@@ -33,7 +33,10 @@ describe('request rules', () => {
   it('takes a non-empty sql over lql, ignores empty ones and names a non-string one', () => {
     expect(sandboxRequest({ sql: 'select 1', lql: 'x' })).toEqual({ language: 'sql', text: 'select 1' });
     expect(sandboxRequest({ sql: '  ', lql: 'x' })).toEqual({ language: 'lql', text: 'x' });
-    expect(sandboxRequest({ sql: '  ' })).toBeUndefined();
+    expect(sandboxRequest({})).toBeUndefined();
+    expect(() => sandboxRequest({ sql: '  ' })).toThrow(/^Query cannot be empty$/);
+    expect(() => sandboxRequest({ sql: '', lql: ' ' })).toThrow(/^Query cannot be empty$/);
+    expect(() => sandboxRequest({ lql: '' })).toThrow(/^Query cannot be empty$/);
     expect(() => sandboxRequest({ sql: { select: 1 } })).toThrow(/sql must be a string/);
     expect(() => sandboxRequest({ sql: ['a', 'b'] })).toThrow(/got an array/);
     expect(() => sandboxRequest(mergedParameters(undefined, { sql: 5 }))).toThrow(/sql must be a string holding the query text; got number/);

@@ -328,6 +328,12 @@ describe('aggregation pushdown', () => {
     expect(aggregation.columns.map((column) => column.type.kind)).toEqual(['timestamp', 'float64', 'int64', 'int64']);
   });
 
+  it('pushes GROUP BY ALL down as its inferred keys, and never ROLLUP, whose subtotal rows are no buckets', () => {
+    const all = aggregationOf(plan(`select timestamp_trunc(timestamp, hour) as t, 'x' as label, count(*) as n from edge_logs group by all`))!;
+    expect(all.keys.map((key) => key.column)).toEqual(['__k0']);
+    expect(aggregationOf(plan('select timestamp_trunc(timestamp, hour) as t, count(*) as n from edge_logs group by rollup (t)'))).toBeUndefined();
+  });
+
   it('pulls the events when a key or aggregate is beyond the store', () => {
     for (const id of ['auth_report_active_users', 'unified_logs_rows']) {
       const query = studio.find((candidate) => candidate.id === id)!;

@@ -211,8 +211,13 @@ function typedLiteral(type: Extract<Expr, { kind: 'typed_literal' }>['type'], va
         throw new InvalidQuery(`invalid JSON literal ${JSON.stringify(value)}`, position);
       }
       return { sql: `CAST(${quoteString(value)} AS JSON)`, type: { kind: 'json' } };
-    default:
-      throw new SandboxViolation(`${type} literals are not supported`, position);
+    case 'BYTES':
+      return { sql: `unhex(${quoteString(value)})`, type: { kind: 'bytes' } };
+    case 'TIME':
+      if (!/^\s*\d{1,2}:\d{1,2}:\d{1,2}(\.\d{1,6})?\s*$/.test(value)) {
+        throw new InvalidQuery(`invalid TIME literal ${JSON.stringify(value)}`, position);
+      }
+      return { sql: `CAST(${quoteString(value.trim())} AS TIME)`, type: { kind: 'time' } };
   }
 }
 
@@ -232,7 +237,16 @@ function unary(expr: Extract<Expr, { kind: 'unary' }>, ctx: ExprContext): Typed 
   }
 }
 
-const COMPARISONS = { '=': '=', '!=': '<>', '<': '<', '<=': '<=', '>': '>', '>=': '>=' } as const;
+const COMPARISONS = {
+  '=': '=',
+  '!=': '<>',
+  '<': '<',
+  '<=': '<=',
+  '>': '>',
+  '>=': '>=',
+  'is distinct from': 'IS DISTINCT FROM',
+  'is not distinct from': 'IS NOT DISTINCT FROM',
+} as const;
 const BITWISE = { '&': '&', '|': '|', '<<': '<<', '>>': '>>' } as const;
 
 function binary(expr: Extract<Expr, { kind: 'binary' }>, ctx: ExprContext): Typed {

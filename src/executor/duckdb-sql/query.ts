@@ -2,7 +2,7 @@
  * Queries, SELECTs and FROM clauses. Every relation gets a printed alias unique in the whole
  * statement, so a printed `"alias"."column"` can only mean what name resolution decided.
  */
-import { InvalidQuery, SandboxViolation, UnknownTable } from '../../errors.ts';
+import { InvalidQuery, UnknownTable } from '../../errors.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from '../../sql/syntax.ts';
 import { implicitName, type Bindings } from '../../sql/bindings.ts';
 import type { TableSchema } from '../../sql/types.ts';
@@ -10,7 +10,19 @@ import { SqlBudget } from './budget.ts';
 import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
 import { orderItemSql, selectColumn, translateExpr } from './expressions.ts';
 import { BOUND_PARAMETER, LAMBDA_PARAMETER, quoteIdentifier } from './literals.ts';
-import { Scope, accessField, columnOf, itemsNamed, sameName, valueOf, visibleColumns, type ColumnShape, type RangeVariable } from './scope.ts';
+import {
+  Scope,
+  accessField,
+  bareColumnOf,
+  columnOf,
+  itemsNamed,
+  namedColumns,
+  sameName,
+  valueOf,
+  visibleColumns,
+  type ColumnShape,
+  type RangeVariable,
+} from './scope.ts';
 import { commonType, typeName, type Typed } from './types.ts';
 
 export interface TranslationContext {
@@ -131,7 +143,7 @@ export class QueryTranslator {
     let sql = `SELECT ${select.distinct ? 'DISTINCT ' : ''}${join(columns.map((c) => `${c.sql} AS ${quoteIdentifier(c.name)}`), ', ')}`;
     if (from.length) sql += ` FROM ${join(from, ' ')}`;
     if (where) sql += ` WHERE ${where}`;
-    if (groupBy.length) sql += ` GROUP BY ${join(groupBy, ', ')}`;
+    if (groupBy.length) sql += select.rollup ? ` GROUP BY ROLLUP (${join(groupBy, ', ')})` : ` GROUP BY ${join(groupBy, ', ')}`;
     if (having) sql += ` HAVING ${having}`;
     if (qualify) sql += ` QUALIFY ${qualify}`;
     if (order.length) sql += ` ORDER BY ${join(order, ', ')}`;
@@ -208,7 +220,7 @@ export class QueryTranslator {
     } else {
       if (scope.ranges.length === 0) throw new InvalidQuery(`SELECT * needs a FROM clause`, item.position);
       values = scope.ranges.flatMap((range) => {
-        if (range.kind === 'table') return tableColumns(range);
+        if (range.kind === 'table') return visibleColumns(range).map((column) => ({ name: column.name, value: bareColumnOf(range, column) }));
         // an unnested record expands into its fields, a scalar into one column named by its alias
         if (range.type.kind === 'struct') return structFields(valueOf(range), range.name ?? 'UNNEST', item.position);
         return range.name === undefined ? [] : [{ name: range.name, value: valueOf(range) }];
@@ -253,15 +265,21 @@ export class QueryTranslator {
     throw new InvalidQuery(`${kind} JOIN needs ON or USING`, join.relation.position);
   }
 
-  /** JOIN ... USING (a): equality of the two sides' `a`; the bare name then means the left side's. */
+  /**
+   * JOIN ... USING (a): equality of the two sides' `a`. The bare name then means the left side's,
+   * or after a RIGHT or FULL JOIN, where either side may be missing, COALESCE of both (BigQuery's merged column).
+   */
   private using(join: Join, scope: Scope): string {
-    if (join.kind === 'right' || join.kind === 'full') {
-      throw new SandboxViolation(`${join.kind.toUpperCase()} JOIN ... USING is not supported; write ON with qualified columns`);
-    }
     const pairs = this.bindings.using.get(join) ?? [];
     return this.budget.join(pairs.map(({ left, right }) => {
+      const leftValue = scope.value(left, join.relation.position);
+      const rightValue = scope.value(right, join.relation.position);
+      if (!commonType(leftValue.type, rightValue.type)) {
+        throw new InvalidQuery(`column ${left.column} in USING has incompatible types: ${typeName(leftValue.type)}, ${typeName(rightValue.type)}`, join.relation.position);
+      }
       scope.hide(right);
-      return `(${scope.value(left).sql} = ${scope.value(right).sql})`;
+      if (join.kind === 'right' || join.kind === 'full') scope.merge(left, right, join.relation.position);
+      return `(${leftValue.sql} = ${rightValue.sql})`;
     }), ' AND ');
   }
 
@@ -349,7 +367,7 @@ function cteNames(ctes: CteFrame | undefined): string[] {
 }
 
 function tableColumns(range: Extract<RangeVariable, { kind: 'table' }>): { name: string; value: Typed }[] {
-  return visibleColumns(range).map((column) => ({ name: column.name, value: columnOf(range, column) }));
+  return namedColumns(range).map((column) => ({ name: column.name, value: columnOf(range, column) }));
 }
 
 function structFields(value: Typed, what: string, position?: { line: number; column: number }): { name: string; value: Typed }[] {

@@ -8,7 +8,7 @@ import type { Binding, ColumnBinding } from '../../sql/bindings.ts';
 import type { Relation } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { quoteIdentifier, quoteString } from './literals.ts';
-import { typeName, type Typed } from './types.ts';
+import { commonType, typeName, type Typed } from './types.ts';
 
 export interface ColumnShape {
   name: string;
@@ -27,8 +27,10 @@ export type RangeVariable =
       /** The printed relation alias. */
       relation: string;
       columns: ColumnShape[];
-      /** Columns merged away by JOIN ... USING: visible only through the other side. */
+      /** Columns merged away by JOIN ... USING: not seen bare or by `*`, only qualified (`t.a`). */
       hidden: Set<string>;
+      /** USING columns of a RIGHT or FULL JOIN (lower-cased): the bare name reads both sides' merged value. */
+      merged?: Map<string, Typed>;
     }
   | {
       kind: 'value';
@@ -58,7 +60,8 @@ export class Scope {
         // the binder decided which columns the name may reach (a qualified one reaches a column USING merged away)
         const column = itemsNamed(range.columns, binding.column).find((candidate) => !candidate.anonymous);
         if (!column) throw new InvalidQuery(`Unrecognized name: ${binding.column}`, position);
-        return accessFields(columnOf(range, column), binding.fields, position);
+        const own = columnOf(range, column);
+        return accessFields(binding.merged ? this.mergedValue(own, binding.merged, binding.column, position) : own, binding.fields, position);
       }
       case 'element': {
         const range = this.range(binding.range, binding.offset);
@@ -85,6 +88,22 @@ export class Scope {
   hide(binding: ColumnBinding): void {
     const range = this.range(binding.range, false);
     if (range.kind === 'table') range.hidden.add(binding.column.toLowerCase());
+  }
+
+  /** After a RIGHT or FULL JOIN ... USING, `*` shows the merged value in the left column's place. */
+  merge(left: ColumnBinding, right: ColumnBinding, position?: QueryPosition): void {
+    const range = this.range(left.range, false);
+    if (range.kind !== 'table') return;
+    range.merged ??= new Map();
+    range.merged.set(left.column.toLowerCase(), this.value({ ...left, merged: [...(left.merged ?? []), right] }, position));
+  }
+
+  /** A bare USING column of RIGHT or FULL joins: the first side that has a row (BigQuery's merged column). */
+  private mergedValue(own: Typed, others: readonly ColumnBinding[], name: string, position?: QueryPosition): Typed {
+    const values = [own, ...others.map((other) => this.value(other, position))];
+    const type = values.slice(1).reduce<SqlType | undefined>((common, value) => common && commonType(common, value.type), own.type);
+    if (!type) throw new InvalidQuery(`column ${name} in USING has incompatible types: ${values.map((value) => typeName(value.type)).join(', ')}`, position);
+    return { sql: `COALESCE(${values.map((value) => value.sql).join(', ')})`, type };
   }
 
   /** The range made from `source`, here or in an enclosing scope (a correlated name). */
@@ -120,6 +139,11 @@ export function itemsNamed<T extends { name: string }>(items: readonly T[], name
   return (index.get(name.toLowerCase()) ?? []) as T[];
 }
 
+/** The columns `t.*` shows: a USING join hides none of them from their own table's name. */
+export function namedColumns(range: Extract<RangeVariable, { kind: 'table' }>): ColumnShape[] {
+  return range.columns.filter((c) => !c.anonymous);
+}
+
 export function visibleColumns(range: Extract<RangeVariable, { kind: 'table' }>): ColumnShape[] {
   return range.columns.filter((c) => !c.anonymous && !range.hidden.has(c.name.toLowerCase()));
 }
@@ -134,6 +158,11 @@ function rowOf(range: Extract<RangeVariable, { kind: 'table' }>): Typed {
   if (columns.length === 0) return { sql: 'NULL', type: { kind: 'struct', fields: [] } };
   const fields = columns.map((column) => `${quoteIdentifier(column.name)} := ${columnOf(range, column).sql}`);
   return { sql: `struct_pack(${fields.join(', ')})`, type: { kind: 'struct', fields: columns.map((column) => ({ name: column.name, type: column.type })) } };
+}
+
+/** A column named without its table: a USING column of a RIGHT or FULL JOIN is both sides' merged value. */
+export function bareColumnOf(range: Extract<RangeVariable, { kind: 'table' }>, column: ColumnShape): Typed {
+  return range.merged?.get(column.name.toLowerCase()) ?? columnOf(range, column);
 }
 
 export function valueOf(range: Extract<RangeVariable, { kind: 'value' }>): Typed {

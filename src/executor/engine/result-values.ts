@@ -6,6 +6,7 @@ import {
   type DuckDBListValue,
   type DuckDBMapValue,
   type DuckDBStructValue,
+  type DuckDBTimeValue,
   type DuckDBTimestampTZValue,
   type DuckDBTimestampValue,
   type DuckDBType,
@@ -14,7 +15,8 @@ import {
 
 /**
  * DuckDB result values -> the JSON the API returns (DESIGN.md 1), driven by the column's type:
- * TIMESTAMPTZ as integer microseconds, TIMESTAMP as `YYYY-MM-DDTHH:MM:SS[.ffffff]`, a STRUCT as a
+ * TIMESTAMPTZ as integer microseconds, TIMESTAMP as `YYYY-MM-DDTHH:MM:SS[.ffffff]`, TIME as
+ * `HH:MM:SS[.ffffff]`, a STRUCT as a
  * one-element array of its record (records are arrays of records) except as a LIST element, 64-bit
  * and wider integers as numbers while they are exact, else as strings.
  */
@@ -34,6 +36,8 @@ function convert(value: DuckDBValue, type: DuckDBType, listElement: boolean): un
     }
     case DuckDBTypeId.DATE:
       return (value as DuckDBDateValue).toString();
+    case DuckDBTypeId.TIME:
+      return clockTime((value as DuckDBTimeValue).micros);
     case DuckDBTypeId.DECIMAL:
       return (value as DuckDBDecimalValue).toDouble();
     case DuckDBTypeId.BLOB:
@@ -57,7 +61,7 @@ function convert(value: DuckDBValue, type: DuckDBType, listElement: boolean): un
     default:
       if (typeof value === 'bigint') return exactInteger(value);
       if (typeof value === 'boolean' || typeof value === 'number' || typeof value === 'string') return value;
-      // TIME, INTERVAL, UUID and the rest print as DuckDB writes them.
+      // INTERVAL, UUID and the rest print as DuckDB writes them.
       return String(value);
   }
 }
@@ -73,10 +77,14 @@ const END_CIVIL_MICROS = 253_402_300_800_000_000n;
 /** `YYYY-MM-DDTHH:MM:SS`, with `.ffffff` only when the fraction is not zero. */
 function civilDateTime(micros: bigint): string {
   const days = micros >= 0n ? micros / MICROS_PER_DAY : -((-micros + MICROS_PER_DAY - 1n) / MICROS_PER_DAY);
-  const ofDay = micros - days * MICROS_PER_DAY;
   const date = new Date(Number(days) * 86_400_000).toISOString().slice(0, 10);
+  return `${date}T${clockTime(micros - days * MICROS_PER_DAY)}`;
+}
+
+/** `HH:MM:SS`, with `.ffffff` only when the fraction is not zero. */
+function clockTime(ofDay: bigint): string {
   const seconds = ofDay / 1_000_000n;
   const fraction = ofDay % 1_000_000n;
   const clock = [seconds / 3600n, (seconds / 60n) % 60n, seconds % 60n].map((part) => part.toString().padStart(2, '0')).join(':');
-  return `${date}T${clock}${fraction === 0n ? '' : `.${fraction.toString().padStart(6, '0')}`}`;
+  return `${clock}${fraction === 0n ? '' : `.${fraction.toString().padStart(6, '0')}`}`;
 }

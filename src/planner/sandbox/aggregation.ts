@@ -37,7 +37,8 @@ export interface AggregationInput {
  */
 export function planAggregation(input: AggregationInput): { scan: AggregationScan; residual: Query } | undefined {
   const { query, select, scope, catalog } = input;
-  if (query.with.length > 0 || query.body !== select || !scope.readsOnlyTheScan) return undefined;
+  // ROLLUP's subtotal rows are not buckets of one composite aggregation
+  if (query.with.length > 0 || query.body !== select || !scope.readsOnlyTheScan || select.rollup) return undefined;
   const context: PredicateContext = { scope, catalog, now: input.now };
   if (select.items.some((item) => item.kind === 'wildcard')) return undefined;
 
