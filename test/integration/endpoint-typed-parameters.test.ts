@@ -112,5 +112,8 @@ describe("stored endpoints' typed parameters", () => {
       { name: 'level', in: 'query', required: false, description: '', schema: { type: 'string', default: 'info', enum: ['info', 'error'] } },
       { name: 'pattern', in: 'query', required: true, description: 'LIKE pattern', schema: { type: 'string', pattern: '^(?:[%a-z ]+)$' } },
     ]);
+    const page = (await server.app.inject({ url: '/docs' })).body;
+    expect(page).toContain('<td>integer, default 10</td>');
+    expect(page).toContain('<td>string, matching ^(?:[%a-z ]+)$</td>');
   });
 });
