@@ -243,7 +243,7 @@ describe('printing is a security wall', () => {
       n: { type: 'int64', text: '-3' },
       ratio: { type: 'float64', text: '-1.5e-1' },
       on: { type: 'bool', text: 'true' },
-      since: { type: 'timestamp', text: '2024-01-01T00:00:01Z' },
+      since: { type: 'timestamp', text: '2024-01-01T00:00:01.123456789Z' },
       word: 'text',
     } as const;
     const typed = (q: Query) => translateToDuckDb(q, { ...context, parameters });
@@ -254,6 +254,7 @@ describe('printing is a security wall', () => {
     expect([await value('n'), await value('ratio'), await value('on')]).toEqual(['-3', -0.15, true]);
     expect(typed(query(select({ items: [item(bin('+', { kind: 'parameter', name: 'n' }, num('1')), 'v')] }))).columns[0]!.type).toEqual(I);
     expect(typed(query(select({ items: [item({ kind: 'parameter', name: 'since' }, 'v')] }))).columns[0]!.type).toEqual(TS);
+    expect(await value('since')).toEqual(await evaluate({ kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01T00:00:01.123456Z' }));
     expect(() => typed(query(select({ items: [item(bin('=', { kind: 'parameter', name: 'n' }, str('x')))] })))).toThrow(/No matching signature/);
     const limited = (name: string) => typed(query(select({ items: [item(num('1'), 'v')] }), { limit: { kind: 'parameter', name } }));
     expect(() => limited('n')).toThrow(/LIMIT must not be negative, @n is -3/);

@@ -170,7 +170,8 @@ function parameterValue(value: ParameterValue, position?: QueryPosition): Typed 
     case 'bool':
       return { sql: value.text === 'true' ? 'TRUE' : 'FALSE', type: BOOL };
     case 'timestamp':
-      return coerceLiteral(value.text, TIMESTAMP, position)!;
+      // a declared timestamp may carry nanoseconds (the store keeps them); BigQuery's TIMESTAMP holds microseconds
+      return coerceLiteral(value.text.replace(/(\.\d{6})\d+/, '$1'), TIMESTAMP, position)!;
   }
 }
 
