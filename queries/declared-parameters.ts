@@ -4,8 +4,8 @@ import type { ParameterDeclaration } from './endpoint-record.ts';
 
 /**
  * The zod schema a stored endpoint validates its callers' parameters with, built from its declared
- * parameters. Every value comes out as text in a normal form (`007` -> `7`, `TRUE` -> `true`): the
- * sandbox binds `@name` as text, and BigQuery coerces text to the type it is compared with.
+ * parameters. Every value comes out as text in a normal form (`007` -> `7`, `TRUE` -> `true`), as
+ * the tables' scopes read it; the planner gives `@name` its declared type (EndpointDefinition.parameterTypes).
  */
 export function declaredParametersSchema(declarations: readonly ParameterDeclaration[]): z.ZodType<Record<string, string | undefined>> {
   return z.object(Object.fromEntries(declarations.map((declaration) => [declaration.name, parameterSchema(declaration)])));

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { ProjectField, SourceName } from '../shared/sources.ts';
-import type { SqlType } from '../shared/sql-type.ts';
+import type { ParameterValue, SqlType } from '../shared/sql-type.ts';
+import type { ParameterType } from './endpoint-record.ts';
 import { EVENT_COLUMNS, type EventColumn } from '../shared/stored-event.ts';
 
 /**
@@ -17,6 +18,11 @@ export interface EndpointDefinition<Params extends Record<string, unknown> = Rec
   readonly parameters: z.ZodType<Params>;
   /** One line per declared parameter, for error messages and the OpenAPI document. */
   readonly parameterDocs: readonly ParameterDoc[];
+  /**
+   * Declared parameters whose `@name` reaches the SQL as a value of their type; any other parameter
+   * reaches it as text, which BigQuery coerces where it is compared (the spec endpoints' way).
+   */
+  readonly parameterTypes?: Readonly<Record<string, Exclude<ParameterValue, string>['type']>>;
   readonly ctes: readonly Cte[];
   readonly selection: Selection;
   /** No response ever carries more rows than this. */
@@ -36,6 +42,12 @@ export interface ParameterDoc {
   required: boolean;
   description: string;
   allowedValues?: readonly string[];
+  /** The declared type; absent = text. */
+  type?: ParameterType;
+  /** Used when the caller sends nothing. */
+  default?: string | number | boolean;
+  /** A regular expression the whole value must match. */
+  pattern?: string;
 }
 
 /** One output column of a CTE, as a sandboxed query sees it. */

@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { declaredParametersSchema } from './declared-parameters.ts';
 import type { Cte, EndpointDefinition, ParameterDoc } from './endpoint.ts';
-import type { EndpointInput } from './endpoint-record.ts';
+import type { ParameterValue } from '../shared/sql-type.ts';
+import type { EndpointInput, ParameterDeclaration, ParameterType } from './endpoint-record.ts';
 import { logsAll } from './logs-all.ts';
 import { SEEDED_ENDPOINTS } from './seeds.ts';
 
@@ -35,7 +36,10 @@ export function definitionOf(record: EndpointInput & { id: string; version?: num
     name: parameter.name,
     required: parameter.required,
     description: parameter.description,
+    type: parameter.type,
+    ...(parameter.default === undefined ? {} : { default: parameter.default }),
     ...(parameter.allowedValues ? { allowedValues: parameter.allowedValues } : {}),
+    ...(parameter.pattern ? { pattern: parameter.pattern } : {}),
   }));
   return {
     id: record.id,
@@ -43,6 +47,8 @@ export function definitionOf(record: EndpointInput & { id: string; version?: num
     description: record.description,
     parameters: compiled?.parameters ?? declaredParametersSchema(record.parameters),
     parameterDocs,
+    // a seeded query keeps its text parameters, so it answers exactly as the spec defines it
+    ...(compiled ? {} : { parameterTypes: sqlTypesOf(record.parameters) }),
     ctes: tablesOf(record.id),
     selection: compiled?.selection ?? { kind: 'sql', text: record.sql },
     maxRows: record.maxRows,
@@ -51,4 +57,20 @@ export function definitionOf(record: EndpointInput & { id: string; version?: num
     redactPii: record.redactPii,
     ...(record.version === undefined ? {} : { version: record.version }),
   };
+}
+
+const SQL_TYPES: Readonly<Record<ParameterType, Exclude<ParameterValue, string>['type'] | undefined>> = {
+  string: undefined,
+  integer: 'int64',
+  number: 'float64',
+  boolean: 'bool',
+  timestamp: 'timestamp',
+};
+
+/** The BigQuery type each declared parameter other than text reaches the SQL with. */
+function sqlTypesOf(parameters: readonly ParameterDeclaration[]): NonNullable<EndpointDefinition['parameterTypes']> {
+  return Object.fromEntries(parameters.flatMap((parameter) => {
+    const type = SQL_TYPES[parameter.type];
+    return type ? [[parameter.name, type]] : [];
+  }));
 }

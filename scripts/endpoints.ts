@@ -53,6 +53,8 @@ async function main(): Promise<number> {
         clock,
         sandbox: {
           limits: planning.sandboxLimits,
+          maxTranslatedChars: config.SANDBOX_MAX_TRANSLATED_CHARS,
+          maxValueBytes: config.SANDBOX_MAX_RESULT_BYTES,
           fieldCatalogs: new FieldCatalogs(elasticsearch, 0, clock, config.QUERY_TIMEOUT_MS),
           parseSql: async (sql, options) => parseSandboxQuery(sql, options),
         },

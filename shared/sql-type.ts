@@ -22,3 +22,10 @@ export type SqlType =
   | { kind: 'array'; element: SqlType }
   /** Only NULLs were seen (or nothing at all): any type will do. */
   | { kind: 'unknown' };
+
+/**
+ * The value of a query parameter `@name`: text, which BigQuery coerces to the type it is compared
+ * with (the spec endpoints' parameters), or a value of the type an operator declared for it, which
+ * reaches the query as that type (`@n` of INT64 compares with INT64 columns and may be a LIMIT).
+ */
+export type ParameterValue = string | { type: 'int64' | 'float64' | 'bool' | 'timestamp'; text: string };

@@ -3,21 +3,23 @@ import { scopeParameters, tableNames, type EndpointDefinition } from '../../quer
 import type { EndpointInput } from '../../queries/endpoint-record.ts';
 import { definitionOf } from '../../queries/stored-endpoint.ts';
 import { BadParameter, InvalidEndpoint } from '../errors.ts';
+import { translateBeforeScans, typesKnownBeforeScans } from '../executor/index.ts';
 import { planEndpointQuery } from '../planner/index.ts';
 import { walk } from '../sql/walk.ts';
 import type { AnswerDependencies } from './answer.ts';
 
 /** What checking a saved query takes: the answering path's planning inputs, without its engine. */
 export type SavedQueryCheckDependencies = Pick<AnswerDependencies, 'indexPrefix' | 'partitionPeriods' | 'regexLimits' | 'clock'> & {
-  sandbox: Pick<AnswerDependencies['sandbox'], 'limits' | 'fieldCatalogs' | 'parseSql'>;
+  sandbox: Pick<AnswerDependencies['sandbox'], 'limits' | 'fieldCatalogs' | 'parseSql' | 'maxTranslatedChars' | 'maxValueBytes'>;
 };
 
 /**
  * Refuses an endpoint that could not answer before anything is stored: defaults that fail their own
  * checks, parameters the tables need but the endpoint does not declare, saved SQL that does not
- * parse, reads a table it may not, names an undeclared parameter or does not plan with sample
- * parameters, and declared parameters nothing reads. The SQL goes through the sandbox pipeline's
- * own entry points (parse, validate, plan), as a caller's `sql` does.
+ * parse, reads a table it may not, names an undeclared parameter, does not plan with sample
+ * parameters or does not translate as the executor would run it, and declared parameters nothing
+ * reads. The SQL goes through the sandbox pipeline's own entry points (parse, validate, plan, the
+ * executor's trial translation), as a caller's `sql` does.
  */
 export async function checkSavedQuery(record: EndpointInput & { id: string }, dependencies: SavedQueryCheckDependencies): Promise<void> {
   for (const parameter of record.parameters) {
@@ -56,7 +58,10 @@ export async function checkSavedQuery(record: EndpointInput & { id: string }, de
     regexLimits: dependencies.regexLimits,
   };
   const sandbox = { language: 'sql' as const, query, limits: dependencies.sandbox.limits, catalogs };
-  await refusedAsSaved(async () => planEndpointQuery(sqlDefinition, samples, context, sandbox));
+  const plan = await refusedAsSaved(async () => planEndpointQuery(sqlDefinition, samples, context, sandbox));
+  // the executor's own translation before its scans: errors only the printer finds (types, LIMIT @n) refuse the
+  // save; over columns typed by the rows (metadata) only its limits do, as a type there is known only then
+  await refusedAsSaved(async () => translateBeforeScans(plan, dependencies.sandbox, { everyError: typesKnownBeforeScans(plan) }));
 }
 
 /** A sandbox refusal of the saved SQL, said to be about the saved SQL (the message keeps its line and column). */

@@ -92,16 +92,40 @@ async function stoppingOthers<T>(work: Promise<T>, stop: (reason: unknown) => vo
  * costs no store work. The types inside record columns come from the scanned rows: unknown here, so
  * type errors wait for the translation after the scans, which checks the budget again.
  */
-function checkTranslatedSize(plan: Plan, { maxTranslatedChars: maxChars, maxValueBytes }: ExecutorOptions): void {
+function checkTranslatedSize(plan: Plan, options: ExecutorOptions): void {
+  translateBeforeScans(plan, options, { everyError: false });
+}
+
+/**
+ * The trial translation over the scans' declared columns: a refusal by the sandbox's limits is
+ * thrown, and with `everyError` any other error too (a saved query's check, when
+ * typesKnownBeforeScans says its types are the run's: its mistakes are found before it is stored).
+ */
+export function translateBeforeScans(
+  plan: Plan,
+  { maxTranslatedChars: maxChars, maxValueBytes }: Pick<ExecutorOptions, 'maxTranslatedChars' | 'maxValueBytes'>,
+  { everyError }: { everyError: boolean },
+): void {
   const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
   const candidates = aggregation ? [plan, { ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }] : [plan];
   for (const { scans, residual } of candidates) {
+    if (!residual) continue;
     try {
-      translateToDuckDb(residual!.query, { tables: scans.map(declaredSchema), bindings: residual!.bindings, parameters: residual!.parameters, now: residual!.now, maxChars, maxValueBytes });
+      translateToDuckDb(residual.query, { tables: scans.map(declaredSchema), bindings: residual.bindings, parameters: residual.parameters, now: residual.now, maxChars, maxValueBytes });
     } catch (error) {
-      if (error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
+      if (everyError || error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
     }
   }
+}
+
+/**
+ * Whether the trial translation sees every type the run will: no table it reads has a column whose
+ * type comes from the scanned rows (metadata). Then its type errors are the run's own.
+ */
+export function typesKnownBeforeScans(plan: Plan): boolean {
+  const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
+  const scans = aggregation ? [...plan.scans, aggregation.fallback.scan] : plan.scans;
+  return scans.every((scan) => scan.kind === 'aggregation' || !scan.columns.some((column) => holdsUnknown(column.type)));
 }
 
 /** A scan's table as the engine will load it, before its rows are known. */

@@ -5,8 +5,10 @@ function escape(text: string): string {
 }
 
 function schemaText(schema: Record<string, unknown>): string {
-  if (Array.isArray(schema.enum)) return `${String(schema.type ?? '')}: ${schema.enum.join(' | ')}`;
-  return String(schema.type ?? 'any');
+  const type = schema.format === 'date-time' ? 'timestamp' : String(schema.type ?? 'any');
+  const text = Array.isArray(schema.enum) ? `${type}: ${schema.enum.join(' | ')}` : type;
+  const pattern = typeof schema.pattern === 'string' ? `, matching ${schema.pattern}` : '';
+  return `${text}${pattern}${schema.default === undefined ? '' : `, default ${JSON.stringify(schema.default)}`}`;
 }
 
 function operationSection(path: string, method: string, operation: Operation): string {

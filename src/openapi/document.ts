@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { EndpointDefinition } from '../../queries/endpoint.ts';
+import type { EndpointDefinition, ParameterDoc } from '../../queries/endpoint.ts';
+import type { ParameterType } from '../../queries/endpoint-record.ts';
 
 /** The OpenAPI 3.1 document of the saved endpoints, derived from their definitions in queries/. */
 export interface OpenApiDocument {
@@ -79,14 +80,35 @@ function rowSchema(endpoint: EndpointDefinition): Record<string, unknown> {
   };
 }
 
-/** The endpoint's declared parameters as query parameters, from its zod schema and parameter docs. */
+/**
+ * The endpoint's declared parameters as query parameters: a stored endpoint's from their
+ * declarations (type, default, allowed values, pattern), the rest from its zod schema.
+ */
 export function declaredParameters(endpoint: EndpointDefinition): Parameter[] {
   const schema = z.toJSONSchema(endpoint.parameters, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
   const required = new Set(schema.required ?? []);
   return Object.entries(schema.properties ?? {}).map(([name, property]) => {
     const doc = endpoint.parameterDocs.find((parameter) => parameter.name === name);
+    if (doc?.type) return { name, in: 'query', required: doc.required, description: doc.description, schema: declaredSchema(doc, doc.type) };
     return { name, in: 'query', required: required.has(name), description: doc?.description ?? '', schema: property };
   });
+}
+
+const JSON_TYPES: Readonly<Record<ParameterType, Record<string, unknown>>> = {
+  string: { type: 'string' },
+  integer: { type: 'integer' },
+  number: { type: 'number' },
+  boolean: { type: 'boolean' },
+  timestamp: { type: 'string', format: 'date-time' },
+};
+
+function declaredSchema(doc: ParameterDoc, type: ParameterType): Record<string, unknown> {
+  return {
+    ...JSON_TYPES[type],
+    ...(doc.default === undefined ? {} : { default: doc.default }),
+    ...(doc.allowedValues ? { enum: doc.allowedValues } : {}),
+    ...(doc.pattern ? { pattern: `^(?:${doc.pattern})$` } : {}),
+  };
 }
 
 function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operation {

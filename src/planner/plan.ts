@@ -2,7 +2,7 @@ import type { estypes } from '@elastic/elasticsearch';
 import type { BucketUnit } from '../../queries/endpoint.ts';
 import type { Bindings } from '../sql/bindings.ts';
 import type { Query } from '../sql/syntax.ts';
-import type { TableColumn } from '../sql/types.ts';
+import type { ParameterValue, TableColumn } from '../sql/types.ts';
 
 /**
  * What answering one request takes: the Elasticsearch scans (one per CTE read), an optional residual
@@ -136,7 +136,7 @@ export interface ResidualQuery {
   /** What each name of `query` means (src/sql/bind.ts), decided once for the planner and the printer. */
   bindings: Bindings;
   /** Values of the endpoint's parameters, for `@name` references. */
-  parameters: Record<string, string | undefined>;
+  parameters: Record<string, ParameterValue | undefined>;
   /** What current_timestamp() means for this request (epoch milliseconds). */
   now: number;
 }

@@ -1,6 +1,6 @@
-import type { SqlType } from '../../shared/sql-type.ts';
+import type { ParameterValue, SqlType } from '../../shared/sql-type.ts';
 
-export type { SqlType };
+export type { ParameterValue, SqlType };
 
 export interface TableColumn {
   name: string;
@@ -12,3 +12,4 @@ export interface TableSchema {
   name: string;
   columns: TableColumn[];
 }
+

@@ -238,6 +238,33 @@ describe('printing is a security wall', () => {
     expect(() => translate(query(select({ items: [item({ kind: 'parameter', name: 'nope' })] })))).toThrow(/@nope has no value/);
   });
 
+  it('a declared parameter is a literal of its type: INT64 (a LIMIT too), FLOAT64, BOOL, TIMESTAMP', async () => {
+    const parameters = {
+      n: { type: 'int64', text: '-3' },
+      ratio: { type: 'float64', text: '-1.5e-1' },
+      on: { type: 'bool', text: 'true' },
+      since: { type: 'timestamp', text: '2024-01-01T00:00:01.123456789Z' },
+      word: 'text',
+    } as const;
+    const typed = (q: Query) => translateToDuckDb(q, { ...context, parameters });
+    const value = async (name: string) => {
+      const reader = await connection.runAndReadAll(typed(query(select({ items: [item({ kind: 'parameter', name }, 'v')] }))).sql);
+      return (reader.getRowObjectsJson() as Record<string, unknown>[])[0]!.v;
+    };
+    expect([await value('n'), await value('ratio'), await value('on')]).toEqual(['-3', -0.15, true]);
+    expect(typed(query(select({ items: [item(bin('+', { kind: 'parameter', name: 'n' }, num('1')), 'v')] }))).columns[0]!.type).toEqual(I);
+    expect(typed(query(select({ items: [item({ kind: 'parameter', name: 'since' }, 'v')] }))).columns[0]!.type).toEqual(TS);
+    expect(await value('since')).toEqual(await evaluate({ kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01T00:00:01.123456Z' }));
+    expect(() => typed(query(select({ items: [item(bin('=', { kind: 'parameter', name: 'n' }, str('x')))] })))).toThrow(/No matching signature/);
+    const limited = (name: string) => typed(query(select({ items: [item(num('1'), 'v')] }), { limit: { kind: 'parameter', name } }));
+    expect(() => limited('n')).toThrow(/LIMIT must not be negative, @n is -3/);
+    expect(() => limited('word')).toThrow(/LIMIT @word must be a parameter declared as an integer/);
+    expect(translateToDuckDb(query(select({ items: [item(num('1'), 'v')] }), { limit: { kind: 'parameter', name: 'n' } }), {
+      ...context,
+      parameters: { n: { type: 'int64', text: '2' } },
+    }).sql).toMatch(/ LIMIT 2$/);
+  });
+
   it('nesting forms that read an operand twice grows the text by the same amount at each level, not geometrically', async () => {
     const divisions = (depth: number): Expr => (depth === 0 ? num('1') : bin('/', num('1'), divisions(depth - 1)));
     const length = (depth: number) => translate(query(select({ items: [item(divisions(depth), 'v')] }))).sql.length;

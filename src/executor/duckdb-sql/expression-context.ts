@@ -1,6 +1,7 @@
 /** Where an expression is translated: what it may see and contain, and the query's budget. */
 import type { Bindings } from '../../sql/bindings.ts';
 import type { Query } from '../../sql/syntax.ts';
+import type { ParameterValue } from '../../sql/types.ts';
 import type { SqlBudget } from './budget.ts';
 import type { ColumnShape, Scope } from './scope.ts';
 
@@ -23,7 +24,7 @@ export interface ExprContext {
   bindings: Bindings;
   /** Translates a subquery whose FROM clause sees `scope` as its outer scope. */
   subquery(query: Query, outer: Scope): QueryResult;
-  parameters: Record<string, string | undefined>;
+  parameters: Record<string, ParameterValue | undefined>;
   now: number;
   /** Where the expression stands, for messages ("WHERE", "GROUP BY"). */
   clause: string;

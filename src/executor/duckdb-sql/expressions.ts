@@ -5,7 +5,7 @@
 import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
 import { implicitName } from '../../sql/bindings.ts';
 import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../../sql/syntax.ts';
-import type { SqlType } from '../../sql/types.ts';
+import type { ParameterValue, SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
 import { civilText } from './civil-text.ts';
 import type { SqlBudget } from './budget.ts';
@@ -55,11 +55,8 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
       return { sql: 'NULL', type: UNKNOWN };
     case 'typed_literal':
       return typedLiteral(expr.type, expr.value, expr.position);
-    case 'parameter': {
-      const value = Object.entries(ctx.parameters).find(([name]) => sameName(name, expr.name))?.[1];
-      if (value === undefined) throw new InvalidQuery(`query parameter @${expr.name} has no value; send it with the request`, expr.position);
-      return { sql: quoteString(value, expr.position), type: STRING, stringLiteral: value };
-    }
+    case 'parameter':
+      return parameterValue(parameterNamed(ctx.parameters, expr.name, expr.position), expr.position);
     case 'interval':
       throw new InvalidQuery(`an INTERVAL may only be an argument of TIMESTAMP_ADD, TIMESTAMP_SUB, DATE_ADD or DATE_SUB, or added to a timestamp`, expr.position);
     case 'date_part':
@@ -147,6 +144,34 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
       const sub = ctx.subquery(expr.query, ctx.scope);
       return { sql: `(${expr.negated ? 'NOT ' : ''}EXISTS (${sub.sql}))`, type: BOOL };
     }
+  }
+}
+
+/** The value of `@name` (names match as BigQuery's do, without regard to case). */
+export function parameterNamed(parameters: ExprContext['parameters'], name: string, position?: QueryPosition): ParameterValue {
+  const value = Object.entries(parameters).find(([candidate]) => sameName(candidate, name))?.[1];
+  if (value === undefined) throw new InvalidQuery(`query parameter @${name} has no value; send it with the request`, position);
+  return value;
+}
+
+/** A parameter as a value: text coerces like a string literal; a typed one is a literal of its type. */
+function parameterValue(value: ParameterValue, position?: QueryPosition): Typed {
+  if (typeof value === 'string') return { sql: quoteString(value, position), type: STRING, stringLiteral: value };
+  switch (value.type) {
+    case 'int64': {
+      const magnitude = int64Literal(value.text.replace(/^[+-]/, ''), position);
+      if (!magnitude) throw new InvalidQuery(`query parameter value ${JSON.stringify(value.text)} is not an INT64`, position);
+      return { sql: value.text.startsWith('-') ? `(- ${magnitude})` : magnitude, type: INT64 };
+    }
+    case 'float64': {
+      const magnitude = float64Literal(value.text.replace(/^[+-]/, ''), position);
+      return { sql: value.text.startsWith('-') ? `(- ${magnitude})` : magnitude, type: FLOAT64 };
+    }
+    case 'bool':
+      return { sql: value.text === 'true' ? 'TRUE' : 'FALSE', type: BOOL };
+    case 'timestamp':
+      // a declared timestamp may carry nanoseconds (the store keeps them); BigQuery's TIMESTAMP holds microseconds
+      return coerceLiteral(value.text.replace(/(\.\d{6})\d+/, '$1'), TIMESTAMP, position)!;
   }
 }
 

@@ -5,10 +5,10 @@
 import { InvalidQuery, UnknownTable } from '../../errors.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from '../../sql/syntax.ts';
 import { implicitName, type Bindings } from '../../sql/bindings.ts';
-import type { TableSchema } from '../../sql/types.ts';
+import type { ParameterValue, TableSchema } from '../../sql/types.ts';
 import { SqlBudget } from './budget.ts';
 import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
-import { orderItemSql, selectColumn, translateExpr } from './expressions.ts';
+import { orderItemSql, parameterNamed, selectColumn, translateExpr } from './expressions.ts';
 import { BOUND_PARAMETER, LAMBDA_PARAMETER, quoteIdentifier } from './literals.ts';
 import {
   Scope,
@@ -27,7 +27,7 @@ import { commonType, typeName, type Typed } from './types.ts';
 
 export interface TranslationContext {
   tables: TableSchema[];
-  parameters: Record<string, string | undefined>;
+  parameters: Record<string, ParameterValue | undefined>;
   now: number;
   /** The most characters the DuckDB text may have (SANDBOX_MAX_TRANSLATED_CHARS); checked as it is built. */
   maxChars: number;
@@ -78,8 +78,8 @@ export class QueryTranslator {
       }
     }
     let sql = `${withSql.length ? `WITH ${this.budget.join(withSql, ', ', query.position)} ` : ''}${result.sql}`;
-    if (query.limit) sql += ` LIMIT ${count(query.limit, 'LIMIT')}`;
-    if (query.offset) sql += ` OFFSET ${count(query.offset, 'OFFSET')}`;
+    if (query.limit) sql += ` LIMIT ${count(query.limit, 'LIMIT', this.context.parameters)}`;
+    if (query.offset) sql += ` OFFSET ${count(query.offset, 'OFFSET', this.context.parameters)}`;
     this.budget.check(sql.length, query.position);
     return { sql, columns: result.columns };
   }
@@ -375,7 +375,16 @@ function structFields(value: Typed, what: string, position?: { line: number; col
   return value.type.fields.map((field) => ({ name: field.name, value: accessField(value, field.name, position) }));
 }
 
-function count(expr: Expr, clause: string): string {
+/** A LIMIT or OFFSET: an integer literal, or (as BigQuery allows) a parameter declared as an integer. */
+function count(expr: Expr, clause: string, parameters: TranslationContext['parameters']): string {
+  if (expr.kind === 'parameter') {
+    const value = parameterNamed(parameters, expr.name, expr.position);
+    if (typeof value === 'string' || value.type !== 'int64') {
+      throw new InvalidQuery(`${clause} @${expr.name} must be a parameter declared as an integer`, expr.position);
+    }
+    if (value.text.startsWith('-')) throw new InvalidQuery(`${clause} must not be negative, @${expr.name} is ${value.text}`, expr.position);
+    return BigInt(value.text).toString();
+  }
   if (expr.kind !== 'number' || !/^\d+$/.test(expr.text) || BigInt(expr.text) > 2n ** 63n - 1n) {
     throw new InvalidQuery(`${clause} must be a non-negative integer literal`, expr.position);
   }

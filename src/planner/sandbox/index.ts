@@ -5,6 +5,7 @@ import { bind } from '../../sql/bind.ts';
 import { environmentOfTables, implicitName } from '../../sql/bindings.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
+import type { ParameterValue } from '../../sql/types.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
 import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
@@ -77,7 +78,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       ...(filter.split ? { split: filter.split } : {}),
     });
   });
-  const residual = { query, bindings, parameters: stringParameters(params), now: context.now };
+  const residual = { query, bindings, parameters: queryParameters(endpoint, params), now: context.now };
   const only = scans.length === 1 && scans[0]!.kind === 'events' ? scans[0] : undefined;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
     const catalog = catalogOf(references[0]!.cte);
@@ -196,8 +197,15 @@ function numberLiteral(expr: Expr | undefined): number | undefined {
   return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
-function stringParameters(params: ValidatedParameters): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(params).map(([name, value]) => [name, typeof value === 'string' ? value : undefined]));
+/** The values `@name` reads: each validated text, typed where the endpoint declares a type for it. */
+function queryParameters(endpoint: EndpointDefinition, params: ValidatedParameters): Record<string, ParameterValue | undefined> {
+  return Object.fromEntries(
+    Object.entries(params).map(([name, value]) => {
+      if (typeof value !== 'string') return [name, undefined];
+      const type = endpoint.parameterTypes?.[name];
+      return [name, type ? { type, text: value } : value];
+    }),
+  );
 }
 
 /**
