@@ -35,7 +35,7 @@ async function main(): Promise<number> {
       }
       case 'list': {
         const records = await store.list();
-        console.log(command.json ? JSON.stringify(records, null, 2) : keyTable(records));
+        console.log(command.json ? JSON.stringify(records, null, 2) : keyTable(records, await storedEndpoints(elasticsearch, config)));
         return 0;
       }
       case 'revoke': {

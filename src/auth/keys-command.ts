@@ -25,12 +25,15 @@ export interface NamedEndpoint {
   name: string;
 }
 
-/** Endpoint names or ids as canonical names; unknown ones are an error listing the valid names. */
-export function canonicalEndpointNames(requested: string[], endpoints: readonly NamedEndpoint[]): string[] {
+/**
+ * Endpoint names or ids as the endpoints' ids, which they keep through every version (a rename
+ * included), so a key keeps its scope; unknown ones are an error listing the valid names.
+ */
+export function canonicalEndpointIds(requested: string[], endpoints: readonly NamedEndpoint[]): string[] {
   return requested.map((wanted) => {
     const endpoint = endpoints.find((candidate) => candidate.name === wanted || candidate.id === wanted.toLowerCase());
     if (!endpoint) throw new KeysUsageError(`unknown endpoint "${wanted}"; known endpoints: ${endpoints.map((e) => e.name).join(', ')}`);
-    return endpoint.name;
+    return endpoint.id;
   });
 }
 
@@ -60,7 +63,7 @@ export function parseKeysCommand(argv: string[], endpoints: readonly NamedEndpoi
       return {
         action,
         account,
-        endpoints: endpointList === undefined ? 'all' : canonicalEndpointNames(endpointList, endpoints),
+        endpoints: endpointList === undefined ? 'all' : canonicalEndpointIds(endpointList, endpoints),
         projects: projectList ?? null,
         ...(values.admin === true ? { admin: true as const } : {}),
       };
@@ -77,13 +80,14 @@ export function parseKeysCommand(argv: string[], endpoints: readonly NamedEndpoi
   }
 }
 
-/** One line per key for `list`: never the key or its hash, which are not stored or not shown. */
-export function keyTable(records: ApiKeyRecord[]): string {
+/** One line per key for `list`: never the key or its hash, which are not stored or not shown. Endpoint ids are shown by their names now. */
+export function keyTable(records: ApiKeyRecord[], endpoints: readonly NamedEndpoint[] = []): string {
   const header = ['KEY ID', 'ACCOUNT', 'ENDPOINTS', 'PROJECTS', 'CREATED', 'REVOKED'];
+  const nameOf = (scope: string) => endpoints.find((endpoint) => endpoint.id === scope)?.name ?? scope;
   const rows = records.map((r) => [
     r.keyId,
     r.account,
-    r.endpoints === 'all' ? 'all' : r.endpoints.join(','),
+    r.endpoints === 'all' ? 'all' : r.endpoints.map(nameOf).join(','),
     r.projects === null ? 'all' : r.projects.join(','),
     r.createdAt,
     r.revokedAt ?? '-',

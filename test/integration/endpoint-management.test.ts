@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../shared/logger.ts';
 import { kafkaConnection } from '../../shared/kafka-connection.ts';
 import { KeyStore } from '../../src/auth/key-store.ts';
+import { parseKeysCommand } from '../../src/auth/keys-command.ts';
 import { endpointIndexName } from '../../src/endpoints/store.ts';
 import { buildServer } from '../../src/server.ts';
 import { BOOTSTRAP_KEY, edgeEvent, startEndpointServer, storedTimestamp, type EndpointTestServer } from '../support/endpoint-server.ts';
@@ -239,6 +240,21 @@ describe('endpoint management API', () => {
     expect((await admin('DELETE', `/api/endpoints/${(second.json() as { endpoint: Stored }).endpoint.id}`)).statusCode).toBe(200);
     const restored = await admin('POST', `/api/endpoints/${first.id}/versions/1/restore`);
     expect((restored.json() as { endpoint: Stored }).endpoint).toMatchObject({ name: 'edge.contested', version: 3 });
+  });
+
+  it('keeps a key limited to an endpoint (by id, as npm run keys stores it) on that endpoint through a rename', async () => {
+    const created = await admin('POST', '/api/endpoints', { ...countByPattern, name: 'edge.scoped' });
+    const endpoint = (created.json() as { endpoint: Stored }).endpoint;
+    const command = parseKeysCommand(['create', '--account', 'scoped', '--endpoints', 'edge.scoped'], [endpoint]);
+    const ids = command.action === 'create' && command.endpoints !== 'all' ? command.endpoints : [];
+    expect(ids).toEqual([endpoint.id]);
+    const { key } = await new KeyStore(server.elasticsearch, server.config.INDEX_PREFIX, 0).create({ account: 'scoped', endpoints: ids, projects: null });
+    const call = (name: string) => server.app.inject({ url: `/api/endpoints/query/${name}?project=p1&pattern=%25`, headers: { 'x-api-key': key } });
+    expect((await call('edge.scoped')).statusCode).toBe(200);
+    expect((await admin('PATCH', `/api/endpoints/${endpoint.id}`, { name: 'edge.scoped-renamed' })).statusCode).toBe(200);
+    const renamed = await eventually(() => call('edge.scoped-renamed'), (response) => response.statusCode !== 404);
+    expect(renamed.statusCode, renamed.body).toBe(200);
+    expect((await call('logs.all')).statusCode).toBe(403);
   });
 
   it('accepts an API key created with the admin scope', async () => {

@@ -64,12 +64,13 @@ describe('npm run keys arguments', () => {
     expect(parseKeysCommand(['create', '--account', 'acme'], ENDPOINTS)).toEqual({ action: 'create', account: 'acme', endpoints: 'all', projects: null });
   });
 
-  it('limits a key to endpoints (by name or id, stored as names) and projects', () => {
+  it('limits a key to endpoints (by name or id, stored as ids, which outlive a rename) and projects', () => {
     const logsAll = ENDPOINTS.find((e) => e.name === 'logs.all')!;
+    const usage = ENDPOINTS.find((e) => e.name === 'usage.api-counts')!;
     expect(parseKeysCommand(['create', '--account', 'acme', '--endpoints', `usage.api-counts, ${logsAll.id.toUpperCase()}`, '--projects', 'p1,p2'], ENDPOINTS)).toEqual({
       action: 'create',
       account: 'acme',
-      endpoints: ['usage.api-counts', 'logs.all'],
+      endpoints: [usage.id, logsAll.id],
       projects: ['p1', 'p2'],
     });
   });
@@ -96,5 +97,12 @@ describe('npm run keys arguments', () => {
     expect(table[0]).toMatch(/^KEY ID +ACCOUNT +ENDPOINTS +PROJECTS +CREATED +REVOKED$/);
     expect(table[1]!.split(/ +/)).toEqual(['0123456789abcdef', 'acme', 'all', 'all', '2024-01-01T00:00:00.000Z', '-']);
     expect(table[2]!.split(/ +/)).toEqual(['fedcba9876543210', 'b', 'logs.all', 'p1,p2', '2024-01-02T00:00:00.000Z', '2024-01-03T00:00:00.000Z']);
+  });
+
+  it('shows a key\'s endpoint ids by the endpoints\' names now, and an id no endpoint has as it is', () => {
+    const logsAll = ENDPOINTS.find((e) => e.name === 'logs.all')!;
+    const renamed = [{ id: logsAll.id, name: 'logs.everything' }];
+    const record = { keyId: 'fedcba9876543210', account: 'b', endpoints: [logsAll.id, 'gone-id'], projects: null, createdAt: '2024-01-02T00:00:00.000Z', revokedAt: null };
+    expect(keyTable([record], renamed).split('\n')[1]!.split(/ +/)[2]).toBe('logs.everything,gone-id');
   });
 });
