@@ -24,8 +24,17 @@ export interface EndpointCatalogOptions {
 /**
  * This replica's view of the endpoint store, read again every refreshSeconds (and at once after
  * this replica's own saves). The store is the truth: the view only spares each request a search.
- * Until the first read succeeds, a look-up reads the store itself and fails with 503 if it cannot.
+ * Until the first read succeeds, a look-up reads the store itself; if it cannot, the spec's two
+ * endpoints answer as seeded (every query of them reads the store anyway, so what they would do
+ * differently once edited is refused 503 there) and any other name is 503, never a 404.
  */
+/** The spec's endpoints as seeded, for look-ups while the store has never been read. */
+const SEEDED_ENTRIES: readonly CatalogEntry[] = SEEDED_ENDPOINTS.map((seed) => {
+  // version 1 is what the store seeds; savedAt is unknown without the store
+  const record: EndpointRecord = { ...seed.record, version: 1, savedAt: new Date(0).toISOString() };
+  return { record, definition: definitionOf(record) };
+});
+
 export class EndpointCatalog {
   private entries: Map<string, CatalogEntry> | undefined;
   private indexReady = false;
@@ -54,8 +63,14 @@ export class EndpointCatalog {
 
   /** The enabled or disabled endpoint a path segment names, by UUID (any letter case) or name. */
   async find(idOrName: string): Promise<CatalogEntry | undefined> {
-    const entries = await this.loaded();
-    return entries.get(idOrName.toLowerCase()) ?? [...entries.values()].find((entry) => entry.record.name === idOrName);
+    try {
+      const entries = await this.loaded();
+      return entries.get(idOrName.toLowerCase()) ?? [...entries.values()].find((entry) => entry.record.name === idOrName);
+    } catch (error) {
+      const seeded = SEEDED_ENTRIES.find((entry) => entry.record.id === idOrName.toLowerCase() || entry.record.name === idOrName);
+      if (seeded) return seeded;
+      throw error;
+    }
   }
 
   /** Every endpoint: the seeded ones first, as the spec lists them, then the others by name. */

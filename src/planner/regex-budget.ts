@@ -38,6 +38,7 @@ export function regexpQuery(field: string, lucene: string, origin: RegexpOrigin,
 }
 
 export interface FoundRegexp {
+  field: string;
   body: RegexpBody;
   origin?: RegexpOrigin;
 }
@@ -53,9 +54,9 @@ export function regexpQueriesIn(value: unknown): FoundRegexp[] {
     seen.add(node);
     const regexp = (node as { regexp?: unknown }).regexp;
     if (typeof regexp === 'object' && regexp !== null) {
-      for (const body of Object.values(regexp)) {
+      for (const [field, body] of Object.entries(regexp)) {
         if (typeof body !== 'object' || body === null || typeof (body as RegexpBody).value !== 'string') continue;
-        found.set(body, { body: body as RegexpBody, origin: origins.get(body) });
+        found.set(body, { field, body: body as RegexpBody, origin: origins.get(body) });
       }
     }
     pending.push(...Object.values(node));
@@ -69,13 +70,15 @@ export function regexpQueriesIn(value: unknown): FoundRegexp[] {
  */
 export function boundRegexCost(plan: Plan, limits: RegexLimits): Plan {
   const queries = regexpQueriesIn(plan.scans);
-  if (queries.length > limits.maxPerRequest) {
+  // one pattern on one field counts once: a record filter sends it in its exact and its loose form
+  const distinct = new Map(queries.map((query) => [`${query.field}\u0000${query.body.case_insensitive === true}\u0000${query.body.value}`, query]));
+  if (distinct.size > limits.maxPerRequest) {
     throw new QueryTooExpensive(
-      `the query holds ${queries.length} regular expressions for the log store to match; at most ${limits.maxPerRequest} are allowed ` +
+      `the query holds ${distinct.size} regular expressions for the log store to match; at most ${limits.maxPerRequest} are allowed ` +
         'in one request (SANDBOX_MAX_REGEX_PER_QUERY): join patterns with | or match exact values instead',
     );
   }
-  const chars = queries.reduce((total, query) => total + query.body.value.length, 0);
+  const chars = [...distinct.values()].reduce((total, query) => total + query.body.value.length, 0);
   if (chars > limits.maxTotalChars) {
     throw new QueryTooExpensive(
       `the query's regular expressions are ${chars} characters long together in the log store's syntax, ` +

@@ -45,4 +45,10 @@ describe(`the attack corpus over HTTP (${SQL_ATTACKS.length} cases)`, () => {
     expect(response.statusCode).toBe(503);
     expect(response.json().error.code).toBe('store_unavailable');
   });
+
+  it('names no endpoint unknown while the endpoint store cannot be read: another name is 503, not 404', async () => {
+    const response = await server.app.inject({ url: '/api/endpoints/query/errors.by-function?project=default', headers: { 'x-api-key': BOOTSTRAP_KEY } });
+    expect(response.statusCode, response.body).toBe(503);
+    expect(response.json().error.code).toBe('store_unavailable');
+  });
 });

@@ -48,6 +48,13 @@ describe('the regular-expression budget of one request', () => {
     expect(regexpQueriesIn([regexpQuery('f', '.*a.*', { parameter: 'sql', pattern: 'a' }), regexpQuery('f', '.*a.*', { parameter: 'sql', pattern: 'a' })])).toHaveLength(2);
   });
 
+  it('counts one pattern on one field once against the budget, however many queries send it (a record filter sends its exact and loose forms)', () => {
+    const one = { ...limits, maxPerRequest: 1 };
+    expect(regexpQueriesIn(lqlPlan(['^/a', '^/a'], { ...limits, maxPerRequest: 16 }).scans)).toHaveLength(2);
+    expect(() => lqlPlan(['^/a', '^/a'], one)).not.toThrow();
+    expect(() => lqlPlan(['^/a', '^/b'], one)).toThrow(/holds 2 regular expressions .* at most 1 /);
+  });
+
   it('usage.api-counts matches its project pattern within the default budget', () => {
     const plan = planEndpointQuery(usageApiCounts, { interval: 'hourly', project: 'abc\\.supabase\\.co' }, { now, projects: null, indexPrefix: 'lp-' });
     const queries = regexpQueriesIn(plan.scans);
