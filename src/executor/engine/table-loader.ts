@@ -29,6 +29,11 @@ export class TableLoad {
     return new TableLoad(connection, schema, staging, appender, columns);
   }
 
+  /** The name the residual query reads the table by. */
+  get table(): string {
+    return this.schema.name;
+  }
+
   /** Synchronous, so a chunk is appended whole between two messages. */
   append(rows: readonly Record<string, unknown>[], firstRowNumber: number): void {
     rows.forEach((row, offset) => {
