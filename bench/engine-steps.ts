@@ -2,6 +2,7 @@ import { createLogger } from '../shared/logger.ts';
 import { translateToDuckDb } from '../src/executor/duckdb-sql/index.ts';
 import { EmbeddedEngine, type EngineTable } from '../src/executor/engine/embedded-engine.ts';
 import { openLockedDatabase, type EngineLimits, type LockedDatabase } from '../src/executor/engine/locked-database.ts';
+import { openReusableDatabase } from '../src/executor/engine/reusable-database.ts';
 import { inferTableSchema } from '../src/executor/engine/schema-inference.ts';
 import { TableLoad } from '../src/executor/engine/table-loader.ts';
 import { parseSandboxQuery } from '../src/sql/index.ts';
@@ -15,7 +16,7 @@ const p50 = (times: number[]) => percentile([...times].sort((a, b) => a - b), 50
  * rows the scans of two queries hand to the engine are built here, and each step the engine takes is
  * timed on its own in this process, beside the whole round trip through an engine process.
  *
- *   npx tsx bench/engine-steps.ts [-- --requests 40]
+ *   npx tsx bench/engine-steps.ts [--requests 40]
  */
 const argument = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(name) + 1] ?? 0) || fallback;
 const REQUESTS = argument('--requests', 40);
@@ -106,6 +107,9 @@ async function steps(test: Case): Promise<[string, number][]> {
   await loadTable(database, test.table);
   const query = await median(() => runQuery(database, test.sql));
   database.close();
+  const reusable = await openReusableDatabase(LIMITS);
+  const reset = await median(() => reusable.reset([]));
+  reusable.close();
   return [
     ['JSON out + in (the rows message)', await median(() => JSON.parse(JSON.stringify(message)))],
     [`  (${text.length} bytes)`, 0],
@@ -114,6 +118,7 @@ async function steps(test: Case): Promise<[string, number][]> {
     ['create + load the table', load],
     ['run the query, read its rows', query],
     ['drop the table', drop],
+    ['check the watched settings (warm reuse)', reset],
   ];
 }
 
