@@ -101,6 +101,21 @@ describe('the embedded engine refuses everything that reaches outside the query'
     expect(next.rows).toEqual([{ answer: 42, logged: 0 }]);
     expect(existsSync(logs)).toBe(false);
   });
+
+  // the engine process keeps its database from one request to the next (ReusableDatabase)
+  it('turns logging on for one request only: the next runs in a database with logging off', async () => {
+    await engine.run({ tables: [], sql: 'select * from enable_logging()', timeoutMs: 10_000 });
+    const next = await engine.run({ tables: [], sql: `select current_setting('enable_logging') as logging`, timeoutMs: 10_000 });
+    expect(next.rows).toEqual([{ logging: 0 }]);
+  });
+
+  it('serves request after request once a query has failed on its own', async () => {
+    const table = { schema: { name: 'numbers', columns: [{ name: 'n', type: { kind: 'int64' as const } }] }, rows: [{ n: 1 }, { n: 2 }] };
+    await expect(engine.run({ tables: [table], sql: 'select no_such_column from numbers', timeoutMs: 10_000 })).rejects.toThrow(/no_such_column/);
+    for (let request = 0; request < 3; request += 1) {
+      expect((await engine.run({ tables: [table], sql: 'select sum(n) as total from numbers', timeoutMs: 10_000 })).rows).toEqual([{ total: 3 }]);
+    }
+  });
 });
 
 describe('a locked database refuses on its own, below the engine', () => {

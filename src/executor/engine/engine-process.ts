@@ -1,21 +1,24 @@
 /**
  * The engine process: runs residual queries in DuckDB for the query service, which forks it so that
  * a native abort inside DuckDB ends this process and never the service. One request at a time, each
- * in a fresh locked in-memory database: nothing a query creates or sets (tables, ATTACHed databases,
- * macros, logging) outlives it. A fresh database costs about 20 ms, so the next one is opened while
- * the process waits for work.
+ * in a locked in-memory database that nothing a query creates or sets (tables, ATTACHed databases,
+ * macros, logging) outlives: the database is kept for the next request only when, its tables dropped,
+ * it reads back exactly as it was opened, and the request ended in an answer or the query's own error
+ * (ReusableDatabase); otherwise it is closed with the request and a fresh one, which costs 12-20 ms,
+ * is opened while the process waits for work.
  */
 import { StatementType, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import { valueTooLargeMessage } from '../duckdb-sql/value-size.ts';
 import { BoundedResult, isStringTooLong, ResultTooLarge } from './bounded-result.ts';
 import type { EngineMessage, FailureReason, ResultColumn, ServiceMessage } from './engine-protocol.ts';
-import { openLockedDatabase, type EngineLimits, type LockedDatabase } from './locked-database.ts';
+import type { EngineLimits } from './locked-database.ts';
+import { openReusableDatabase, type ReusableDatabase } from './reusable-database.ts';
 import { apiValue } from './result-values.ts';
 import { TableLoad } from './table-loader.ts';
 
 interface Request {
   id: number;
-  database: LockedDatabase;
+  database: ReusableDatabase;
   loads: TableLoad[];
   interrupted: boolean;
   /** The first thing that went wrong while loading; reported when the query would run. */
@@ -34,7 +37,11 @@ class Failure extends Error {
 const limits = JSON.parse(process.argv[2] ?? '{}') as EngineLimits;
 /** Result rows travel in messages of about this many JSON bytes. */
 const RESULT_BATCH_BYTES = 256 * 1024;
-let spareDatabase: Promise<LockedDatabase> | undefined;
+/** Failures after which the database is still fit to serve, once reset: the query's own, not DuckDB's. */
+const REUSABLE_AFTER: ReadonlySet<FailureReason> = new Set(['invalid_query', 'result_too_large', 'value_too_large']);
+let spareDatabase: Promise<ReusableDatabase> | undefined;
+/** Poisoned databases, kept open until the process ends: closing one aborts it (DESIGN.md 2). */
+const setAside: ReusableDatabase[] = [];
 let current: Request | undefined;
 let work: Promise<void> = Promise.resolve();
 
@@ -42,14 +49,14 @@ function reply(message: EngineMessage): Promise<void> {
   return new Promise((resolve) => process.send!(message, () => resolve()));
 }
 
-function takeDatabase(): Promise<LockedDatabase> {
-  const database = spareDatabase ?? openLockedDatabase(limits);
+function takeDatabase(): Promise<ReusableDatabase> {
+  const database = spareDatabase ?? openReusableDatabase(limits);
   spareDatabase = undefined;
   return database;
 }
 
 function openSpareDatabase(): void {
-  spareDatabase = openLockedDatabase(limits);
+  spareDatabase = openReusableDatabase(limits);
   // A failure is reported by the request that takes this database.
   spareDatabase.catch(() => undefined);
 }
@@ -115,8 +122,21 @@ async function run(message: Extract<ServiceMessage, { type: 'run' }>): Promise<v
     answer = { type: 'failure', requestId: request.id, reason: request.interrupted ? 'interrupted' : failure.reason, message: failure.message };
   }
   current = undefined;
-  // Closed before answering: a database a query has poisoned aborts the process here, and the
-  // service then fails this request rather than a later one.
+  // Reset, or closed, before answering: should closing a database abort the process, the service
+  // fails this request rather than a later one.
+  const reusable = !request.interrupted && (answer.type === 'result' || (answer.type === 'failure' && REUSABLE_AFTER.has(answer.reason)));
+  const outcome = reusable ? await request.database.reset(request.loads.map((load) => load.table)) : 'changed';
+  if (outcome === 'reusable') {
+    spareDatabase = Promise.resolve(request.database);
+    await reply(answer);
+    return;
+  }
+  if (outcome === 'poisoned') {
+    setAside.push(request.database);
+    await reply(answer);
+    openSpareDatabase();
+    return;
+  }
   request.database.close();
   await reply(answer);
   openSpareDatabase();
@@ -197,7 +217,7 @@ process.on('message', (message: ServiceMessage) => {
 process.on('disconnect', () => process.exit(0));
 
 try {
-  spareDatabase = Promise.resolve(await openLockedDatabase(limits));
+  spareDatabase = Promise.resolve(await openReusableDatabase(limits));
   await reply({ type: 'ready' });
 } catch (error) {
   await reply({ type: 'start_failed', message: (error as Error).message });

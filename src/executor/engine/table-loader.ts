@@ -9,24 +9,36 @@ import { duckDbTypeName, quoteIdentifier } from './duckdb-type.ts';
  * types. Measured on 100,000 edge rows: the appender with JSON text and one json_transform takes
  * about 1.8 s where appending DuckDB struct and list values one by one takes 79 s; json_transform
  * is used rather than a cast from JSON because it reads a missing key as NULL where the cast fails.
+ * A table of scalars only is appended to directly: a staging table and its copy would cost more than its rows.
  */
 export class TableLoad {
   private constructor(
     private readonly connection: DuckDBConnection,
     private readonly schema: TableSchema,
-    private readonly staging: string,
+    /** The staging table, or undefined when the rows were appended to the table itself. */
+    private readonly staging: string | undefined,
     private readonly appender: DuckDBAppender,
     private readonly columns: ColumnLoad[],
   ) {}
 
   static async begin(connection: DuckDBConnection, schema: TableSchema, index: number): Promise<TableLoad> {
     const columns = schema.columns.map((column) => columnLoad(column.type));
+    if (columns.every((column) => column.conversion === asIs)) {
+      // scalars only (a pushed-down aggregation's groups): no conversion, so no staging table and no copy
+      await connection.run(`CREATE TABLE ${quoteIdentifier(schema.name)} (${tableDefinitions(schema).join(', ')})`);
+      return new TableLoad(connection, schema, undefined, await connection.createAppender(schema.name), columns);
+    }
     const staging = `staging_${index}`;
     const definitions = schema.columns.map((column, position) => `${quoteIdentifier(column.name)} ${columns[position]!.stagingType}`);
     await connection.run(`CREATE SCHEMA IF NOT EXISTS ${STAGING_SCHEMA}`);
     await connection.run(`CREATE TABLE ${STAGING_SCHEMA}.${staging} (${definitions.join(', ')})`);
     const appender = await connection.createAppender(staging, STAGING_SCHEMA);
     return new TableLoad(connection, schema, staging, appender, columns);
+  }
+
+  /** The name the residual query reads the table by. */
+  get table(): string {
+    return this.schema.name;
   }
 
   /** Synchronous, so a chunk is appended whole between two messages. */
@@ -51,12 +63,16 @@ export class TableLoad {
   async finish(): Promise<void> {
     this.appender.flushSync();
     this.appender.closeSync();
-    const definitions = this.schema.columns.map((column) => `${quoteIdentifier(column.name)} ${duckDbTypeName(column.type)}`);
+    if (this.staging === undefined) return;
     const conversions = this.schema.columns.map((column, position) => this.columns[position]!.conversion(quoteIdentifier(column.name)));
-    await this.connection.run(`CREATE TABLE ${quoteIdentifier(this.schema.name)} (${definitions.join(', ')})`);
+    await this.connection.run(`CREATE TABLE ${quoteIdentifier(this.schema.name)} (${tableDefinitions(this.schema).join(', ')})`);
     await this.connection.run(`INSERT INTO ${quoteIdentifier(this.schema.name)} SELECT ${conversions.join(', ')} FROM ${STAGING_SCHEMA}.${this.staging}`);
     await this.connection.run(`DROP TABLE ${STAGING_SCHEMA}.${this.staging}`);
   }
+}
+
+function tableDefinitions(schema: TableSchema): string[] {
+  return schema.columns.map((column) => `${quoteIdentifier(column.name)} ${duckDbTypeName(column.type)}`);
 }
 
 /** Apart from the main schema, so no CTE name can collide with a staging table. */
