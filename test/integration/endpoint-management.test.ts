@@ -4,9 +4,9 @@ import { createLogger } from '../../shared/logger.ts';
 import { kafkaConnection } from '../../shared/kafka-connection.ts';
 import { KeyStore } from '../../src/auth/key-store.ts';
 import { parseKeysCommand } from '../../src/auth/keys-command.ts';
-import { endpointIndexName } from '../../src/endpoints/store.ts';
 import { buildServer } from '../../src/server.ts';
-import { BOOTSTRAP_KEY, edgeEvent, startEndpointServer, storedTimestamp, type EndpointTestServer } from '../support/endpoint-server.ts';
+import { startEndpointAdminServer, storedDocumentCount } from '../support/endpoint-admin.ts';
+import { BOOTSTRAP_KEY, edgeEvent, storedTimestamp, type EndpointTestServer } from '../support/endpoint-server.ts';
 import { ManualClock } from '../support/manual-clock.ts';
 
 const NOW = Date.UTC(2024, 4, 1, 12, 0, 0);
@@ -60,11 +60,7 @@ describe('endpoint management API', () => {
   let other: FastifyInstance;
 
   beforeAll(async () => {
-    server = await startEndpointServer({ now: NOW, overrides: { OPS_TOKEN, ENDPOINT_REFRESH_SECONDS: '0.2' } });
-    await server.index('edge_logs', [
-      edgeEvent('e1', storedTimestamp(NOW - 60_000), 'p1', { url: 'https://x.test/rest/v1/a', path: '/rest/v1/a' }),
-      edgeEvent('e2', storedTimestamp(NOW - 120_000), 'p1', { url: 'https://x.test/auth/v1/b', path: '/auth/v1/b' }),
-      edgeEvent('e3', storedTimestamp(NOW - 180_000), 'p1', { url: 'https://x.test/rest/v1/c', path: '/rest/v1/c' }),
+    server = await startEndpointAdminServer(NOW, OPS_TOKEN, [
       edgeEvent('e4', storedTimestamp(NOW - 180_000), 'p2', { url: 'https://y.test/rest/v1/d', path: '/rest/v1/d' }),
     ]);
     other = await secondService(server);
@@ -78,10 +74,7 @@ describe('endpoint management API', () => {
   const admin = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = operator) =>
     server.app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }) });
   const query = (app: FastifyInstance, endpoint: string, parameters: string) => app.inject({ url: `/api/endpoints/query/${endpoint}?${parameters}`, headers: caller });
-  const storedVersions = async () => {
-    await server.elasticsearch.indices.refresh({ index: endpointIndexName(server.config.INDEX_PREFIX) });
-    return (await server.elasticsearch.count({ index: endpointIndexName(server.config.INDEX_PREFIX) })).count;
-  };
+  const storedVersions = () => storedDocumentCount(server);
 
   it('lists the two seeded endpoints with their UUIDs and settings', async () => {
     const response = await admin('GET', '/api/endpoints');

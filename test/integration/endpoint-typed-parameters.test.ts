@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { endpointIndexName } from '../../src/endpoints/store.ts';
-import { BOOTSTRAP_KEY, edgeEvent, startEndpointServer, storedTimestamp, type EndpointTestServer } from '../support/endpoint-server.ts';
+import { startEndpointAdminServer, storedDocumentCount } from '../support/endpoint-admin.ts';
+import { BOOTSTRAP_KEY, type EndpointTestServer } from '../support/endpoint-server.ts';
 
 const NOW = Date.UTC(2024, 4, 1, 12, 0, 0);
 const OPS_TOKEN = 'ops-token-for-typed-parameter-tests';
@@ -11,12 +11,7 @@ describe("stored endpoints' typed parameters", () => {
   let server: EndpointTestServer;
 
   beforeAll(async () => {
-    server = await startEndpointServer({ now: NOW, overrides: { OPS_TOKEN, ENDPOINT_REFRESH_SECONDS: '0.2' } });
-    await server.index('edge_logs', [
-      edgeEvent('e1', storedTimestamp(NOW - 60_000), 'p1', { url: 'https://x.test/rest/v1/a', path: '/rest/v1/a' }),
-      edgeEvent('e2', storedTimestamp(NOW - 120_000), 'p1', { url: 'https://x.test/auth/v1/b', path: '/auth/v1/b' }),
-      edgeEvent('e3', storedTimestamp(NOW - 180_000), 'p1', { url: 'https://x.test/rest/v1/c', path: '/rest/v1/c' }),
-    ]);
+    server = await startEndpointAdminServer(NOW, OPS_TOKEN);
   });
 
   afterAll(async () => {
@@ -25,10 +20,7 @@ describe("stored endpoints' typed parameters", () => {
 
   const save = (body: Record<string, unknown>) => server.app.inject({ method: 'POST', url: '/api/endpoints', headers: operator, payload: body });
   const query = (endpoint: string, parameters: string) => server.app.inject({ url: `/api/endpoints/query/${endpoint}?${parameters}`, headers: { 'x-api-key': BOOTSTRAP_KEY } });
-  const storedVersions = async () => {
-    await server.elasticsearch.indices.refresh({ index: endpointIndexName(server.config.INDEX_PREFIX) });
-    return (await server.elasticsearch.count({ index: endpointIndexName(server.config.INDEX_PREFIX) })).count;
-  };
+  const storedVersions = () => storedDocumentCount(server);
 
   it('gives @name its declared type: INT64 against INT64 and as a LIMIT, FLOAT64, BOOL and TIMESTAMP', async () => {
     const created = await save({
