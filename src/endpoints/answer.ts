@@ -19,7 +19,7 @@ import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
 import { encodeAnswer } from './answer-body.ts';
 import { savedCteNames, withSavedCtes } from './saved-ctes.ts';
-import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters } from './request.ts';
+import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters, type RedactHeaders } from './request.ts';
 
 export interface AnswerDependencies {
   elasticsearch: Client;
@@ -51,8 +51,8 @@ export interface EndpointRequest {
   principal: Principal;
   /** Query-string and body parameters, merged. */
   supplied: Record<string, unknown>;
-  /** The SVC-ENDPOINT-REDACT-PII header as received. */
-  redactHeader: string | string[] | undefined;
+  /** The SVC-ENDPOINT-REDACT-PII header and its alias as received. */
+  redactHeaders: RedactHeaders;
 }
 
 /** Warming runs take their turns in the engine as one key of their own (API key ids are hex or 'bootstrap'). */
@@ -78,7 +78,7 @@ export interface Answer {
 export async function answerEndpointQuery(request: EndpointRequest, dependencies: AnswerDependencies): Promise<Answer> {
   const { endpoint, principal } = request;
   assertEndpointAllowed(principal, endpoint);
-  const redact = redactionRequested(request.redactHeader, endpoint);
+  const redact = redactionRequested(request.redactHeaders, endpoint);
   try {
     return await computeAnswer(request, redact, dependencies);
   } catch (error) {

@@ -3,7 +3,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.ts';
 import { answerEndpointQuery, type AnswerDependencies } from '../endpoints/answer.ts';
 import type { EndpointCatalog } from '../endpoints/catalog.ts';
-import { mergedParameters } from '../endpoints/request.ts';
+import { mergedParameters, REDACT_HEADERS } from '../endpoints/request.ts';
 import { BadParameter, NotFound, RequestTooLarge, Unauthorized } from '../errors.ts';
 import { parametersObject, parseJsonBody } from '../http/json-body.ts';
 
@@ -29,7 +29,8 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     if (!entry || !entry.record.enabled) throw new NotFound('no endpoint with this name or UUID; ask an operator for the names (GET /api/endpoints)', 'endpoint_not_found');
     const endpoint = entry.definition;
     const body = parametersObject(request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body);
-    const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeader: request.headers['svc-endpoint-redact-pii'] }, options);
+    const redactHeaders = Object.fromEntries(REDACT_HEADERS.map((name) => [name, request.headers[name.toLowerCase()]]));
+    const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeaders }, options);
     return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(answer.body);
   }
 

@@ -125,6 +125,24 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     expect(off.json()).toEqual(plain.json());
   });
 
+  it('LF-ENDPOINT-REDACT-PII answers exactly as SVC-ENDPOINT-REDACT-PII; both agreeing count as one, disagreeing are a 400 naming both', async () => {
+    const url = '/api/endpoints/query/logs.all?project=abc';
+    const answer = (extra: Record<string, string>) => server.app.inject({ url, headers: { ...headers, ...extra } });
+    const plain = await answer({});
+    const redacted = await answer({ 'svc-endpoint-redact-pii': 'true' });
+    expect(redacted.body).not.toEqual(plain.body);
+    for (const value of ['true', ' TRUE ']) expect((await answer({ 'lf-endpoint-redact-pii': value })).body).toEqual(redacted.body);
+    expect((await answer({ 'lf-endpoint-redact-pii': 'false' })).body).toEqual(plain.body);
+    expect((await answer({ 'svc-endpoint-redact-pii': 'true', 'lf-endpoint-redact-pii': 'True' })).body).toEqual(redacted.body);
+    expect((await answer({ 'svc-endpoint-redact-pii': 'false', 'lf-endpoint-redact-pii': 'false' })).body).toEqual(plain.body);
+    for (const [svc, lf] of [['true', 'false'], ['FALSE', 'true']]) {
+      const refused = await answer({ 'svc-endpoint-redact-pii': svc!, 'lf-endpoint-redact-pii': lf! });
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json().error.code).toBe('bad_request');
+      expect(refused.json().error.message).toMatch(/SVC-ENDPOINT-REDACT-PII: (true|false), LF-ENDPOINT-REDACT-PII: (true|false) disagree/);
+    }
+  });
+
   it('keeps redacted and unredacted results apart in the cache', async () => {
     const url = '/api/endpoints/query/usage.api-counts?interval=daily&project=abc';
     const plain = await server.app.inject({ url, headers });
