@@ -17,6 +17,7 @@ import type { SandboxQueryOptions } from '../sql/index.ts';
 import { parseLql } from '../lql/index.ts';
 import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
+import type { ServerTiming } from '../http/server-timing.ts';
 import { encodeAnswer } from './answer-body.ts';
 import { savedCteNames, withSavedCtes } from './saved-ctes.ts';
 import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters, type RedactHeaders } from './request.ts';
@@ -53,6 +54,8 @@ export interface EndpointRequest {
   supplied: Record<string, unknown>;
   /** The SVC-ENDPOINT-REDACT-PII header and its alias as received. */
   redactHeaders: RedactHeaders;
+  /** Where the caller's run adds up its phases (Server-Timing); warming runs are not the caller's and add nothing. */
+  timing: ServerTiming;
 }
 
 /** Warming runs take their turns in the engine as one key of their own (API key ids are hex or 'bootstrap'). */
@@ -96,8 +99,10 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
   const sandbox = callerQuery ?? (endpoint.selection.kind === 'sql' ? { language: 'sql' as const, text: endpoint.selection.text } : undefined);
   const parameters = validateParameters(endpoint, request.supplied);
   const key = endpoint.cache === null ? undefined : cacheKey(endpoint, parameters, redact, principal, callerQuery);
-  const hit = key === undefined ? undefined : dependencies.resultCache.lookUp(key);
+  const { timing } = request;
+  const hit = key === undefined ? undefined : timing.measure('cache', () => dependencies.resultCache.lookUp(key));
   if (hit) return { body: hit.body, cache: 'HIT', ageSeconds: hit.ageSeconds };
+  const planStarted = performance.now();
   const parsed: ParsedSandbox | undefined =
     sandbox?.language === 'lql'
       ? { language: 'lql', query: parseLql(sandbox.text) }
@@ -120,7 +125,12 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       throw error;
     }
   };
-  let firstPlan: Plan | undefined = await plan();
+  let firstPlan: Plan | undefined;
+  try {
+    firstPlan = await plan();
+  } finally {
+    timing.add('plan', performance.now() - planStarted);
+  }
   const run = async () => {
     // the caller's run is timed from the request's start; a warming run (every later one) from its own, as its own key
     const warming = firstPlan === undefined;
@@ -135,8 +145,9 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       maxValueBytes: dependencies.sandbox.maxValueBytes,
       engineKey: warming ? WARMING_KEY : principal.keyId,
       deadline: (warming ? performance.now() : startedAt) + dependencies.queryTimeoutMs,
+      timing: warming ? undefined : timing,
     });
-    return encodeAnswer(rows, { redact });
+    return warming ? encodeAnswer(rows, { redact }) : timing.measureAsync('encode', () => encodeAnswer(rows, { redact }));
   };
   if (endpoint.cache === null || key === undefined) return { body: await run(), cache: 'BYPASS', ageSeconds: 0 };
   const cached = await dependencies.resultCache.fetch({ key, policy: endpoint.cache, run });

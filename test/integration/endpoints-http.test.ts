@@ -143,6 +143,52 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     }
   });
 
+  describe('Server-Timing', () => {
+    /** The header's phases and their durations, checking each entry is `name;dur=<non-negative number>`. */
+    function phases(header: unknown): Record<string, number> {
+      expect(typeof header).toBe('string');
+      return Object.fromEntries(
+        String(header)
+          .split(', ')
+          .map((entry) => {
+            const match = /^(\w+);dur=(\d+(?:\.\d+)?)$/.exec(entry);
+            expect(match, entry).not.toBeNull();
+            return [match![1], Number(match![2])];
+          }),
+      );
+    }
+
+    it('a cached answer names cache but not store; the miss before it read the store', async () => {
+      const url = '/api/endpoints/query/usage.api-counts?interval=minutely&project=timing';
+      const miss = await server.app.inject({ url, headers });
+      const hit = await server.app.inject({ url, headers });
+      expect([miss.headers['x-cache'], hit.headers['x-cache']]).toEqual(['MISS', 'HIT']);
+      expect(Object.keys(phases(miss.headers['server-timing']))).toEqual(['auth', 'cache', 'plan', 'store', 'encode']);
+      expect(Object.keys(phases(hit.headers['server-timing']))).toEqual(['auth', 'cache']);
+      expect(hit.body).toBe(miss.body);
+      expect(hit.body.startsWith('{"result":[')).toBe(true);
+    });
+
+    it('an uncached logs.all answer names store, and its body is the plain result', async () => {
+      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers });
+      expect(response.headers['x-cache']).toBe('BYPASS');
+      expect(Object.keys(phases(response.headers['server-timing']))).toEqual(['auth', 'plan', 'store', 'encode']);
+      expect(Object.keys(response.json())).toEqual(['result']);
+    });
+
+    it('a sandboxed SQL answer names the engine that ran its residual query', async () => {
+      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: 'select count(*) as n from edge_logs' }, headers });
+      expect(response.body).toBe('{"result":[{"n":2}]}');
+      expect(Object.keys(phases(response.headers['server-timing']))).toEqual(['auth', 'plan', 'store', 'engine', 'encode']);
+    });
+
+    it('an error answer names the phases it went through', async () => {
+      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: 'select nope(' }, headers });
+      expect(response.statusCode).toBe(400);
+      expect(Object.keys(phases(response.headers['server-timing']))).toContain('auth');
+    });
+  });
+
   it('keeps redacted and unredacted results apart in the cache', async () => {
     const url = '/api/endpoints/query/usage.api-counts?interval=daily&project=abc';
     const plain = await server.app.inject({ url, headers });
