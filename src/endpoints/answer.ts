@@ -103,19 +103,15 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
   const hit = key === undefined ? undefined : timing.measure('cache', () => dependencies.resultCache.lookUp(key));
   if (hit) return { body: hit.body, cache: 'HIT', ageSeconds: hit.ageSeconds };
   const planStarted = performance.now();
-  const parsed: ParsedSandbox | undefined =
-    sandbox?.language === 'lql'
-      ? { language: 'lql', query: parseLql(sandbox.text) }
-      : sandbox
-        ? { language: 'sql', query: await sandboxSql(endpoint, sandbox.text, sandbox === callerQuery, dependencies) }
-        : undefined;
+  let parsed: ParsedSandbox | undefined;
   const sources = endpoint.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const plan = async (): Promise<Plan> => {
     const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix, partitionPeriods: dependencies.partitionPeriods, regexLimits: dependencies.regexLimits };
-    if (!parsed) return planEndpointQuery(endpoint, parameters, context);
+    const query = parsed;
+    if (!query) return planEndpointQuery(endpoint, parameters, context);
     const planWith = async (fresh: boolean) => {
       const catalogs = await dependencies.sandbox.fieldCatalogs.forSources(dependencies.indexPrefix, sources, { fresh });
-      return planEndpointQuery(endpoint, parameters, context, { ...parsed, limits: dependencies.sandbox.limits, catalogs });
+      return planEndpointQuery(endpoint, parameters, context, { ...query, limits: dependencies.sandbox.limits, catalogs });
     };
     try {
       return await planWith(false);
@@ -127,6 +123,12 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
   };
   let firstPlan: Plan | undefined;
   try {
+    parsed =
+      sandbox?.language === 'lql'
+        ? { language: 'lql', query: parseLql(sandbox.text) }
+        : sandbox
+          ? { language: 'sql', query: await sandboxSql(endpoint, sandbox.text, sandbox === callerQuery, dependencies) }
+          : undefined;
     firstPlan = await plan();
   } finally {
     timing.add('plan', performance.now() - planStarted);
