@@ -16,5 +16,7 @@ export interface Principal {
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal;
+    /** Milliseconds the API key's check took (Server-Timing's auth); undefined where no key was checked. */
+    authMs: number | undefined;
   }
 }

@@ -17,9 +17,10 @@ import type { SandboxQueryOptions } from '../sql/index.ts';
 import { parseLql } from '../lql/index.ts';
 import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
+import type { ServerTiming } from '../http/server-timing.ts';
 import { encodeAnswer } from './answer-body.ts';
 import { savedCteNames, withSavedCtes } from './saved-ctes.ts';
-import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters } from './request.ts';
+import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters, type RedactHeaders } from './request.ts';
 
 export interface AnswerDependencies {
   elasticsearch: Client;
@@ -51,8 +52,10 @@ export interface EndpointRequest {
   principal: Principal;
   /** Query-string and body parameters, merged. */
   supplied: Record<string, unknown>;
-  /** The SVC-ENDPOINT-REDACT-PII header as received. */
-  redactHeader: string | string[] | undefined;
+  /** The SVC-ENDPOINT-REDACT-PII header and its alias as received. */
+  redactHeaders: RedactHeaders;
+  /** Where the caller's run adds up its phases (Server-Timing); warming runs are not the caller's and add nothing. */
+  timing: ServerTiming;
 }
 
 /** Warming runs take their turns in the engine as one key of their own (API key ids are hex or 'bootstrap'). */
@@ -78,7 +81,7 @@ export interface Answer {
 export async function answerEndpointQuery(request: EndpointRequest, dependencies: AnswerDependencies): Promise<Answer> {
   const { endpoint, principal } = request;
   assertEndpointAllowed(principal, endpoint);
-  const redact = redactionRequested(request.redactHeader, endpoint);
+  const redact = redactionRequested(request.redactHeaders, endpoint);
   try {
     return await computeAnswer(request, redact, dependencies);
   } catch (error) {
@@ -96,21 +99,19 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
   const sandbox = callerQuery ?? (endpoint.selection.kind === 'sql' ? { language: 'sql' as const, text: endpoint.selection.text } : undefined);
   const parameters = validateParameters(endpoint, request.supplied);
   const key = endpoint.cache === null ? undefined : cacheKey(endpoint, parameters, redact, principal, callerQuery);
-  const hit = key === undefined ? undefined : dependencies.resultCache.lookUp(key);
+  const { timing } = request;
+  const hit = key === undefined ? undefined : timing.measure('cache', () => dependencies.resultCache.lookUp(key));
   if (hit) return { body: hit.body, cache: 'HIT', ageSeconds: hit.ageSeconds };
-  const parsed: ParsedSandbox | undefined =
-    sandbox?.language === 'lql'
-      ? { language: 'lql', query: parseLql(sandbox.text) }
-      : sandbox
-        ? { language: 'sql', query: await sandboxSql(endpoint, sandbox.text, sandbox === callerQuery, dependencies) }
-        : undefined;
+  const planStarted = performance.now();
+  let parsed: ParsedSandbox | undefined;
   const sources = endpoint.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const plan = async (): Promise<Plan> => {
     const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix, partitionPeriods: dependencies.partitionPeriods, regexLimits: dependencies.regexLimits };
-    if (!parsed) return planEndpointQuery(endpoint, parameters, context);
+    const query = parsed;
+    if (!query) return planEndpointQuery(endpoint, parameters, context);
     const planWith = async (fresh: boolean) => {
       const catalogs = await dependencies.sandbox.fieldCatalogs.forSources(dependencies.indexPrefix, sources, { fresh });
-      return planEndpointQuery(endpoint, parameters, context, { ...parsed, limits: dependencies.sandbox.limits, catalogs });
+      return planEndpointQuery(endpoint, parameters, context, { ...query, limits: dependencies.sandbox.limits, catalogs });
     };
     try {
       return await planWith(false);
@@ -120,7 +121,18 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       throw error;
     }
   };
-  let firstPlan: Plan | undefined = await plan();
+  let firstPlan: Plan | undefined;
+  try {
+    parsed =
+      sandbox?.language === 'lql'
+        ? { language: 'lql', query: parseLql(sandbox.text) }
+        : sandbox
+          ? { language: 'sql', query: await sandboxSql(endpoint, sandbox.text, sandbox === callerQuery, dependencies) }
+          : undefined;
+    firstPlan = await plan();
+  } finally {
+    timing.add('plan', performance.now() - planStarted);
+  }
   const run = async () => {
     // the caller's run is timed from the request's start; a warming run (every later one) from its own, as its own key
     const warming = firstPlan === undefined;
@@ -135,8 +147,9 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       maxValueBytes: dependencies.sandbox.maxValueBytes,
       engineKey: warming ? WARMING_KEY : principal.keyId,
       deadline: (warming ? performance.now() : startedAt) + dependencies.queryTimeoutMs,
+      timing: warming ? undefined : timing,
     });
-    return encodeAnswer(rows, { redact });
+    return warming ? encodeAnswer(rows, { redact }) : timing.measureAsync('encode', () => encodeAnswer(rows, { redact }));
   };
   if (endpoint.cache === null || key === undefined) return { body: await run(), cache: 'BYPASS', ageSeconds: 0 };
   const cached = await dependencies.resultCache.fetch({ key, policy: endpoint.cache, run });

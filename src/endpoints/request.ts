@@ -70,14 +70,34 @@ export function validateParameters(endpoint: EndpointDefinition, parameters: Rec
   throw new BadParameter(`${endpoint.name}: ${messages.join('; ')}`);
 }
 
+/** The redaction header's names: ours, and the reference implementation's, which its clients send. */
+export const REDACT_HEADERS = ['SVC-ENDPOINT-REDACT-PII', 'LF-ENDPOINT-REDACT-PII'] as const;
+
+/** The redaction headers as received, by name (REDACT_HEADERS). */
+export type RedactHeaders = Partial<Record<(typeof REDACT_HEADERS)[number], string | string[]>>;
+
 /**
- * `SVC-ENDPOINT-REDACT-PII`: `true` or `false` (any letter case, surrounding spaces ignored); absent,
- * the endpoint's setting holds. Anything else, a repeated header included (Node joins repeats with
- * ", "), is refused: a caller asking for redaction must never get clear rows because of a typo.
+ * `SVC-ENDPOINT-REDACT-PII` or its alias `LF-ENDPOINT-REDACT-PII`: `true` or `false` (any letter case,
+ * surrounding spaces ignored); both absent, the endpoint's setting holds. Anything else, a repeated
+ * header included (Node joins repeats with ", "), is refused, and so are both sent with different
+ * values: a caller asking for redaction must never get clear rows because of a typo.
  */
-export function redactionRequested(header: string | string[] | undefined, endpoint: EndpointDefinition): boolean {
-  if (header === undefined) return endpoint.redactPii;
-  const allowed = 'SVC-ENDPOINT-REDACT-PII must be exactly true or false (letter case and surrounding spaces ignored), sent once';
+export function redactionRequested(headers: RedactHeaders, endpoint: EndpointDefinition): boolean {
+  const sent = REDACT_HEADERS.flatMap((name) => {
+    const header = headers[name];
+    return header === undefined ? [] : [{ name, value: redactionValue(name, header) }];
+  });
+  const [first, ...others] = sent;
+  if (!first) return endpoint.redactPii;
+  if (others.some((header) => header.value !== first.value)) {
+    const shown = sent.map((header) => `${header.name}: ${header.value}`).join(', ');
+    throw new BadParameter(`${shown} disagree; send one of these headers, or both with the same value`, 'bad_request');
+  }
+  return first.value;
+}
+
+function redactionValue(name: string, header: string | string[]): boolean {
+  const allowed = `${name} must be exactly true or false (letter case and surrounding spaces ignored), sent once`;
   if (Array.isArray(header)) throw new BadParameter(`${allowed}; it was sent ${header.length} times`, 'bad_request');
   const value = header.trim().toLowerCase();
   if (value === 'true') return true;

@@ -10,6 +10,7 @@ import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference
 import { columnRows } from './rows/logs.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
 import { ScanBudget } from './scan-budget.ts';
+import type { ServerTiming } from '../http/server-timing.ts';
 
 export interface ExecutorOptions extends StoreOptions {
   /** Runs residual queries; started on first use, so a service that never sees one never pays for it. */
@@ -22,6 +23,8 @@ export interface ExecutorOptions extends StoreOptions {
   engineKey: string;
   /** When the answer is due (StoreOptions): the engine too gets what is left, its wait for a process included; its reservation ends then. */
   deadline: number;
+  /** Where the time spent in the store and in the engine is added up, for the caller's own run. */
+  timing?: ServerTiming;
 }
 
 /** Runs a plan: its scans on Elasticsearch, then (for sandboxed queries) the residual query; returns the answer's rows. */
@@ -31,7 +34,7 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
     checkTranslatedSize(plan, options);
     // every residual plan ends in the engine (a pushed-down aggregation too): its place there is taken
     // before any scan, so a key or an engine that can take no more is refused before the store works
-    const engine = await options.engine();
+    const engine = await timed(options, 'engine', options.engine);
     const reservation = engine.reserve(options.engineKey, options.deadline);
     try {
       return (await residualRows(plan, reservation, options)).slice(0, plan.rowCap);
@@ -41,11 +44,17 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
   }
   const scan = plan.scans.find((candidate) => candidate.table === answer.table);
   if (!scan) throw new Error(`plan answers from ${answer.table}, which none of its scans produces`);
-  if (answer.kind === 'chart') return (await chartRows(scan, options)).slice(0, plan.rowCap);
-  if (answer.kind === 'selected') return selectedRows(await eventRows(scan, options), answer.columns).slice(0, plan.rowCap);
-  // the saved selection's rows are exactly its four columns, whatever else the CTE declares
-  const rows = answer.format === 'log_rows' ? await eventRows(scan, options) : usageRowsOf(await aggregationsOf(scan, options), scan);
-  return rows.slice(0, plan.rowCap);
+  return timed(options, 'store', async () => {
+    if (answer.kind === 'chart') return (await chartRows(scan, options)).slice(0, plan.rowCap);
+    if (answer.kind === 'selected') return selectedRows(await eventRows(scan, options), answer.columns).slice(0, plan.rowCap);
+    // the saved selection's rows are exactly its four columns, whatever else the CTE declares
+    const rows = answer.format === 'log_rows' ? await eventRows(scan, options) : usageRowsOf(await aggregationsOf(scan, options), scan);
+    return rows.slice(0, plan.rowCap);
+  });
+}
+
+function timed<T>(options: ExecutorOptions, phase: 'store' | 'engine', work: () => Promise<T>): Promise<T> {
+  return options.timing ? options.timing.measureAsync(phase, work) : work();
 }
 
 async function residualRows(plan: Plan, reservation: EngineReservation, options: ExecutorOptions): Promise<unknown[]> {
@@ -56,7 +65,9 @@ async function residualRows(plan: Plan, reservation: EngineReservation, options:
     const stop = new AbortController();
     const both = { ...options, signal: stop.signal };
     const abort = (reason: unknown) => stop.abort(reason);
-    const [irregular, groups] = await Promise.all([stoppingOthers(search(aggregation.irregular, both), abort), stoppingOthers(groupRows(aggregation, both), abort)]);
+    const [irregular, groups] = await timed(options, 'store', () =>
+      Promise.all([stoppingOthers(search(aggregation.irregular, both), abort), stoppingOthers(groupRows(aggregation, both), abort)]),
+    );
     if (totalHits(irregular) > 0) {
       sandboxScansTotal.inc({ kind: 'aggregation_fallback' });
       return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, reservation, options);
@@ -65,11 +76,13 @@ async function residualRows(plan: Plan, reservation: EngineReservation, options:
     return runResidual(plan, [{ schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups }], reservation, options);
   }
   const budget = new ScanBudget(plan.maxScannedEvents ?? Number.POSITIVE_INFINITY);
-  const tables: EngineTable[] = await Promise.all(
-    plan.scans.map((scan) =>
-      stoppingOthers(
-        tableRows(scan, options, budget).then((rows) => ({ schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows })),
-        (reason) => budget.cancel(reason),
+  const tables: EngineTable[] = await timed(options, 'store', () =>
+    Promise.all(
+      plan.scans.map((scan) =>
+        stoppingOthers(
+          tableRows(scan, options, budget).then((rows) => ({ schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows })),
+          (reason) => budget.cancel(reason),
+        ),
       ),
     ),
   );
@@ -143,7 +156,7 @@ async function runResidual(plan: Plan, tables: EngineTable[], reservation: Engin
     maxChars: options.maxTranslatedChars,
     maxValueBytes: options.maxValueBytes,
   });
-  const result = await reservation.run({ tables, sql, maxRows: plan.rowCap });
+  const result = await timed(options, 'engine', () => reservation.run({ tables, sql, maxRows: plan.rowCap }));
   return result.rows;
 }
 

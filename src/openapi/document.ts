@@ -56,6 +56,12 @@ const REDACT_HEADER: Parameter = {
   schema: { type: 'string', enum: ['true', 'false'] },
 };
 
+const REDACT_HEADER_ALIAS: Parameter = {
+  ...REDACT_HEADER,
+  name: 'LF-ENDPOINT-REDACT-PII',
+  description: 'Alias of SVC-ENDPOINT-REDACT-PII, as the reference implementation names it; sent beside it, both must agree.',
+};
+
 function rowSchema(endpoint: EndpointDefinition): Record<string, unknown> {
   const selection = endpoint.selection;
   if (selection.kind === 'events') {
@@ -144,10 +150,10 @@ function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operat
     tags: ['endpoints'],
     responses: { '200': ok, ...errors },
   };
-  if (method === 'get') return { ...common, parameters: [...query, REDACT_HEADER] };
+  if (method === 'get') return { ...common, parameters: [...query, REDACT_HEADER, REDACT_HEADER_ALIAS] };
   return {
     ...common,
-    parameters: [REDACT_HEADER],
+    parameters: [REDACT_HEADER, REDACT_HEADER_ALIAS],
     requestBody: {
       required: true,
       content: {

@@ -55,6 +55,7 @@ export function needsKey(request: FastifyRequest): boolean {
  */
 const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
   app.decorateRequest('principal', null as unknown as Principal);
+  app.decorateRequest('authMs', undefined);
   const refusal = (decision: Extract<RateDecision, { kind: 'limited' }>) => {
     authFailuresTotal.inc({ outcome: 'rate_limited' });
     return new RateLimited(
@@ -81,6 +82,8 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
       if (wait > 0) await sleep(wait);
       if (decision.kind === 'limited') throw refusal(decision);
       throw error;
+    } finally {
+      request.authMs = performance.now() - started;
     }
   });
 };

@@ -3,9 +3,10 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.ts';
 import { answerEndpointQuery, type AnswerDependencies } from '../endpoints/answer.ts';
 import type { EndpointCatalog } from '../endpoints/catalog.ts';
-import { mergedParameters } from '../endpoints/request.ts';
+import { mergedParameters, REDACT_HEADERS } from '../endpoints/request.ts';
 import { BadParameter, NotFound, RequestTooLarge, Unauthorized } from '../errors.ts';
 import { parametersObject, parseJsonBody } from '../http/json-body.ts';
+import { ServerTiming } from '../http/server-timing.ts';
 
 export type EndpointsOptions = AnswerDependencies & {
   /** The most bytes a request body may have (GET bodies are read here, as fastify parses only POST's). */
@@ -20,6 +21,18 @@ interface EndpointRoute {
 
 /** GET and POST /api/endpoints/query/:endpoint, by UUID or name (SPEC.md 4), for every endpoint in the store. */
 export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app, options) => {
+  // each request's phases, read when its answer (or its error) is sent
+  const timings = new WeakMap<FastifyRequest, ServerTiming>();
+  const timingOf = (request: FastifyRequest) => {
+    let timing = timings.get(request);
+    if (!timing) {
+      timing = new ServerTiming();
+      if (request.authMs !== undefined) timing.add('auth', request.authMs);
+      timings.set(request, timing);
+    }
+    return timing;
+  };
+
   async function handle(request: FastifyRequest<EndpointRoute>, reply: FastifyReply) {
     const principal = request.principal as Principal | null | undefined;
     // fail closed should the auth hook ever be missing
@@ -29,12 +42,19 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     if (!entry || !entry.record.enabled) throw new NotFound('no endpoint with this name or UUID; ask an operator for the names (GET /api/endpoints)', 'endpoint_not_found');
     const endpoint = entry.definition;
     const body = parametersObject(request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body);
-    const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeader: request.headers['svc-endpoint-redact-pii'] }, options);
+    const redactHeaders = Object.fromEntries(REDACT_HEADERS.map((name) => [name, request.headers[name.toLowerCase()]]));
+    const timing = timingOf(request);
+    const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeaders, timing }, options);
     return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(answer.body);
   }
 
-  app.get<EndpointRoute>('/api/endpoints/query/:endpoint', handle);
-  app.post<EndpointRoute>('/api/endpoints/query/:endpoint', handle);
+  const onSend = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const header = timingOf(request).header();
+    if (header !== undefined) reply.header('server-timing', header);
+    return payload;
+  };
+  app.get<EndpointRoute>('/api/endpoints/query/:endpoint', { onSend }, handle);
+  app.post<EndpointRoute>('/api/endpoints/query/:endpoint', { onSend }, handle);
 };
 
 /**

@@ -157,6 +157,7 @@ describe('endpoint management API', () => {
       ['sql', false],
       ['lql', false],
       ['SVC-ENDPOINT-REDACT-PII', false],
+      ['LF-ENDPOINT-REDACT-PII', false],
     ]);
     const missing = await query(server.app, 'edge.newest', '');
     expect(missing.statusCode).toBe(400);

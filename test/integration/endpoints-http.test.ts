@@ -125,6 +125,70 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     expect(off.json()).toEqual(plain.json());
   });
 
+  it('LF-ENDPOINT-REDACT-PII answers exactly as SVC-ENDPOINT-REDACT-PII; both agreeing count as one, disagreeing are a 400 naming both', async () => {
+    const url = '/api/endpoints/query/logs.all?project=abc';
+    const answer = (extra: Record<string, string>) => server.app.inject({ url, headers: { ...headers, ...extra } });
+    const plain = await answer({});
+    const redacted = await answer({ 'svc-endpoint-redact-pii': 'true' });
+    expect(redacted.body).not.toEqual(plain.body);
+    for (const value of ['true', ' TRUE ']) expect((await answer({ 'lf-endpoint-redact-pii': value })).body).toEqual(redacted.body);
+    expect((await answer({ 'lf-endpoint-redact-pii': 'false' })).body).toEqual(plain.body);
+    expect((await answer({ 'svc-endpoint-redact-pii': 'true', 'lf-endpoint-redact-pii': 'True' })).body).toEqual(redacted.body);
+    expect((await answer({ 'svc-endpoint-redact-pii': 'false', 'lf-endpoint-redact-pii': 'false' })).body).toEqual(plain.body);
+    for (const [svc, lf] of [['true', 'false'], ['FALSE', 'true']]) {
+      const refused = await answer({ 'svc-endpoint-redact-pii': svc!, 'lf-endpoint-redact-pii': lf! });
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json().error.code).toBe('bad_request');
+      expect(refused.json().error.message).toMatch(/SVC-ENDPOINT-REDACT-PII: (true|false), LF-ENDPOINT-REDACT-PII: (true|false) disagree/);
+    }
+  });
+
+  describe('Server-Timing', () => {
+    /** The header's phases and their durations, checking each entry is `name;dur=<non-negative number>`. */
+    function phases(header: unknown): Record<string, number> {
+      expect(typeof header).toBe('string');
+      return Object.fromEntries(
+        String(header)
+          .split(', ')
+          .map((entry) => {
+            const match = /^(\w+);dur=(\d+(?:\.\d+)?)$/.exec(entry);
+            expect(match, entry).not.toBeNull();
+            return [match![1], Number(match![2])];
+          }),
+      );
+    }
+
+    it('a cached answer names cache but not store; the miss before it read the store', async () => {
+      const url = '/api/endpoints/query/usage.api-counts?interval=minutely&project=timing';
+      const miss = await server.app.inject({ url, headers });
+      const hit = await server.app.inject({ url, headers });
+      expect([miss.headers['x-cache'], hit.headers['x-cache']]).toEqual(['MISS', 'HIT']);
+      expect(Object.keys(phases(miss.headers['server-timing']))).toEqual(['auth', 'cache', 'plan', 'store', 'encode']);
+      expect(Object.keys(phases(hit.headers['server-timing']))).toEqual(['auth', 'cache']);
+      expect(hit.body).toBe(miss.body);
+      expect(hit.body.startsWith('{"result":[')).toBe(true);
+    });
+
+    it('an uncached logs.all answer names store, and its body is the plain result', async () => {
+      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers });
+      expect(response.headers['x-cache']).toBe('BYPASS');
+      expect(Object.keys(phases(response.headers['server-timing']))).toEqual(['auth', 'plan', 'store', 'encode']);
+      expect(Object.keys(response.json())).toEqual(['result']);
+    });
+
+    it('a sandboxed SQL answer names the engine that ran its residual query', async () => {
+      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: 'select count(*) as n from edge_logs' }, headers });
+      expect(response.body).toBe('{"result":[{"n":2}]}');
+      expect(Object.keys(phases(response.headers['server-timing']))).toEqual(['auth', 'plan', 'store', 'engine', 'encode']);
+    });
+
+    it('an error answer names the phases it went through', async () => {
+      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: 'select nope(' }, headers });
+      expect(response.statusCode).toBe(400);
+      expect(Object.keys(phases(response.headers['server-timing']))).toEqual(['auth', 'plan']);
+    });
+  });
+
   it('keeps redacted and unredacted results apart in the cache', async () => {
     const url = '/api/endpoints/query/usage.api-counts?interval=daily&project=abc';
     const plain = await server.app.inject({ url, headers });

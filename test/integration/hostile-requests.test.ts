@@ -69,13 +69,17 @@ describe('hostile requests against the query service', () => {
       expect(redacted.json().result[0].metadata[0].request[0].headers[0]).toEqual({ REDACTED: 'yes', forwarded: '[REDACTED]:8080' });
     });
 
-    it.each(['1', 'yes', 'on', '"true"', 'true;'])('refuses SVC-ENDPOINT-REDACT-PII: %s with 400 naming the allowed values', async (value) => {
-      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers: { ...headers, 'svc-endpoint-redact-pii': value } });
-      expect(expectEnvelope(response, 400, 'bad_request').message).toMatch(/must be exactly true or false/);
-    });
+    const values = ['1', 'yes', 'on', '"true"', 'true;'];
+    it.each(['SVC-ENDPOINT-REDACT-PII', 'LF-ENDPOINT-REDACT-PII'].flatMap((name) => values.map((value) => [name, value])))(
+      'refuses %s: %s with 400 naming the header and the allowed values',
+      async (name, value) => {
+        const response = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers: { ...headers, [name.toLowerCase()]: value } });
+        expect(expectEnvelope(response, 400, 'bad_request').message).toMatch(new RegExp(`^${name} must be exactly true or false`));
+      },
+    );
 
-    it('refuses a repeated SVC-ENDPOINT-REDACT-PII header sent over real HTTP', async () => {
-      const response = await rawGet(address, '/api/endpoints/query/logs.all?project=abc', { ...headers, 'svc-endpoint-redact-pii': ['true', 'true'] });
+    it.each(['svc-endpoint-redact-pii', 'lf-endpoint-redact-pii'])('refuses a repeated %s header sent over real HTTP', async (name) => {
+      const response = await rawGet(address, '/api/endpoints/query/logs.all?project=abc', { ...headers, [name]: ['true', 'true'] });
       expect(expectEnvelope({ statusCode: response.status, headers: response.headers, body: response.body }, 400, 'bad_request').message).toMatch(/must be exactly true or false/);
     });
   });

@@ -109,7 +109,7 @@ describe('operational endpoints', () => {
 
       const logs = document.paths['/api/endpoints/query/logs.all'];
       const logsParameters = Object.fromEntries(logs.get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]));
-      expect(logsParameters).toMatchObject({ project: true, iso_timestamp_start: false, iso_timestamp_end: false, 'SVC-ENDPOINT-REDACT-PII': false });
+      expect(logsParameters).toMatchObject({ project: true, iso_timestamp_start: false, iso_timestamp_end: false, 'SVC-ENDPOINT-REDACT-PII': false, 'LF-ENDPOINT-REDACT-PII': false });
       expect(logs.post.requestBody.content['application/json'].schema.required).toEqual(['project']);
       expect(logs.get.description).toContain(ENDPOINTS.find((e) => e.name === 'logs.all')!.id);
       expect(Object.keys(logs.get.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '503', '504']));

@@ -49,20 +49,33 @@ describe('request rules', () => {
     expect(validateParameters(usage, { interval: 'daily', project: 42 })).toEqual({ interval: 'daily', project: '42' });
   });
 
-  it('reads the redaction header case-insensitively, ignoring surrounding spaces', () => {
-    expect(redactionRequested('TRUE', usage)).toBe(true);
-    expect(redactionRequested(' True\t', usage)).toBe(true);
-    expect(redactionRequested('false', usage)).toBe(false);
-    expect(redactionRequested(' FALSE ', usage)).toBe(false);
-    expect(redactionRequested(undefined, usage)).toBe(false);
+  const svc = (value: string | string[] | undefined) => ({ 'SVC-ENDPOINT-REDACT-PII': value });
+  const lf = (value: string | string[] | undefined) => ({ 'LF-ENDPOINT-REDACT-PII': value });
+
+  it.each([svc, lf])('reads the redaction header and its alias case-insensitively, ignoring surrounding spaces', (as) => {
+    expect(redactionRequested(as('TRUE'), usage)).toBe(true);
+    expect(redactionRequested(as(' True\t'), usage)).toBe(true);
+    expect(redactionRequested(as('false'), usage)).toBe(false);
+    expect(redactionRequested(as(' FALSE '), usage)).toBe(false);
+    expect(redactionRequested(as(undefined), usage)).toBe(false);
   });
 
   it.each(['1', 'yes', 'on', '"true"', 'true;', 'true, true', 'true, false', '', 'tru', 'false x'])('refuses the redaction header %j naming the allowed values', (value) => {
-    expect(() => redactionRequested(value, usage)).toThrow(/must be exactly true or false/);
+    expect(() => redactionRequested(svc(value), usage)).toThrow(/^SVC-ENDPOINT-REDACT-PII must be exactly true or false/);
+    expect(() => redactionRequested(lf(value), usage)).toThrow(/^LF-ENDPOINT-REDACT-PII must be exactly true or false/);
   });
 
   it('refuses a repeated redaction header', () => {
-    expect(() => redactionRequested(['true', 'true'], usage)).toThrow(/sent 2 times/);
+    expect(() => redactionRequested(svc(['true', 'true']), usage)).toThrow(/sent 2 times/);
+    expect(() => redactionRequested(lf(['true', 'true']), usage)).toThrow(/sent 2 times/);
+  });
+
+  it('takes both headers with the same value as one, and refuses them with different values naming both', () => {
+    expect(redactionRequested({ ...svc('true'), ...lf(' TRUE ') }, usage)).toBe(true);
+    expect(redactionRequested({ ...svc('false'), ...lf('False') }, usage)).toBe(false);
+    expect(() => redactionRequested({ ...svc('true'), ...lf('false') }, usage)).toThrow(
+      'SVC-ENDPOINT-REDACT-PII: true, LF-ENDPOINT-REDACT-PII: false disagree; send one of these headers, or both with the same value',
+    );
   });
 
   it('builds cache keys from declared parameters in any order, the redaction flag and the project restriction', () => {
