@@ -3,7 +3,7 @@ import type { MappableEventField } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { deterministicEventId } from './event-id.ts';
-import { eventTimestamp } from './event-timestamp.ts';
+import { eventTimestamp } from '../shared/event-timestamp.ts';
 import { DEFAULT_EVENT_FIELD_NAMES, type EventFieldNames } from './event-fields.ts';
 import { formatMicros, isStoredForm, parseTimestamp } from '../shared/stored-timestamp.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eventTimestamp } from '../../ingest/event-timestamp.ts';
+import { eventTimestamp } from '../../shared/event-timestamp.ts';
 import { parseTimestamp } from '../../shared/stored-timestamp.ts';
 
 describe('ingest: event timestamps in the stored form', () => {

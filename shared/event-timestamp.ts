@@ -1,4 +1,4 @@
-import { isStoredForm, parseTimestamp, type TimestampResult } from '../shared/stored-timestamp.ts';
+import { isStoredForm, parseTimestamp, type TimestampResult } from './stored-timestamp.ts';
 
 /** Microseconds at the start of each minute seen, by its `YYYY-MM-DDTHH:MM` text. */
 const minutes = new Map<string, number>();
