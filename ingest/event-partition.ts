@@ -1,7 +1,7 @@
 import type { StoredEvent } from '../shared/event-index.ts';
 import { partitionIndexName, periodEnd, periodStart, type PartitionPeriod } from '../shared/partitions.ts';
 import type { SourceName } from '../shared/sources.ts';
-import { microsecondsFromStoredTimestamp } from '../shared/stored-timestamp.ts';
+import { microsecondsFromStoredTimestamp, storedTimestampHour } from '../shared/stored-timestamp.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -24,7 +24,7 @@ export function eventPartitioning(indexPrefix: string, source: SourceName, perio
   // hour's is worked out once instead of parsing every event's timestamp (twice, with retention)
   const byHour = new Map<string, { index: string; end: number }>();
   const partitionOf = (event: StoredEvent) => {
-    const hour = event.timestamp.slice(0, 13);
+    const hour = storedTimestampHour(event.timestamp);
     let partition = byHour.get(hour);
     if (partition === undefined) {
       const start = periodStart(period, Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));

@@ -93,6 +93,11 @@ export function microsecondsFromStoredTimestamp(text: string): number {
   return seconds * 1_000_000 + Number(fraction.padEnd(6, '0').slice(0, 6));
 }
 
+/** The UTC hour a stored timestamp falls in, as a key (`2024-01-01T00`): equal for every timestamp of that hour. */
+export function storedTimestampHour(text: string): string {
+  return text.slice(0, 13);
+}
+
 /** Epoch milliseconds as the `YYYY-MM-DDTHH:MM:SS` UTC text usage clients parse (a bucket start). */
 export function datetimeTextFromMillis(epochMillis: number): string {
   return new Date(epochMillis).toISOString().slice(0, 19);
