@@ -119,9 +119,7 @@ export function translateBeforeScans(
   { maxTranslatedChars: maxChars, maxValueBytes }: Pick<ExecutorOptions, 'maxTranslatedChars' | 'maxValueBytes'>,
   { everyError }: { everyError: boolean },
 ): void {
-  const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
-  const candidates = aggregation ? [plan, { ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }] : [plan];
-  for (const { scans, residual } of candidates) {
+  for (const { scans, residual } of plansItMayRun(plan)) {
     if (!residual) continue;
     try {
       translateToDuckDb(residual.query, { tables: scans.map(declaredSchema), bindings: residual.bindings, parameters: residual.parameters, now: residual.now, maxChars, maxValueBytes });
@@ -136,9 +134,14 @@ export function translateBeforeScans(
  * type comes from the scanned rows (metadata). Then its type errors are the run's own.
  */
 export function typesKnownBeforeScans(plan: Plan): boolean {
-  const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
-  const scans = aggregation ? [...plan.scans, aggregation.fallback.scan] : plan.scans;
+  const scans = plansItMayRun(plan).flatMap((candidate) => candidate.scans);
   return scans.every((scan) => scan.kind === 'aggregation' || !scan.columns.some((column) => holdsUnknown(column.type)));
+}
+
+/** The plan, and for a pushed-down aggregation also the fallback it runs when an event is irregular. */
+function plansItMayRun(plan: Plan): Pick<Plan, 'scans' | 'residual'>[] {
+  const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
+  return aggregation ? [plan, { scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }] : [plan];
 }
 
 /** A scan's table as the engine will load it, before its rows are known. */
