@@ -21,6 +21,20 @@ export interface EndpointCatalogOptions {
   onChange: (id: string) => void;
 }
 
+/** The spec's endpoints as seeded, for look-ups while the store has never been read. */
+const SEEDED_ENTRIES: ReadonlyMap<string, CatalogEntry> = new Map(
+  SEEDED_ENDPOINTS.map((seed) => {
+    // version 1 is what the store seeds; savedAt is unknown without the store
+    const record: EndpointRecord = { ...seed.record, version: 1, savedAt: new Date(0).toISOString() };
+    return [record.id, { record, definition: definitionOf(record) }];
+  }),
+);
+
+/** An endpoint by UUID (any letter case), else by name. */
+function lookUp(entries: ReadonlyMap<string, CatalogEntry>, idOrName: string): CatalogEntry | undefined {
+  return entries.get(idOrName.toLowerCase()) ?? [...entries.values()].find((entry) => entry.record.name === idOrName);
+}
+
 /**
  * This replica's view of the endpoint store, read again every refreshSeconds (and at once after
  * this replica's own saves). The store is the truth: the view only spares each request a search.
@@ -28,13 +42,6 @@ export interface EndpointCatalogOptions {
  * endpoints answer as seeded (every query of them reads the store anyway, so what they would do
  * differently once edited is refused 503 there) and any other name is 503, never a 404.
  */
-/** The spec's endpoints as seeded, for look-ups while the store has never been read. */
-const SEEDED_ENTRIES: readonly CatalogEntry[] = SEEDED_ENDPOINTS.map((seed) => {
-  // version 1 is what the store seeds; savedAt is unknown without the store
-  const record: EndpointRecord = { ...seed.record, version: 1, savedAt: new Date(0).toISOString() };
-  return { record, definition: definitionOf(record) };
-});
-
 export class EndpointCatalog {
   private entries: Map<string, CatalogEntry> | undefined;
   private indexReady = false;
@@ -64,10 +71,9 @@ export class EndpointCatalog {
   /** The enabled or disabled endpoint a path segment names, by UUID (any letter case) or name. */
   async find(idOrName: string): Promise<CatalogEntry | undefined> {
     try {
-      const entries = await this.loaded();
-      return entries.get(idOrName.toLowerCase()) ?? [...entries.values()].find((entry) => entry.record.name === idOrName);
+      return lookUp(await this.loaded(), idOrName);
     } catch (error) {
-      const seeded = SEEDED_ENTRIES.find((entry) => entry.record.id === idOrName.toLowerCase() || entry.record.name === idOrName);
+      const seeded = lookUp(SEEDED_ENTRIES, idOrName);
       if (seeded) return seeded;
       throw error;
     }
@@ -84,9 +90,7 @@ export class EndpointCatalog {
 
   /** The last view read, without waiting for the store (for metrics labels and the like). */
   known(idOrName: string): CatalogEntry | undefined {
-    const entries = this.entries;
-    if (!entries) return undefined;
-    return entries.get(idOrName.toLowerCase()) ?? [...entries.values()].find((entry) => entry.record.name === idOrName);
+    return this.entries && lookUp(this.entries, idOrName);
   }
 
   /**
