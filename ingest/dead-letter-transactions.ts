@@ -44,14 +44,22 @@ export class DeadLetterTransactions {
       this.logger.info({ topic: source.topic, partition: source.partition, committed: String(floor), nextOffset }, 'chunk already committed by the previous owner; its dead letters are not sent again');
       return [];
     }
-    const { producer } = this.producers.get(`${source.topic}\u0000${source.partition}`)!;
-    const transaction = await producer.transaction();
+    const key = `${source.topic}\u0000${source.partition}`;
+    const { producer } = this.producers.get(key)!;
     try {
-      if (fresh.length > 0) await transaction.send({ topic: deadLetterTopic, acks: -1, messages: fresh.map((letter) => letter.message) });
-      await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: source.topic, partitions: [{ partition: source.partition, offset: nextOffset }] }] });
-      await transaction.commit();
+      const transaction = await producer.transaction();
+      try {
+        if (fresh.length > 0) await transaction.send({ topic: deadLetterTopic, acks: -1, messages: fresh.map((letter) => letter.message) });
+        await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: source.topic, partitions: [{ partition: source.partition, offset: nextOffset }] }] });
+        await transaction.commit();
+      } catch (error) {
+        await transaction.abort().catch(() => undefined);
+        throw error;
+      }
     } catch (error) {
-      await transaction.abort().catch(() => undefined);
+      // a commit that failed may still have committed (its answer lost to a broker restart), and a fenced
+      // producer stays fenced: the chunk's retry claims the partition again and reads what was committed
+      await this.release(key);
       throw error;
     }
     return fresh;
@@ -66,10 +74,7 @@ export class DeadLetterTransactions {
     const key = `${topic}\u0000${partition}`;
     const existing = this.producers.get(key);
     if (existing?.assignment === this.assignment) return undefined;
-    if (existing) {
-      this.producers.delete(key);
-      await existing.producer.disconnect().catch(() => undefined);
-    }
+    if (existing) await this.release(key);
     const producer = this.kafka.producer({
       createPartitioner: Partitioners.DefaultPartitioner,
       transactionalId: `${this.groupId}.dead-letters.${topic}.${partition}`,
@@ -83,6 +88,13 @@ export class DeadLetterTransactions {
     this.producers.set(key, { producer, assignment: this.assignment });
     const [committed] = await this.admin.fetchOffsets({ groupId: this.groupId, topics: [topic] });
     return BigInt(committed?.partitions.find((entry) => entry.partition === partition)?.offset ?? '-1');
+  }
+
+  private async release(key: string): Promise<void> {
+    const existing = this.producers.get(key);
+    if (!existing) return;
+    this.producers.delete(key);
+    await existing.producer.disconnect().catch(() => undefined);
   }
 
   async close(): Promise<void> {

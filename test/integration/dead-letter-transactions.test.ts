@@ -1,0 +1,68 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { Partitioners, type Kafka } from 'kafkajs';
+import { DeadLetterTransactions } from '../../ingest/dead-letter-transactions.ts';
+import { ingestTestConfig, removeKafkaTestData, silentLogger, testKafka, waitFor } from '../support/ingest.ts';
+
+const END = 'end-of-test';
+
+function letters(offsets: number[]) {
+  return offsets.map((offset) => ({ offset: String(offset), message: { key: null, value: Buffer.from(`letter ${offset}`) } }));
+}
+
+/** Every letter on the topic, read committed, up to a sentinel written after the transactions. */
+async function lettersOnTopic(kafka: Kafka, topic: string): Promise<string[]> {
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  await producer.send({ topic, messages: [{ value: END }] });
+  await producer.disconnect();
+  const consumer = kafka.consumer({ groupId: `${topic}-reader` });
+  const values: string[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => void values.push(message.value?.toString() ?? '') });
+    await waitFor('the sentinel after the letters', async () => (values.includes(END) ? true : undefined));
+  } finally {
+    await consumer.disconnect();
+  }
+  return values.filter((value) => value !== END);
+}
+
+describe('dead letters: a failed transaction claims its partition again', () => {
+  const config = ingestTestConfig('dead-letter-claims');
+  const kafka = testKafka(config);
+  const source = { topic: `${config.TOPIC_PREFIX}source`, partition: 0 };
+  const deadLetterTopic = `${config.TOPIC_PREFIX}source.dead-letter`;
+
+  afterAll(async () => {
+    await removeKafkaTestData(config, [`${deadLetterTopic}-reader`]);
+  });
+
+  it('the fenced previous owner retrying a chunk the new owner committed sends none of its letters again', async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: source.topic, numPartitions: 1 }, { topic: deadLetterTopic, numPartitions: 1 }] });
+    const previousAdmin = kafka.admin();
+    const nextAdmin = kafka.admin();
+    await Promise.all([previousAdmin.connect(), nextAdmin.connect()]);
+    const previous = new DeadLetterTransactions(kafka, previousAdmin, config.INGEST_GROUP_ID, silentLogger);
+    const next = new DeadLetterTransactions(kafka, nextAdmin, config.INGEST_GROUP_ID, silentLogger);
+    try {
+      expect(await previous.send(source, deadLetterTopic, letters([0, 1]), '2')).toHaveLength(2);
+      // the partition moves on: its new owner claims it (fencing the previous one) and commits the next chunk
+      expect(await next.send(source, deadLetterTopic, letters([2, 3]), '4')).toHaveLength(2);
+
+      // the previous owner, not yet told of the move, tries the same chunk: fenced
+      await expect(previous.send(source, deadLetterTopic, letters([2, 3]), '4')).rejects.toThrow();
+      // its retry reads the committed offset again and finds the chunk done
+      expect(await previous.send(source, deadLetterTopic, letters([2, 3]), '4')).toEqual([]);
+
+      const [committed] = await admin.fetchOffsets({ groupId: config.INGEST_GROUP_ID, topics: [source.topic] });
+      expect(committed!.partitions[0]!.offset).toBe('4');
+      expect(await lettersOnTopic(kafka, deadLetterTopic)).toEqual(['letter 0', 'letter 1', 'letter 2', 'letter 3']);
+    } finally {
+      await Promise.all([previous.close(), next.close()]);
+      await Promise.all([previousAdmin.disconnect(), nextAdmin.disconnect(), admin.disconnect()]);
+    }
+  });
+});
