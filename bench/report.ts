@@ -1,7 +1,7 @@
 import type { BenchRun, IngestRate, LoadPoint, QuerySeries } from './results.ts';
 
 /**
- * The table `npm run bench` prints and the README shows: every figure next to what it is compared
+ * The table `npm run bench` prints and docs/benchmarks.md shows: every figure next to what it is compared
  * with (the ceiling, the Kafka side, the peer, Elasticsearch sent directly, a bare fastify route),
  * computed from one run's results only. Pure: the same run always gives the same text.
  */
@@ -127,7 +127,7 @@ export function formatBenchText(run: BenchRun): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The same tables as Markdown, for the README. */
+/** The same tables as Markdown, for docs/benchmarks.md. */
 export function formatBenchMarkdown(run: BenchRun): string {
   const escape = (cell: string) => cell.replace(/\|/g, '\\|');
   const lines = [`Run of ${run.startedAt.slice(0, 10)}${run.quick ? ' (`--quick`)' : ''} on ${describeMachine(run)}.`];

@@ -29,7 +29,7 @@ const TUNING = [
 
 /**
  * A real worker process on the given servers and locations, run as operators run it: the checkout's
- * production build (`npm run build`, then `node dist/ingest/main.js`; README "Production build"),
+ * production build (`npm run build`, then `node dist/ingest/main.js`; docs/operations.md "Production build"),
  * built once per checkout per benchmark run. Under tsx the loader alone holds some 30 MB more, which
  * is not the worker's. Resolves once it serves /health. `root` runs the worker of another checkout
  * (a before/after comparison).

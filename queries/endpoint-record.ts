@@ -50,7 +50,7 @@ function compiles(pattern: string): boolean {
   }
 }
 
-/** Dotted or hyphenated lower-case words (SPEC.md 2.1): usage.api-counts, logs.all. */
+/** Dotted or hyphenated lower-case words (docs/design/SPEC.md 2.1): usage.api-counts, logs.all. */
 export const ENDPOINT_NAME = /^[a-z0-9]+(?:[._-][a-z0-9]+)*$/;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -56,19 +56,19 @@ export interface CteColumn {
   type: SqlType;
 }
 
-/** Equality of a source's project field with a parameter (SPEC.md 2.4). */
+/** Equality of a source's project field with a parameter (docs/design/SPEC.md 2.4). */
 export interface ProjectMatch {
   field: ProjectField;
   parameter: string;
 }
 
-/** Optional time bounds read from parameters: start exclusive, end inclusive (SPEC.md 4.2). */
+/** Optional time bounds read from parameters: start exclusive, end inclusive (docs/design/SPEC.md 4.2). */
 export interface TimeBounds {
   startExclusive: string;
   endInclusive: string;
 }
 
-/** Events of one source for one project: project match first, then the time bounds (SPEC.md 4.2 rule 2). */
+/** Events of one source for one project: project match first, then the time bounds (docs/design/SPEC.md 4.2 rule 2). */
 export interface SourceCte {
   kind: 'source';
   name: string;
@@ -118,7 +118,7 @@ export interface WindowStartCte {
   window: WindowScope;
 }
 
-/** Counts of matching request records per time bucket, per path text (SPEC.md 4.1). */
+/** Counts of matching request records per time bucket, per path text (docs/design/SPEC.md 4.1). */
 export interface RequestCountsCte {
   kind: 'request_counts';
   name: string;

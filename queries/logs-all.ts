@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { SOURCES, type SourceName } from '../shared/sources.ts';
 import { sourceColumns, type EndpointDefinition, type SourceCte } from './endpoint.ts';
 
-/** Empty and absent both mean "no bound" (DESIGN.md 1); the planner parses the text. */
+/** Empty and absent both mean "no bound" (docs/design/DESIGN.md 1); the planner parses the text. */
 const optionalTimestamp = z
   .string({ error: 'must be an ISO 8601 timestamp such as 2024-01-01T00:00:00.000Z' })
   .optional()
@@ -37,7 +37,7 @@ const ctes: SourceCte[] = SOURCES.map((source) => ({
   },
 }));
 
-/** Log events of one project (SPEC.md 4.2): nine CTEs, the saved selection reads edge_logs only. */
+/** Log events of one project (docs/design/SPEC.md 4.2): nine CTEs, the saved selection reads edge_logs only. */
 export const logsAll: EndpointDefinition<LogsParameters> = {
   id: '8d3b9f57-2c64-4e1a-b0d7-5f9e3a6c2b18',
   name: 'logs.all',

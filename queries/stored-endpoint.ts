@@ -7,7 +7,7 @@ import { logsAll } from './logs-all.ts';
 import { SEEDED_ENDPOINTS } from './seeds.ts';
 
 /**
- * The tables an operator's endpoint reads: the nine log sources of SPEC.md 2.4, each scoped to the
+ * The tables an operator's endpoint reads: the nine log sources of docs/design/SPEC.md 2.4, each scoped to the
  * `project` parameter first and to `iso_timestamp_start` / `iso_timestamp_end` when those are
  * declared and sent, exactly as logs.all scopes them. No read of the store escapes that scope.
  */

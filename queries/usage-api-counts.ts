@@ -29,7 +29,7 @@ const window: WindowScope = {
 const count = { kind: 'int64' } as const;
 
 /**
- * Request counts per bucket for one project, split by API area (SPEC.md 4.1), mirroring the saved
+ * Request counts per bucket for one project, split by API area (docs/design/SPEC.md 4.1), mirroring the saved
  * SQL: `dates` holds the window start, `edge_logs` the edge events in the window with a request
  * record whose url matches `project`, and `chart_counts` counts those records per bucket with
  * countif on the path.

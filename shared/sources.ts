@@ -1,5 +1,5 @@
 /**
- * The nine log sources (SPEC.md 2.4). Each has a CTE name (also the default Kafka topic), time
+ * The nine log sources (docs/design/SPEC.md 2.4). Each has a CTE name (also the default Kafka topic), time
  * partitioned Elasticsearch indices of its own, and the field that ties an event to a project.
  */
 export type ProjectField = 'project' | 'metadata.project_ref' | 'metadata.project';

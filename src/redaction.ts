@@ -3,7 +3,7 @@
  * replaced with REDACTED. One hand-written left-to-right scan per string (no backtracking regex),
  * so the cost is linear in the text whatever it holds.
  *
- * How the scan reads text (README "Redaction rules" has the same list for callers):
+ * How the scan reads text (docs/api.md "Redaction rules" has the same list for callers):
  * - Addresses are looked for inside runs of hex digits, `.` and `:`, where `%2E` and `%3A` (any
  *   case) count as `.` and `:` so percent-encoded addresses inside URLs are found too; any other
  *   character, `%5B` / `%5D` included, ends a run. Letters, `_`, brackets or a port around an

@@ -69,7 +69,7 @@ export function requestUrlMatch(cte: WindowedSourceCte, params: ValidatedParamet
  * The one scope step: a CTE's mandatory filter from its declaration, the validated parameters, the
  * caller's projects and the current time, and the partitions its time bounds (narrowed by `within`,
  * where the query's own predicates confine it) overlap. For a source: project match first, then the time bounds,
- * then the key's project restriction (SPEC.md 4.2 rule 2). For a windowed source: the window, the
+ * then the key's project restriction (docs/design/SPEC.md 4.2 rule 2). For a windowed source: the window, the
  * key's restriction, then the url pattern (the costliest clause last). Saved selections, sandboxed
  * queries and cache warming all scope through here, and nothing else builds these filters.
  */

@@ -19,7 +19,7 @@ interface EndpointRoute {
   Params: { endpoint: string };
 }
 
-/** GET and POST /api/endpoints/query/:endpoint, by UUID or name (SPEC.md 4), for every endpoint in the store. */
+/** GET and POST /api/endpoints/query/:endpoint, by UUID or name (docs/design/SPEC.md 4), for every endpoint in the store. */
 export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app, options) => {
   // each request's phases, read when its answer (or its error) is sent
   const timings = new WeakMap<FastifyRequest, ServerTiming>();

@@ -8,7 +8,7 @@ const request = { url: 'https://abc.supabase.co/rest/v1/t', path: '/rest/v1/t' }
 
 type LogRow = { id: string; timestamp: number; event_message: string; metadata: Record<string, unknown>[] };
 
-describe('logs.all (SPEC.md 4.2)', () => {
+describe('logs.all (docs/design/SPEC.md 4.2)', () => {
   let server: EndpointTestServer;
 
   const logs = async (query: Record<string, string>, key = BOOTSTRAP_KEY) => {

@@ -9,7 +9,7 @@ const at = (iso: string) => Date.parse(iso);
 
 const abc = (path: string) => ({ url: `https://abc.supabase.co${path}`, path });
 
-describe('usage.api-counts (SPEC.md 4.1)', () => {
+describe('usage.api-counts (docs/design/SPEC.md 4.1)', () => {
   let server: EndpointTestServer;
   let limitedKey: string;
 

@@ -3,7 +3,7 @@ import { BOOTSTRAP_KEY, edgeEvent, startEndpointServer, storedTimestamp, type En
 
 const NOW = Date.UTC(2024, 4, 1, 12, 0, 0);
 
-/** The error codes of the README's table, each asked for over a real socket and checked in the envelope. */
+/** The error codes of docs/api.md's table, each asked for over a real socket and checked in the envelope. */
 describe('error codes over HTTP', () => {
   let server: EndpointTestServer;
   let base: string;

@@ -150,7 +150,7 @@ const headers = fc.record(
   { requiredKeys: [] },
 );
 const fuzzRequest = fc
-  // HEAD is left out: a HEAD refused by Node's HTTP parser itself (an oversized head) gets the envelope body, which HEAD clients reject (README, known gaps)
+  // HEAD is left out: a HEAD refused by Node's HTTP parser itself (an oversized head) gets the envelope body, which HEAD clients reject (docs/known-gaps.md)
   .record({ method: fc.constantFrom('GET', 'GET', 'GET', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'), path, query, headers, contentType, body: fc.option(body, { nil: undefined }) })
   .map(({ method, path, query, headers, contentType, body }): FuzzRequest => {
     const all: Record<string, string | string[]> = { ...headers };

@@ -223,7 +223,7 @@ describe(`LQL reference cases on real Elasticsearch (${cases.length} cases with 
 /*
  * Time filters. The reference states times as dates, datetimes (UTC when no offset is given) and
  * relative expressions over `now`; they are evaluated here in microseconds, independently of the
- * planner. Two readings are ours and documented in the README: a date stands for its whole day (the
+ * planner. Two readings are ours and documented in docs/known-gaps.md: a date stands for its whole day (the
  * reference casts it to midnight), and a bound stated to the second (`startOfDay(now) - 1s`) covers
  * that whole second, as the reference's second-precision timestamps do.
  */

@@ -34,7 +34,7 @@ function boundMicros(iso: string | undefined): number | undefined {
   return iso ? Date.parse(iso) * 1000 : undefined;
 }
 
-/** The scope of a logs.all CTE as SPEC.md 2.4 and 4.2 state it, written for the test: project field, then (start, end]. */
+/** The scope of a logs.all CTE as docs/design/SPEC.md 2.4 and 4.2 state it, written for the test: project field, then (start, end]. */
 function inScope(source: SourceName, event: StoredEvent, params: Record<string, string>): boolean {
   const field = SOURCES.find((candidate) => candidate.name === source)!.projectField;
   const project = field === 'project' ? event.project : (event.metadata as Record<string, unknown>)[field.slice('metadata.'.length)];

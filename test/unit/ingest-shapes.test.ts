@@ -19,7 +19,7 @@ function stored(decoded: DecodedEvent | undefined): StoredEvent {
   return decoded.event;
 }
 
-/** The producer's object rebuilt from a stored event, the way the README tells readers to. */
+/** The producer's object rebuilt from a stored event, the way docs/producing.md tells readers to. */
 function unfold(event: StoredEvent): Record<string, unknown> {
   const metadata = structuredClone(event.metadata) as Record<string, unknown> | Record<string, unknown>[] | undefined;
   const first = (Array.isArray(metadata) ? metadata[0] : metadata) ?? {};

@@ -42,7 +42,7 @@ describe('redactText', () => {
     expect(redactText(input)).toBe(expected);
   });
 
-  // near misses: things that only look like addresses (README "Redaction rules")
+  // near misses: things that only look like addresses (docs/api.md "Redaction rules")
   it.each([
     'at 2024-01-01T00:00:00.123456Z',
     'took 12:30:45 and 12:30:45.123',

@@ -40,7 +40,7 @@ export interface EngineReservation {
 
 export interface EngineResult {
   columns: ResultColumn[];
-  /** Values already in the API's JSON form (DESIGN.md 1). */
+  /** Values already in the API's JSON form (docs/design/DESIGN.md 1). */
   rows: Record<string, unknown>[];
   /** The query had rows beyond `maxRows`, which were not read. */
   truncated: boolean;

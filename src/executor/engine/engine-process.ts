@@ -40,7 +40,7 @@ const RESULT_BATCH_BYTES = 256 * 1024;
 /** Failures after which the database is still fit to serve, once reset: the query's own, not DuckDB's. */
 const REUSABLE_AFTER: ReadonlySet<FailureReason> = new Set(['invalid_query', 'result_too_large', 'value_too_large']);
 let spareDatabase: Promise<ReusableDatabase> | undefined;
-/** Poisoned databases, kept open until the process ends: closing one aborts it (DESIGN.md 2). */
+/** Poisoned databases, kept open until the process ends: closing one aborts it (docs/design/DESIGN.md 2). */
 const setAside: ReusableDatabase[] = [];
 let current: Request | undefined;
 let work: Promise<void> = Promise.resolve();

@@ -13,7 +13,7 @@ export interface LockedDatabase {
 }
 
 /**
- * Opening options in the order DESIGN.md 2 requires: `temp_directory` must be the first key, or
+ * Opening options in the order docs/design/DESIGN.md 2 requires: `temp_directory` must be the first key, or
  * DuckDB may create a spill directory before external access is switched off.
  */
 function openingOptions(limits: EngineLimits): Record<string, string> {

@@ -14,7 +14,7 @@ import {
 } from '@duckdb/node-api';
 
 /**
- * DuckDB result values -> the JSON the API returns (DESIGN.md 1), driven by the column's type:
+ * DuckDB result values -> the JSON the API returns (docs/design/DESIGN.md 1), driven by the column's type:
  * TIMESTAMPTZ as integer microseconds, TIMESTAMP as `YYYY-MM-DDTHH:MM:SS[.ffffff]`, TIME as
  * `HH:MM:SS[.ffffff]`, a STRUCT as a
  * one-element array of its record (records are arrays of records) except as a LIST element, 64-bit

@@ -98,7 +98,7 @@ function columnLoad(type: SqlType): ColumnLoad {
     case 'bool':
       return { stagingType: 'BOOLEAN', append: (appender, value) => appender.appendBoolean(boolean(value)), conversion: asIs };
     case 'timestamp':
-      // Rows carry timestamps as integer microseconds since the epoch (DESIGN.md 1).
+      // Rows carry timestamps as integer microseconds since the epoch (docs/design/DESIGN.md 1).
       return { stagingType: 'TIMESTAMPTZ', append: (appender, value) => appender.appendTimestampTZ(new DuckDBTimestampTZValue(integer(value))), conversion: asIs };
     case 'bytes':
       return { stagingType: 'BLOB', append: (appender, value) => appender.appendBlob(bytes(value)), conversion: asIs };

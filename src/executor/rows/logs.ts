@@ -40,7 +40,7 @@ function nestedValue(value: unknown): unknown {
   return elements;
 }
 
-/** metadata in the BigQuery shape clients read as metadata[0].request[0].path (DESIGN.md 1). */
+/** metadata in the BigQuery shape clients read as metadata[0].request[0].path (docs/design/DESIGN.md 1). */
 export function metadataRows(metadata: unknown): Record<string, unknown>[] {
   if (metadata === undefined || metadata === null) return [];
   const records = Array.isArray(metadata) ? metadata : [metadata];
