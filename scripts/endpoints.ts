@@ -29,7 +29,8 @@ async function serviceMetrics(url: string, opsToken: string | undefined): Promis
   try {
     response = await fetch(address, { headers: opsToken === undefined ? {} : { authorization: `Bearer ${opsToken}` } });
   } catch (error) {
-    throw new Error(`no query service answers at ${address} (${(error as Error).cause ?? (error as Error).message}): start it (npm start), or pass --url`);
+    const reason = (error as Error).cause ?? (error as Error).message;
+    throw new Error(`no query service answers at ${address} (${String(reason)}): start it (npm start), or pass --url`);
   }
   if (response.status === 401) throw new Error(`${address} needs the operator token: set OPS_TOKEN to the one the query service runs with`);
   if (!response.ok) throw new Error(`${address} answered ${response.status}`);

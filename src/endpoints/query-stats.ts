@@ -16,7 +16,8 @@ export function statsRequested(parameters: Record<string, unknown>, header: stri
   if (parameters.stats !== undefined) sent.push({ name: 'stats', value: flag('the stats parameter', parameters.stats) });
   if (header !== undefined) sent.push({ name: STATS_HEADER, value: flag(`the ${STATS_HEADER} header`, header) });
   if (sent.length === 2 && sent[0]!.value !== sent[1]!.value) {
-    throw new BadParameter(`stats=${sent[0]!.value} and ${STATS_HEADER}: ${sent[1]!.value} disagree; send one of them, or both with the same value`, 'bad_request');
+    const shown = `stats=${sent[0]!.value} and ${STATS_HEADER}: ${sent[1]!.value}`;
+    throw new BadParameter(`${shown} disagree; send one of them, or both with the same value`, 'bad_request');
   }
   return sent[0]?.value ?? false;
 }

@@ -84,7 +84,7 @@ export function usageRows(samples: readonly Sample[]): UsageRow[] {
         row.bytes += sample.value;
         break;
       case 'endpoint_request_duration_seconds_bucket':
-        buckets.set(id, [...(buckets.get(id) ?? []), { le: Number(sample.labels.le === '+Inf' ? Infinity : sample.labels.le), count: sample.value }]);
+        buckets.set(id, [...(buckets.get(id) ?? []), { le: sample.labels.le === '+Inf' ? Infinity : Number(sample.labels.le), count: sample.value }]);
         break;
       case 'endpoint_request_duration_seconds_sum':
         sums.set(id, sample.value);
@@ -159,7 +159,6 @@ export function usageTable(rows: readonly UsageRow[]): string {
   const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => line[column]!.length)));
   // numbers align right, names left
   const numeric = (column: number) => column >= 2 && column !== 3;
-  return [header, ...lines]
-    .map((line) => line.map((cell, column) => (numeric(column) ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ').trimEnd())
-    .join('\n');
+  const aligned = (cell: string, column: number) => (numeric(column) ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!));
+  return [header, ...lines].map((line) => line.map(aligned).join('  ').trimEnd()).join('\n');
 }

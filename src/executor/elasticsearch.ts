@@ -273,7 +273,8 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
   // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
   const attempt = (index: estypes.Indices | undefined) => {
     named = index;
-    return options.elasticsearch.search<Record<string, unknown>>({ ...sent, index, allow_partial_search_results: false }, { requestTimeout: clock.remainingMs(), signal: options.signal });
+    const transport = { requestTimeout: clock.remainingMs(), signal: options.signal };
+    return options.elasticsearch.search<Record<string, unknown>>({ ...sent, index, allow_partial_search_results: false }, transport);
   };
   try {
     // every search the planner makes names its indices

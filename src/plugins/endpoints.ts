@@ -53,9 +53,8 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     const rows = answerRowCount(answer.body) ?? 0;
     request.answeredRows = rows;
     // statistics are this request's own: built beside the (perhaps cached) answer, never into it
-    const sent = reads
-      ? withStats(answer.body, queryStats({ elapsedMs: reply.elapsedTime, rows, cache: answer.cache, ageSeconds: answer.ageSeconds, reads, indexPrefix: options.indexPrefix }))
-      : answer.body;
+    const stats = reads && queryStats({ elapsedMs: reply.elapsedTime, rows, cache: answer.cache, ageSeconds: answer.ageSeconds, reads, indexPrefix: options.indexPrefix });
+    const sent = stats ? withStats(answer.body, stats) : answer.body;
     return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(sent);
   }
 
