@@ -175,7 +175,7 @@ describe('the stats object', () => {
 describe('per-endpoint usage in /metrics', () => {
   const usageLabels = (endpoint: string, keyId: string) => ({ endpoint, key_id: keyId });
 
-  it('counts an answer (rows, bytes, duration), a 400 and a 404 under the endpoint and key id labels', async () => {
+  it('counts an answer (rows, bytes, duration), a 400, a 404 and a 401 under the endpoint and key id labels', async () => {
     const ok = usageLabels('logs.all', 'bootstrap');
     const before = {
       ok: await metricValue('endpoint_requests_total', { ...ok, status: '200' }),
@@ -184,11 +184,14 @@ describe('per-endpoint usage in /metrics', () => {
       rows: await metricValue('endpoint_rows_returned_total', ok),
       bytes: await metricValue('endpoint_bytes_returned_total', ok),
       durations: await metricValue('endpoint_request_duration_seconds_count', ok),
+      unauthorized: await metricValue('endpoint_requests_total', { ...usageLabels('logs.all', 'none'), status: '401' }),
     };
     const answer = await query('logs.all', { query: LOGS_WINDOW });
     const bad = await query('logs.all', { query: { ...LOGS_WINDOW, stats: 'maybe' } });
     const missing = await query('no-such-endpoint-4f1c', {});
-    expect([answer.status, bad.status, missing.status]).toEqual([200, 400, 404]);
+    const unauthorized = await query('logs.all', { query: LOGS_WINDOW, key: 'not-a-key-of-this-service-0000' });
+    expect([answer.status, bad.status, missing.status, unauthorized.status]).toEqual([200, 400, 404, 401]);
+    expect(await metricValue('endpoint_requests_total', { ...usageLabels('logs.all', 'none'), status: '401' })).toBe(before.unauthorized + 1);
     expect(await metricValue('endpoint_requests_total', { ...ok, status: '200' })).toBe(before.ok + 1);
     expect(await metricValue('endpoint_requests_total', { ...ok, status: '400' })).toBe(before.bad + 1);
     expect(await metricValue('endpoint_requests_total', { ...usageLabels('unknown_endpoint', 'bootstrap'), status: '404' })).toBe(before.missing + 1);

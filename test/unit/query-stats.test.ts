@@ -1,5 +1,7 @@
+import type { Client, estypes } from '@elastic/elasticsearch';
 import { describe, expect, it } from 'vitest';
 import { queryStats, statsRequested, withStats } from '../../src/endpoints/query-stats.ts';
+import { search } from '../../src/executor/elasticsearch.ts';
 import { StoreReads } from '../../src/executor/store-reads.ts';
 import { BoundedLabel } from '../../src/metrics.ts';
 
@@ -50,5 +52,26 @@ describe('bounded metric labels', () => {
   it('keeps the first values and folds the rest into other', () => {
     const label = new BoundedLabel(2);
     expect(['a', 'b', 'c', 'a', 'd', 'b'].map((value) => label.valueOf(value))).toEqual(['a', 'b', 'other', 'a', 'other', 'b']);
+  });
+});
+
+describe('what a search sends and collects', () => {
+  const aggregation = { index: 'p-edge_logs*', size: 0, track_total_hits: false, query: { match_all: {} }, aggs: { n: { value_count: { field: 'id' } } } };
+  const storeAnswering = (sent: estypes.SearchRequest[]) =>
+    ({ search: async (request: estypes.SearchRequest) => (sent.push(request), { hits: { total: { value: 4 }, hits: [] }, aggregations: {} }) }) as unknown as Client;
+
+  it('without statistics asked, the request is the plan\'s: hits are not counted', async () => {
+    const sent: estypes.SearchRequest[] = [];
+    await search(aggregation, { elasticsearch: storeAnswering(sent), timeoutMs: 1000 });
+    expect(sent[0]!.track_total_hits).toBe(false);
+  });
+
+  it('with statistics asked, an aggregation counts its hits, and the search is collected', async () => {
+    const sent: estypes.SearchRequest[] = [];
+    const reads = new StoreReads();
+    await search(aggregation, { elasticsearch: storeAnswering(sent), timeoutMs: 1000, reads });
+    expect(sent[0]!.track_total_hits).toBe(true);
+    expect(reads.searches).toEqual([{ indices: ['p-edge_logs*'], bytes: Buffer.byteLength('{"hits":{"total":{"value":4},"hits":[]},"aggregations":{}}') }]);
+    expect([...reads.pushed]).toEqual(['filters', 'aggregation']);
   });
 });
