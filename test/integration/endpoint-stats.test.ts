@@ -172,6 +172,15 @@ describe('the stats object', () => {
   });
 });
 
+describe('the stats object in /openapi.json', () => {
+  it('names the parameter, the header and the object', async () => {
+    const document = (await server.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { parameters: { name: string; in: string }[]; responses: Record<string, unknown> }>> };
+    const get = document.paths['/api/endpoints/query/logs.all']!.get!;
+    expect(get.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'stats', in: 'query' }), expect.objectContaining({ name: 'SVC-ENDPOINT-STATS', in: 'header' })]));
+    expect(JSON.stringify(get.responses['200'])).toContain('"events_scanned"');
+  });
+});
+
 describe('per-endpoint usage in /metrics', () => {
   const usageLabels = (endpoint: string, keyId: string) => ({ endpoint, key_id: keyId });
 
