@@ -9,6 +9,7 @@ import { EndpointCatalog } from '../src/endpoints/catalog.ts';
 import { EndpointsUsageError, endpointTable, parseEndpointsCommand, versionTable, type JsonSource } from '../src/endpoints/endpoints-command.ts';
 import { EndpointManagement } from '../src/endpoints/management.ts';
 import { EndpointStore } from '../src/endpoints/store.ts';
+import { parseExposition, usageRows, usageTable } from '../src/endpoints/usage-table.ts';
 import { ApiError } from '../src/errors.ts';
 import { FieldCatalogs } from '../src/executor/field-catalogs.ts';
 import { parseJsonBody } from '../src/http/json-body.ts';
@@ -21,15 +22,37 @@ async function readJson(source: JsonSource): Promise<unknown> {
   return parseJsonBody(body);
 }
 
+/** The query service's /metrics text, with the operator token when one is configured. */
+async function serviceMetrics(url: string, opsToken: string | undefined): Promise<string> {
+  const address = `${url.replace(/\/+$/, '')}/metrics`;
+  let response: Response;
+  try {
+    response = await fetch(address, { headers: opsToken === undefined ? {} : { authorization: `Bearer ${opsToken}` } });
+  } catch (error) {
+    const reason = (error as Error).cause ?? (error as Error).message;
+    throw new Error(`no query service answers at ${address} (${String(reason)}): start it (npm start), or pass --url`);
+  }
+  if (response.status === 401) throw new Error(`${address} needs the operator token: set OPS_TOKEN to the one the query service runs with`);
+  if (!response.ok) throw new Error(`${address} answered ${response.status}`);
+  return response.text();
+}
+
 /**
- * `npm run endpoints -- list|show|create|edit|delete|versions|restore`: manages the saved endpoints in
+ * `npm run endpoints -- list|show|create|edit|delete|versions|restore|usage`: manages the saved endpoints in
  * <INDEX_PREFIX>endpoints with the checks the management API makes; running query services serve a
- * change within ENDPOINT_REFRESH_SECONDS.
+ * change within ENDPOINT_REFRESH_SECONDS. `usage` reads a running query service's /metrics instead.
  */
 async function main(): Promise<number> {
   const command = parseEndpointsCommand(process.argv.slice(2));
   const { env, source } = environmentWithStartState(process.env);
   const config = loadConfig(env);
+  if (command.action === 'usage') {
+    // the service listens on every address with 0.0.0.0, but is reached on one
+    const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+    const rows = usageRows(parseExposition(await serviceMetrics(command.url ?? `http://${host}:${config.PORT}`, config.OPS_TOKEN)));
+    console.log(command.json ? JSON.stringify(rows, null, 2) : usageTable(rows));
+    return 0;
+  }
   if (!config.ELASTICSEARCH_URL) throw new EndpointsUsageError('no Elasticsearch to use: run npm start in another terminal, or set ELASTICSEARCH_URL to the one the query service uses');
   if (source) console.error(`using ${source}`);
   const connection = elasticsearchConnection(config);

@@ -78,6 +78,9 @@ export const configSchema = z.object({
   // query service: per-API-key token bucket on /api/ routes, per process (0 per minute = off)
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(60),
+  // query service: distinct endpoints and API key ids /metrics labels per-endpoint usage by; the rest count under `other`
+  METRICS_MAX_ENDPOINT_LABELS: z.coerce.number().int().min(1).max(10_000).default(200),
+  METRICS_MAX_KEY_LABELS: z.coerce.number().int().min(1).max(10_000).default(200),
   // query service: sandboxed sql / lql (all scans of one query pull at most this many events together; the engine runs the rest)
   SANDBOX_MAX_SCAN_EVENTS: z.coerce.number().int().min(1).max(5_000_000).default(100_000),
   // sandboxed sql: the most characters of engine SQL one query may translate to (checked as it is built, before any scan)

@@ -113,6 +113,58 @@ export const sandboxEngineTruncatedResultsTotal = new Counter({
   registers: [metricsRegistry],
 });
 
+/** What each saved endpoint serves, and to whom: labelled by endpoint and API key id (never the key), both bounded (BoundedLabel). */
+const USAGE_LABELS = ['endpoint', 'key_id'] as const;
+
+export const endpointRequestsTotal = new Counter({
+  name: 'endpoint_requests_total',
+  help: 'Requests to the query route, by endpoint, API key id and status code (errors are the codes from 400)',
+  labelNames: [...USAGE_LABELS, 'status'] as const,
+  registers: [metricsRegistry],
+});
+
+export const endpointRequestDurationSeconds = new Histogram({
+  name: 'endpoint_request_duration_seconds',
+  help: 'Time from receiving a query request to sending its response, by endpoint and API key id',
+  labelNames: USAGE_LABELS,
+  buckets: LATENCY_BUCKETS,
+  registers: [metricsRegistry],
+});
+
+export const endpointRowsReturnedTotal = new Counter({
+  name: 'endpoint_rows_returned_total',
+  help: 'Result rows sent by the query route, by endpoint and API key id',
+  labelNames: USAGE_LABELS,
+  registers: [metricsRegistry],
+});
+
+export const endpointBytesReturnedTotal = new Counter({
+  name: 'endpoint_bytes_returned_total',
+  help: 'Response body bytes sent by the query route (answers and errors), by endpoint and API key id',
+  labelNames: USAGE_LABELS,
+  registers: [metricsRegistry],
+});
+
+/** The label value for every value past a BoundedLabel's first ones. */
+export const OTHER_LABEL = 'other';
+
+/**
+ * One label's values, at most `max` distinct ones (the first seen); the rest are `other`, so callers
+ * cannot grow the series without bound (each key id, each endpoint made).
+ */
+export class BoundedLabel {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly max: number) {}
+
+  valueOf(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max) return OTHER_LABEL;
+    this.seen.add(value);
+    return value;
+  }
+}
+
 /** How often the event loop is sampled; each sample is the time between two ticks of this period. */
 const EVENT_LOOP_RESOLUTION_MS = 10;
 const EVENT_LOOP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];

@@ -128,7 +128,12 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   const allowedOps = opsAccess(config.OPS_TOKEN);
   // labels come from this replica's last view of the store: a label never waits for Elasticsearch
   const endpointName = (idOrName: string) => catalog.known(idOrName)?.record.name;
-  await app.register(metricsPlugin, { allowed: allowedOps, endpointName });
+  await app.register(metricsPlugin, {
+    allowed: allowedOps,
+    endpointName,
+    maxEndpointLabels: config.METRICS_MAX_ENDPOINT_LABELS,
+    maxKeyLabels: config.METRICS_MAX_KEY_LABELS,
+  });
   const failureLimits = { perMinute: config.AUTH_FAILURES_PER_MINUTE, burst: config.AUTH_FAILURE_BURST };
   await app.register(authPlugin, {
     authenticator,

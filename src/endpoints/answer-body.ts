@@ -8,6 +8,14 @@ import { redactPii } from '../redaction.ts';
  */
 const SLICE_MS = 8;
 
+/** The rows of each encoded answer, so a cached body's count is known without reading it again. */
+const rowCounts = new WeakMap<Buffer, number>();
+
+/** How many rows an answer made by encodeAnswer holds. */
+export function answerRowCount(body: Buffer): number | undefined {
+  return rowCounts.get(body);
+}
+
 /**
  * The answer's JSON body, `{"result":[...]}` in UTF-8, redacted first when asked. Rows are encoded one
  * by one and the event loop is given back whenever a slice has run for SLICE_MS, so a huge answer
@@ -31,7 +39,8 @@ export async function encodeAnswer(rows: readonly unknown[], options: { redact: 
     }
   }
   pending += ']}';
-  if (chunks.length === 0) return Buffer.from(pending);
   chunks.push(Buffer.from(pending));
-  return Buffer.concat(chunks);
+  const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  rowCounts.set(body, rows.length);
+  return body;
 }

@@ -18,6 +18,7 @@ import { parseLql } from '../lql/index.ts';
 import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
 import type { ServerTiming } from '../http/server-timing.ts';
+import type { StoreReads } from '../executor/store-reads.ts';
 import { encodeAnswer } from './answer-body.ts';
 import { savedCteNames, withSavedCtes } from './saved-ctes.ts';
 import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters, type RedactHeaders } from './request.ts';
@@ -56,6 +57,8 @@ export interface EndpointRequest {
   redactHeaders: RedactHeaders;
   /** Where the caller's run adds up its phases (Server-Timing); warming runs are not the caller's and add nothing. */
   timing: ServerTiming;
+  /** Where the caller's own run collects what it read, when the caller asked for statistics. */
+  reads?: StoreReads;
 }
 
 /** Warming runs take their turns in the engine as one key of their own (API key ids are hex or 'bootstrap'). */
@@ -148,6 +151,7 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       engineKey: warming ? WARMING_KEY : principal.keyId,
       deadline: (warming ? performance.now() : startedAt) + dependencies.queryTimeoutMs,
       timing: warming ? undefined : timing,
+      reads: warming ? undefined : request.reads,
     });
     return warming ? encodeAnswer(rows, { redact }) : timing.measureAsync('encode', () => encodeAnswer(rows, { redact }));
   };

@@ -12,7 +12,8 @@ export type EndpointsCommand =
   | { action: 'edit'; endpoint: string; from: JsonSource }
   | { action: 'delete'; endpoint: string }
   | { action: 'versions'; endpoint: string; json: boolean }
-  | { action: 'restore'; endpoint: string; version: number };
+  | { action: 'restore'; endpoint: string; version: number }
+  | { action: 'usage'; url?: string; json: boolean };
 
 export const ENDPOINTS_USAGE = `usage:
   npm run endpoints -- list [--json]
@@ -22,6 +23,8 @@ export const ENDPOINTS_USAGE = `usage:
   npm run endpoints -- delete <name-or-id>
   npm run endpoints -- versions <name-or-id> [--json]
   npm run endpoints -- restore <name-or-id> <version>
+  npm run endpoints -- usage [--url <query service URL>] [--json]   requests, errors, durations, rows and bytes per endpoint and key,
+                                                                    from the running query service's /metrics (default http://HOST:PORT)
 Without a file, or with -, the JSON is read from standard input.`;
 
 export class EndpointsUsageError extends Error {}
@@ -35,7 +38,7 @@ export function parseEndpointsCommand(argv: string[]): EndpointsCommand {
   const [action, ...rest] = argv;
   let parsed;
   try {
-    parsed = parseArgs({ args: rest, allowPositionals: true, options: { json: { type: 'boolean' } } });
+    parsed = parseArgs({ args: rest, allowPositionals: true, options: { json: { type: 'boolean' }, url: { type: 'string' } } });
   } catch (error) {
     throw new EndpointsUsageError(`${(error as Error).message}\n${ENDPOINTS_USAGE}`);
   }
@@ -43,7 +46,11 @@ export function parseEndpointsCommand(argv: string[]): EndpointsCommand {
   const expect = (min: number, max: number, what: string) => {
     if (positionals.length < min || positionals.length > max) throw new EndpointsUsageError(`${action} needs ${what}\n${ENDPOINTS_USAGE}`);
   };
+  if (values.url !== undefined && action !== 'usage') throw new EndpointsUsageError(`--url is for usage only\n${ENDPOINTS_USAGE}`);
   switch (action) {
+    case 'usage':
+      expect(0, 0, 'no argument');
+      return { action, json: values.json ?? false, ...(values.url === undefined ? {} : { url: values.url }) };
     case 'list':
       expect(0, 0, 'no argument');
       return { action, json: values.json ?? false };

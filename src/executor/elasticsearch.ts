@@ -2,6 +2,7 @@ import { errors, type Client, type estypes } from '@elastic/elasticsearch';
 import { BadParameter, InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
 import { expressionReads, partitionStartOf } from '../../shared/partitions.ts';
 import { regexpQueriesIn } from '../planner/regex-budget.ts';
+import type { StoreReads } from './store-reads.ts';
 
 export interface StoreOptions {
   elasticsearch: Client;
@@ -18,6 +19,8 @@ export interface StoreOptions {
    * of it (at most timeoutMs), so a request of many pages and scans is bounded as one.
    */
   deadline?: number;
+  /** Where a caller who asked for statistics collects what the searches read; an aggregation then counts its hits exactly. */
+  reads?: StoreReads;
 }
 
 /** Elasticsearch's reasons for refusing a regexp that the translator let through (too long, too many states). */
@@ -263,12 +266,21 @@ async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: Store
 /** One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning. */
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
   const clock = requestClock(timeLeft(options));
+  const { reads } = options;
+  // statistics report an aggregation's events in scope: counted only when asked, as counting costs the store
+  const sent = reads && request.aggs ? { ...request, track_total_hits: true } : request;
+  let named: estypes.Indices | undefined;
   // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
-  const attempt = (index: estypes.Indices | undefined) => options.elasticsearch.search<Record<string, unknown>>({ ...request, index, allow_partial_search_results: false }, { requestTimeout: clock.remainingMs(), signal: options.signal });
+  const attempt = (index: estypes.Indices | undefined) => {
+    named = index;
+    const transport = { requestTimeout: clock.remainingMs(), signal: options.signal };
+    return options.elasticsearch.search<Record<string, unknown>>({ ...sent, index, allow_partial_search_results: false }, transport);
+  };
   try {
     // every search the planner makes names its indices
-    if (request.index === undefined) return await attempt(undefined);
-    return await leavingNewPartitionsOut(request.index, options, clock, attempt);
+    const response = request.index === undefined ? await attempt(undefined) : await leavingNewPartitionsOut(request.index, options, clock, attempt);
+    reads?.searched(sent, named === undefined ? [] : indexExpressions(named), response);
+    return response;
   } catch (error) {
     throw storeError(error, options.timeoutMs, request);
   } finally {

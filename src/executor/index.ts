@@ -10,6 +10,7 @@ import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference
 import { columnRows } from './rows/logs.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
 import { ScanBudget } from './scan-budget.ts';
+import { hitsTotal } from './store-reads.ts';
 import type { ServerTiming } from '../http/server-timing.ts';
 
 export interface ExecutorOptions extends StoreOptions {
@@ -160,6 +161,7 @@ async function runResidual(plan: Plan, tables: EngineTable[], reservation: Engin
     maxValueBytes: options.maxValueBytes,
   });
   const result = await timed(options, 'engine', () => reservation.run({ tables, sql, maxRows: plan.rowCap }));
+  if (options.reads) options.reads.engineRan = true;
   return result.rows;
 }
 
@@ -195,6 +197,8 @@ async function* compositeBuckets(aggregationSearch: estypes.SearchRequest, at: s
   for (;;) {
     const { request, container } = pageAfter(aggregationSearch, at, after);
     const response = await search(request, options);
+    // every page answers the same total: the events in scope are counted once
+    if (!after) options.reads?.scanned(request.index, hitsTotal(response));
     type Groups = { buckets?: GroupBucket[]; after_key?: Record<string, unknown> } & GroupBucket;
     const result = (at.reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], response.aggregations) as Groups | undefined) ?? { doc_count: 0 };
     if (!container.composite) {
@@ -293,6 +297,8 @@ async function eventRows(scan: Scan, options: ExecutorOptions, budget?: ScanBudg
       throw error;
     }
     budget?.settle(scan, granted, hits.length);
+    options.reads?.scanned(scan.search.index, hits.length);
+    if (scan.take.kind === 'limit') options.reads?.pushed.add('limit');
     rows.push(...columnRows(hits, columns));
     if (hits.length < granted || rows.length >= wanted) return rows;
     after = hits[hits.length - 1]!.sort;
@@ -306,7 +312,9 @@ function hitsOf(response: estypes.SearchResponse<Record<string, unknown>>): esty
 
 async function aggregationsOf(scan: Scan, options: ExecutorOptions): Promise<Record<string, unknown> | undefined> {
   if (scan.kind !== 'request_counts') throw new Error(`bucket rows come from a request-count scan, not ${scan.kind}`);
-  return (await search(scan.search, options)).aggregations as Record<string, unknown> | undefined;
+  const response = await search(scan.search, options);
+  options.reads?.scanned(scan.search.index, hitsTotal(response));
+  return response.aggregations as Record<string, unknown> | undefined;
 }
 
 function usageRowsOf(aggregations: Record<string, unknown> | undefined, scan: Scan): unknown[] {

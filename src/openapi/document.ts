@@ -62,6 +62,38 @@ const REDACT_HEADER_ALIAS: Parameter = {
   description: 'Alias of SVC-ENDPOINT-REDACT-PII, as the reference implementation names it; sent beside it, both must agree.',
 };
 
+const STATS_DESCRIPTION = '`true` adds a `stats` object beside `result`: what this request read and where it ran.';
+
+const STATS_PARAMETER: Parameter = { name: 'stats', in: 'query', required: false, description: STATS_DESCRIPTION, schema: { type: 'boolean' } };
+
+const STATS_HEADER: Parameter = {
+  name: 'SVC-ENDPOINT-STATS',
+  in: 'header',
+  required: false,
+  description: `${STATS_DESCRIPTION} The same as the stats parameter; sent beside it, both must agree.`,
+  schema: { type: 'string', enum: ['true', 'false'] },
+};
+
+/** The `stats` object (src/endpoints/query-stats.ts). */
+const STATS_SCHEMA = {
+  type: 'object',
+  description: 'Present only when asked (stats=true or SVC-ENDPOINT-STATS: true)',
+  properties: {
+    elapsed_ms: { type: 'number', description: 'Milliseconds from receiving the request to building this object' },
+    rows_returned: { type: 'integer' },
+    events_scanned: {
+      type: 'object',
+      additionalProperties: { type: 'integer' },
+      description: 'By source: the events in scope of an aggregation the store ran (its hits total), the events fetched by a search',
+    },
+    bytes_read: { type: 'integer', description: "Bytes of the store's response bodies this request read" },
+    cache: { type: 'object', properties: { hit: { type: 'boolean' }, age_seconds: { type: 'integer' } } },
+    pushed_down: { type: 'array', items: { type: 'string', enum: ['filters', 'aggregation', 'sort', 'limit'] }, description: 'What the store ran' },
+    engine: { type: 'object', properties: { ran: { type: 'boolean', description: 'Whether a residual query ran in the embedded engine' } } },
+    partitions: { type: 'array', items: { type: 'string' }, description: 'Index expressions searched (the time partitions of each source)' },
+  },
+};
+
 function rowSchema(endpoint: EndpointDefinition): Record<string, unknown> {
   const selection = endpoint.selection;
   if (selection.kind === 'events') {
@@ -118,7 +150,7 @@ function declaredSchema(doc: ParameterDoc, type: ParameterType): Record<string, 
 }
 
 function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operation {
-  const query = [...declaredParameters(endpoint), ...(endpoint.sandboxable ? SANDBOX_PARAMETERS : [])];
+  const query = [...declaredParameters(endpoint), ...(endpoint.sandboxable ? SANDBOX_PARAMETERS : []), STATS_PARAMETER];
   const caching = endpoint.cache
     ? `Cached for ${endpoint.cache.ttlSeconds} s${endpoint.cache.warmEverySeconds ? `, warmed every ${endpoint.cache.warmEverySeconds} s` : ''}.`
     : 'Not cached.';
@@ -133,7 +165,7 @@ function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operat
     },
     content: {
       'application/json': {
-        schema: { type: 'object', required: ['result'], properties: { result: { type: 'array', maxItems: endpoint.maxRows, items: rowSchema(endpoint) } } },
+        schema: { type: 'object', required: ['result'], properties: { result: { type: 'array', maxItems: endpoint.maxRows, items: rowSchema(endpoint) }, stats: STATS_SCHEMA } },
       },
     },
   };
@@ -150,10 +182,10 @@ function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operat
     tags: ['endpoints'],
     responses: { '200': ok, ...errors },
   };
-  if (method === 'get') return { ...common, parameters: [...query, REDACT_HEADER, REDACT_HEADER_ALIAS] };
+  if (method === 'get') return { ...common, parameters: [...query, REDACT_HEADER, REDACT_HEADER_ALIAS, STATS_HEADER] };
   return {
     ...common,
-    parameters: [REDACT_HEADER, REDACT_HEADER_ALIAS],
+    parameters: [REDACT_HEADER, REDACT_HEADER_ALIAS, STATS_HEADER],
     requestBody: {
       required: true,
       content: {

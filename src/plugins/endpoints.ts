@@ -3,7 +3,10 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.ts';
 import { answerEndpointQuery, type AnswerDependencies } from '../endpoints/answer.ts';
 import type { EndpointCatalog } from '../endpoints/catalog.ts';
+import { answerRowCount } from '../endpoints/answer-body.ts';
+import { queryStats, STATS_HEADER, statsRequested, withStats } from '../endpoints/query-stats.ts';
 import { mergedParameters, REDACT_HEADERS } from '../endpoints/request.ts';
+import { StoreReads } from '../executor/store-reads.ts';
 import { BadParameter, NotFound, RequestTooLarge, Unauthorized } from '../errors.ts';
 import { parametersObject, parseJsonBody } from '../http/json-body.ts';
 import { ServerTiming } from '../http/server-timing.ts';
@@ -44,8 +47,15 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     const body = parametersObject(request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body);
     const redactHeaders = Object.fromEntries(REDACT_HEADERS.map((name) => [name, request.headers[name.toLowerCase()]]));
     const timing = timingOf(request);
-    const answer = await answerEndpointQuery({ endpoint, principal, supplied: mergedParameters(request.query, body), redactHeaders, timing }, options);
-    return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(answer.body);
+    const supplied = mergedParameters(request.query, body);
+    const reads = statsRequested(supplied, request.headers[STATS_HEADER.toLowerCase()]) ? new StoreReads() : undefined;
+    const answer = await answerEndpointQuery({ endpoint, principal, supplied, redactHeaders, timing, reads }, options);
+    const rows = answerRowCount(answer.body) ?? 0;
+    request.answeredRows = rows;
+    // statistics are this request's own: built beside the (perhaps cached) answer, never into it
+    const stats = reads && queryStats({ elapsedMs: reply.elapsedTime, rows, cache: answer.cache, ageSeconds: answer.ageSeconds, reads, indexPrefix: options.indexPrefix });
+    const sent = stats ? withStats(answer.body, stats) : answer.body;
+    return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(sent);
   }
 
   const onSend = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {

@@ -1,7 +1,23 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { OPS_TOKEN_REQUIRED, type OpsAccess } from '../../shared/ops-access.ts';
 import { Unauthorized } from '../errors.ts';
-import { httpRequestDurationSeconds, httpRequestsTotal, metricsRegistry } from '../metrics.ts';
+import {
+  BoundedLabel,
+  endpointBytesReturnedTotal,
+  endpointRequestDurationSeconds,
+  endpointRequestsTotal,
+  endpointRowsReturnedTotal,
+  httpRequestDurationSeconds,
+  httpRequestsTotal,
+  metricsRegistry,
+} from '../metrics.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Rows of the answer the query route sent; undefined for an error or another route. */
+    answeredRows: number | undefined;
+  }
+}
 
 const QUERY_ROUTE_PREFIX = '/api/endpoints/query/';
 
@@ -22,12 +38,36 @@ export function endpointLabel(request: FastifyRequest, nameOf: EndpointNameOf): 
   return route;
 }
 
-/** /metrics in Prometheus text format (behind the operator token when one is set), and request counts and latency for every route. */
-const metrics: FastifyPluginAsync<{ allowed: OpsAccess; endpointName: EndpointNameOf }> = async (app, options) => {
+/** Key id label of a request no key was resolved for (refused before or at authentication). */
+const NO_KEY = 'none';
+
+export interface MetricsOptions {
+  allowed: OpsAccess;
+  endpointName: EndpointNameOf;
+  /** Distinct endpoints and key ids per-endpoint usage is labelled by (METRICS_MAX_ENDPOINT_LABELS, METRICS_MAX_KEY_LABELS). */
+  maxEndpointLabels: number;
+  maxKeyLabels: number;
+}
+
+/**
+ * /metrics in Prometheus text format (behind the operator token when one is set), request counts and
+ * latency for every route, and per-endpoint usage (by endpoint and key id) for the query route.
+ */
+const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
+  const endpointLabels = new BoundedLabel(options.maxEndpointLabels);
+  const keyLabels = new BoundedLabel(options.maxKeyLabels);
+  app.decorateRequest('answeredRows', undefined);
   app.addHook('onResponse', async (request, reply) => {
     const endpoint = endpointLabel(request, options.endpointName);
     httpRequestsTotal.inc({ endpoint, status: String(reply.statusCode) });
     httpRequestDurationSeconds.observe({ endpoint }, reply.elapsedTime / 1000);
+    if (!request.routeOptions.url?.startsWith(QUERY_ROUTE_PREFIX)) return;
+    const principal = request.principal as { keyId: string } | null;
+    const usage = { endpoint: endpointLabels.valueOf(endpoint), key_id: keyLabels.valueOf(principal?.keyId ?? NO_KEY) };
+    endpointRequestsTotal.inc({ ...usage, status: String(reply.statusCode) });
+    endpointRequestDurationSeconds.observe(usage, reply.elapsedTime / 1000);
+    endpointRowsReturnedTotal.inc(usage, request.answeredRows ?? 0);
+    endpointBytesReturnedTotal.inc(usage, Number(reply.getHeader('content-length') ?? 0));
   });
 
   app.get('/metrics', async (request, reply) => {

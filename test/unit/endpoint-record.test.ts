@@ -31,6 +31,7 @@ describe('endpoint record', () => {
     [{ ...minimal, cacheSeconds: 30, warmingSeconds: 60 }, /must not exceed cacheSeconds/],
     [{ ...minimal, parameters: [{ name: 'a', type: 'string' }, { name: 'a', type: 'integer' }] }, /parameters\.1\.name: parameter a is declared twice/],
     [{ ...minimal, parameters: [{ name: 'sql', type: 'string' }] }, /sandbox parameters/],
+    [{ ...minimal, parameters: [{ name: 'Stats', type: 'boolean' }] }, /sql, lql, stats are read by the query route itself/],
     [{ ...minimal, parameters: [{ name: 'a', type: 'string', required: true, default: 'x' }] }, /either required or has a default/],
     [{ ...minimal, parameters: [{ name: 'a', type: 'string', pattern: '(' }] }, /not a valid regular expression/],
     [{ ...minimal, parameters: [{ name: 'a', type: 'date' }] }, /parameters\.0\.type/],
