@@ -1,26 +1,44 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../shared/config.ts';
+import { answerHelp } from '../shared/command-help.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
+import { environmentWithStartState } from '../scripts/start-state.ts';
 import { publishDemoData } from './demo-data.ts';
 
+answerHelp(`Usage: npm run demo-data [-- --events N] [--hours H] [--project <project> ...]
+Publishes generated events of every source to Kafka, spread over the last H hours.
+  --events N            how many (default 20000)
+  --hours H             how far back they reach (default 24)
+  --project <project>   whose events they are (default default; repeat for several)
+Uses the servers of a running npm start, else KAFKA_BROKERS.`);
+
 /** `npm run demo-data -- --events N --hours H --project default [--project other]` */
-const { values } = parseArgs({
-  options: {
-    events: { type: 'string', default: '20000' },
-    hours: { type: 'string', default: '24' },
-    project: { type: 'string', multiple: true, default: ['default'] },
-  },
-});
+function parseOptions() {
+  try {
+    return parseArgs({
+      options: {
+        events: { type: 'string', default: '20000' },
+        hours: { type: 'string', default: '24' },
+        project: { type: 'string', multiple: true, default: ['default'] },
+      },
+    }).values;
+  } catch (error) {
+    return usageError(`${(error as Error).message}; see npm run demo-data -- --help`);
+  }
+}
+
+const values = parseOptions();
 const events = Number(values.events);
 const hours = Number(values.hours);
-if (!Number.isInteger(events) || events < 1) throw new Error(`--events must be a positive integer, got ${values.events}`);
-if (!(hours > 0)) throw new Error(`--hours must be a positive number, got ${values.hours}`);
-const config = loadConfig(process.env);
+if (!Number.isInteger(events) || events < 1) usageError(`--events must be a positive integer, got ${values.events}`);
+if (!(hours > 0)) usageError(`--hours must be a positive number, got ${values.hours}`);
+const { env, source: serversSource } = environmentWithStartState(process.env);
+const config = loadConfig(env);
 if (!config.KAFKA_BROKERS) {
-  console.error('KAFKA_BROKERS is not set: name the Kafka brokers to publish to, e.g. KAFKA_BROKERS=127.0.0.1:39092');
-  process.exit(2);
+  usageError('no Kafka to publish to: run npm start in another terminal, or set KAFKA_BROKERS (e.g. KAFKA_BROKERS=127.0.0.1:39092)');
 }
+if (serversSource) console.error(`using ${serversSource}`);
 const to = new Date();
 const { published } = await publishDemoData({
   kafka: kafkaConnection(config),
@@ -32,3 +50,8 @@ const { published } = await publishDemoData({
   logger: createLogger('demo-data', config.LOG_LEVEL),
 });
 console.log(`published ${published} demo events over the last ${hours} h for ${values.project.join(', ')}`);
+
+function usageError(message: string): never {
+  console.error(message);
+  process.exit(2);
+}

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { loadConfig, type Config } from '../shared/config.ts';
+import { answerHelp } from '../shared/command-help.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { humanLogLine } from '../shared/log-format.ts';
@@ -22,6 +23,11 @@ import { removeStartState, startStateFile, writeStartState } from './start-state
  */
 const DEMO_EVENTS = 20_000;
 
+answerHelp(`Usage: npm start
+Runs the platform on this machine: a local Kafka and Elasticsearch (unless KAFKA_BROKERS and
+ELASTICSEARCH_URL name servers of yours), the ingest worker and the query service, then publishes
+demo events and prints "ready: <url>" once they can be queried. Ctrl-C stops everything it started.
+While it runs, npm run keys, produce, demo-data, endpoints and indices in another terminal use its servers.`);
 const config = loadConfig(process.env);
 const human = process.stdout.isTTY === true;
 const logger = createLogger('start', config.LOG_LEVEL, { human });

@@ -14,7 +14,7 @@ export type EndpointsCommand =
   | { action: 'versions'; endpoint: string; json: boolean }
   | { action: 'restore'; endpoint: string; version: number };
 
-export const ENDPOINTS_USAGE = `usage:
+export const ENDPOINTS_USAGE = `Usage:
   npm run endpoints -- list [--json]
   npm run endpoints -- show <name-or-id>
   npm run endpoints -- create [<file.json> | -]          the endpoint as JSON (fields as in POST /api/endpoints)
