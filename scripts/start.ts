@@ -72,17 +72,26 @@ function spawnService(entry: string, label: string, env: NodeJS.ProcessEnv): Pro
 
 async function waitForHealth(url: string, name: string, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  let lastFailure = 'no answer';
   while (Date.now() < deadline) {
     if (stopping) throw new Error('stopped');
     try {
       const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
       if (response.ok) return;
-    } catch {
-      // not listening yet
+      lastFailure = `answered ${response.status}`;
+    } catch (error) {
+      // not listening yet, or a refusal that waiting does not cure (fetch names it in the cause)
+      lastFailure = failureReason(error);
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`${name} did not answer ${url} within ${timeoutMs / 1000} s`);
+  throw new Error(`${name} did not answer ${url} within ${timeoutMs / 1000} s (last: ${lastFailure})`);
+}
+
+function failureReason(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? `${(error.cause as NodeJS.ErrnoException).code ?? ''} ${error.cause.message}`.trim() : undefined;
+  return cause ? `${error.message}: ${cause}` : error.message;
 }
 
 /** Waits until the demo events are searchable, so the first query a newcomer runs returns rows. */

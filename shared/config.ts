@@ -1,6 +1,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { badPortReason } from './fetch-bad-ports.ts';
 import { repositoryRoot } from './module-runtime.ts';
 import { PARTITION_PERIODS, type PartitionPeriod } from './partitions.ts';
 import { SOURCE_NAMES, type SourceName } from './sources.ts';
@@ -8,6 +9,11 @@ import { SOURCE_NAMES, type SourceName } from './sources.ts';
 export { repositoryRoot };
 
 const port = z.coerce.number().int().min(0).max(65535);
+/** A port our own health checks fetch from. */
+const fetchedPort = port.superRefine((value, context) => {
+  const reason = badPortReason(value);
+  if (reason) context.addIssue({ code: 'custom', message: reason });
+});
 const optionalText = z
   .string()
   .optional()
@@ -36,7 +42,7 @@ export type KafkaSaslMechanism = (typeof KAFKA_SASL_MECHANISMS)[number];
  */
 export const configSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
-  PORT: port.default(4000),
+  PORT: fetchedPort.default(4000),
   KAFKA_BROKERS: brokerList,
   // one URL, or several nodes of one cluster comma-separated (a request a node cannot answer goes to the next)
   ELASTICSEARCH_URL: optionalText.transform((value, context) => parseElasticsearchUrls(value, context)),
@@ -120,7 +126,7 @@ export const configSchema = z.object({
 
   // ingest worker
   INGEST_HOST: z.string().default('127.0.0.1'),
-  INGEST_PORT: port.default(4001),
+  INGEST_PORT: fetchedPort.default(4001),
   INGEST_GROUP_ID: z.string().min(1).default('logplatform-ingest'),
   INGEST_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(3),
   // copies of each partition of the topics the worker creates: 1 for a single broker, 3 on a cluster
