@@ -119,7 +119,7 @@ describe('npm start against external servers', () => {
     // the current partition, and the next one when it is made ahead
     expect(edge?.partitions.length).toBeGreaterThan(0);
     for (const partition of edge!.partitions) expect(partition.index.startsWith(config.INDEX_PREFIX)).toBe(true);
-    const demo = await runScript('ingest/demo-data-cli', ['--events', '20', '--hours', '1', '--project', prefix], { STACK_CACHE_DIR: cacheDir });
+    const demo = await runScript('scripts/demo-data', ['--events', '20', '--hours', '1', '--project', prefix], { STACK_CACHE_DIR: cacheDir });
     expect(demo.stderr).toContain('using the stack npm start');
     expect(demo.code).toBe(0);
     expect(demo.stdout).toContain(`published 20 demo events over the last 1 h for ${prefix}`);
