@@ -10,7 +10,7 @@ import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
 import { sourceIndexPattern } from '../shared/partitions.ts';
 import { SOURCES, type SourceName } from '../shared/sources.ts';
-import { demoEvents } from '../ingest/demo-events.ts';
+import { demoEvents } from '../scripts/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import type { LocalStack } from '../stack/index.ts';

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Partitioners } from 'kafkajs';
-import { demoEvents } from '../ingest/demo-events.ts';
+import { demoEvents } from '../scripts/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { loadConfig, repositoryRoot } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';

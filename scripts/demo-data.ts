@@ -4,7 +4,7 @@ import { answerHelp } from '../shared/command-help.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
 import { environmentWithStartState } from './start-state.ts';
-import { publishDemoData } from '../ingest/demo-data.ts';
+import { publishDemoData } from './publish-demo-data.ts';
 
 answerHelp(`Usage: npm run demo-data [-- --events N] [--hours H] [--project <project> ...]
 Publishes generated events of every source to Kafka, spread over the last H hours.

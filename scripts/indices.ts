@@ -2,7 +2,7 @@ import { answerHelp } from '../shared/command-help.ts';
 import { loadConfig, retentionDaysOf } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
-import { partitionReport, reportText } from '../ingest/partition-report.ts';
+import { partitionReport, reportText } from './partition-report.ts';
 import { environmentWithStartState } from './start-state.ts';
 
 /** `npm run indices [-- --json]`: each source's partitions with documents, size and age, and what retention deletes next. */

@@ -7,7 +7,7 @@ import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, sourceByName } from '../shared/sources.ts';
 import '../ingest/codecs.ts';
 import { createKafka } from '../ingest/kafka.ts';
-import { eventsFromText, parseProduceArguments, PRODUCE_USAGE } from '../ingest/produce-input.ts';
+import { eventsFromText, parseProduceArguments, PRODUCE_USAGE } from './produce-input.ts';
 import { checkKafka } from '../shared/startup-checks.ts';
 import { sourceTopic } from '../ingest/topics.ts';
 import { environmentWithStartState } from './start-state.ts';

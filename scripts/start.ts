@@ -11,7 +11,7 @@ import { createLogger } from '../shared/logger.ts';
 import { loaderArgs, modulePath, repositoryRoot } from '../shared/module-runtime.ts';
 import { sourceIndexPattern } from '../shared/partitions.ts';
 import { SOURCES } from '../shared/sources.ts';
-import { publishDemoData } from '../ingest/demo-data.ts';
+import { publishDemoData } from './publish-demo-data.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
 import { removeStartState, startStateFile, writeStartState } from './start-state.ts';
 
