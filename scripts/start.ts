@@ -13,6 +13,7 @@ import { sourceIndexPattern } from '../shared/partitions.ts';
 import { SOURCES } from '../shared/sources.ts';
 import { publishDemoData } from './publish-demo-data.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
+import { waitForHealth } from './health-wait.ts';
 import { removeStartState, startStateFile, writeStartState } from './start-state.ts';
 
 /**
@@ -68,30 +69,6 @@ function spawnService(entry: string, label: string, env: NodeJS.ProcessEnv): Pro
     void shutdown(code === 0 ? 0 : 1);
   });
   return announced;
-}
-
-async function waitForHealth(url: string, name: string, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastFailure = 'no answer';
-  while (Date.now() < deadline) {
-    if (stopping) throw new Error('stopped');
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      if (response.ok) return;
-      lastFailure = `answered ${response.status}`;
-    } catch (error) {
-      // not listening yet, or a refusal that waiting does not cure (fetch names it in the cause)
-      lastFailure = failureReason(error);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`${name} did not answer ${url} within ${timeoutMs / 1000} s (last: ${lastFailure})`);
-}
-
-function failureReason(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause instanceof Error ? `${(error.cause as NodeJS.ErrnoException).code ?? ''} ${error.cause.message}`.trim() : undefined;
-  return cause ? `${error.message}: ${cause}` : error.message;
 }
 
 /** Waits until the demo events are searchable, so the first query a newcomer runs returns rows. */
@@ -183,11 +160,12 @@ async function main(runConfig: Config): Promise<void> {
     ELASTICSEARCH_URL: elasticsearchUrl,
     ...(bootstrapKey ? { BOOTSTRAP_API_KEY: bootstrapKey } : {}),
   };
-  // npm run keys / produce / demo-data in another terminal find these servers without being told
+  // the tools (npm run keys, produce, demo-data, endpoints, indices) in another terminal find these servers without being told
   mkdirSync(runConfig.STACK_CACHE_DIR, { recursive: true });
   writeStartState(stateFile, env);
   const [ingestHealth, base] = await Promise.all([spawnService('ingest/main', 'ingest', env), spawnService('src/main', 'query', env)]);
-  await Promise.all([waitForHealth(ingestHealth, 'ingest worker'), waitForHealth(`${base}/health`, 'query service')]);
+  const stopped = () => stopping;
+  await Promise.all([waitForHealth(ingestHealth, 'ingest worker', { stopped }), waitForHealth(`${base}/health`, 'query service', { stopped })]);
 
   if (!external) {
     const now = new Date();
@@ -208,7 +186,7 @@ async function main(runConfig: Config): Promise<void> {
     console.log(`api key for this run (BOOTSTRAP_API_KEY): ${bootstrapKey}`);
     console.log(`try: curl -H 'X-API-KEY: ${bootstrapKey}' '${base}/api/endpoints/query/usage.api-counts?interval=hourly&project=default'`);
   }
-  console.log('npm run keys and npm run produce in another terminal use these servers; Ctrl-C stops everything');
+  console.log('npm run keys, produce, demo-data, endpoints and indices in another terminal use these servers; Ctrl-C stops everything');
 }
 
 main(config).catch((error: unknown) => {
