@@ -39,6 +39,7 @@ export type KafkaSaslMechanism = (typeof KAFKA_SASL_MECHANISMS)[number];
 /**
  * Every environment variable the platform reads, validated once at start-up.
  * Entry points call loadConfig(process.env); everything else receives the parsed object.
+ * Each variable has its default and a one-line .describe(): docs/configuration.md is made from them (npm run docs).
  */
 export const configSchema = z.object({
   HOST: z.string().default('127.0.0.1').describe('query service: the address it listens on (0.0.0.0 for every interface)'),
@@ -142,6 +143,8 @@ export const configSchema = z.object({
     .describe('query service: how long an idle kept-alive connection stays open'),
   HTTP_CONNECTION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(120_000)
     .describe('query service: how long a socket may be idle, answer included (must exceed QUERY_TIMEOUT_MS)'),
+
+  // ingest worker
   INGEST_HOST: z.string().default('127.0.0.1').describe('ingest worker: the address its /health and /metrics listen on'),
   INGEST_PORT: fetchedPort.default(4001).describe('ingest worker: the port of its /health and /metrics (0: one the system picks)'),
   INGEST_GROUP_ID: z.string().min(1).default('logplatform-ingest').describe('ingest worker: its Kafka consumer group'),
@@ -177,6 +180,8 @@ export const configSchema = z.object({
     .describe('ingest worker: how often ingest_consumer_lag is read from Kafka (0 = never)'),
   INGEST_FIELD_MAP: optionalText.transform((value, context) => parseFieldMap(value, context))
     .describe('ingest worker: producer fields read as event fields before the built-in aliases, e.g. auth_logs:msg_text=event_message,*:created=timestamp'),
+
+  // time partitions and retention (shared/partitions.ts): both processes read the periods
   PARTITION_PERIOD: z.enum(PARTITION_PERIODS).default('daily').describe('both processes: the time partition of every source\'s indices'),
   PARTITION_PERIODS: optionalText.transform((value, context) => parsePerSource(value, context, 'period', (text) => ((PARTITION_PERIODS as readonly string[]).includes(text) ? { value: text as PartitionPeriod } : { error: `use ${PARTITION_PERIODS.join(', ')}` })))
     .describe('both processes: per-source partition periods, e.g. edge_logs=hourly,auth_logs=weekly'),
@@ -191,6 +196,8 @@ export const configSchema = z.object({
     .describe('ingest worker: how often partitions past retention are deleted (0 = never, from this process)'),
   EXPIRED_EVENTS: z.enum(['dead_letter', 'keep']).default('dead_letter')
     .describe('ingest worker: an event whose partition is already past retention is dead-lettered, or kept until the next retention run'),
+
+  // the local stack of npm start and npm run stack
   STACK_CACHE_DIR: z.string().default(path.join(repositoryRoot, '.stack-cache'))
     .describe('local stack: where Kafka and Elasticsearch are downloaded and keep their data; npm start\'s state file for the other tools'),
   STACK_KAFKA_PORT: port.default(39092).describe('local stack: the Kafka broker port'),
