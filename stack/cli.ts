@@ -17,7 +17,13 @@ Runs Kafka and Elasticsearch on loopback until Ctrl-C (STACK_* variables set the
 async function main(): Promise<void> {
   answerHelp(USAGE);
   const config = loadConfig(process.env);
-  const { values } = parseArgs({ options: { secure: { type: 'boolean', default: false }, cluster: { type: 'boolean', default: false } } });
+  let values;
+  try {
+    ({ values } = parseArgs({ options: { secure: { type: 'boolean', default: false }, cluster: { type: 'boolean', default: false } } }));
+  } catch (error) {
+    console.error(`stack: ${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
   const started = Date.now();
   const stack = await startLocalStack(config, (line) => console.error(`stack: ${line}`), { secure: values.secure, cluster: values.cluster });
   console.log(`kafka: ${stack.kafkaBrokers.join(',')}`);
