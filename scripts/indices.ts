@@ -12,13 +12,13 @@ Each source's time partitions with their documents, size and age, and which ones
   --json   the same as JSON
 Uses the Elasticsearch of a running npm start, else ELASTICSEARCH_URL.`);
   const json = process.argv.includes('--json');
-  const { env, source } = environmentWithStartState(process.env);
+  const { env, source: serversSource } = environmentWithStartState(process.env);
   const config = loadConfig(env);
   if (!config.ELASTICSEARCH_URL) {
     console.error('no Elasticsearch to read: run npm start in another terminal, or set ELASTICSEARCH_URL to the one the platform writes to');
     return 2;
   }
-  if (source) console.error(`using ${source}`);
+  if (serversSource) console.error(`using ${serversSource}`);
   const elasticsearch = createElasticsearchClient(elasticsearchConnection(config));
   try {
     const rows = await elasticsearch.cat.indices({ index: `${config.INDEX_PREFIX}*`, format: 'json', bytes: 'b', h: 'index,docs.count,store.size', expand_wildcards: 'open' });

@@ -3,17 +3,17 @@ import { loadConfig } from '../shared/config.ts';
 import { answerHelp } from '../shared/command-help.ts';
 import { CLUSTER_INDEX_REPLICAS, CLUSTER_TOPIC_REPLICATION_FACTOR, startLocalStack, StackError } from './index.ts';
 
+const USAGE = `Usage: npm run stack [-- --secure | --cluster]
+Runs Kafka and Elasticsearch on loopback until Ctrl-C (STACK_* variables set their ports and heaps).
+  --secure   TLS and authentication on both; prints the variables that point the platform at them
+  --cluster  three nodes of each; prints the variables that give topics and indices their copies`;
+
 /**
  * `npm run stack [-- --secure | --cluster]`: Kafka and Elasticsearch on loopback until Ctrl-C. With
  * --secure, prints the variables that point the platform at them (passwords of this run included);
  * with --cluster, three nodes of each and the variables that give the platform's topics and indices
  * their copies.
  */
-const USAGE = `Usage: npm run stack [-- --secure | --cluster]
-Runs Kafka and Elasticsearch on loopback until Ctrl-C (STACK_* variables set their ports and heaps).
-  --secure   TLS and authentication on both; prints the variables that point the platform at them
-  --cluster  three nodes of each; prints the variables that give topics and indices their copies`;
-
 async function main(): Promise<void> {
   answerHelp(USAGE);
   const config = loadConfig(process.env);
