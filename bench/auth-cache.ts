@@ -8,6 +8,12 @@ import { SOURCE_NAMES } from '../shared/sources.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { buildServer } from '../src/server.ts';
 import { measureHttp, percentile } from './latency.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run bench:auth-cache
+Latency of the auth hook and the result cache over real HTTP: a route without auth, a cached result behind
+a stored key (verified-key cache on and off) and behind the bootstrap key.
+Needs ELASTICSEARCH_URL and KAFKA_BROKERS (e.g. of a running npm run stack).`);
 
 /**
  * Latency of the auth hook and the result cache over real HTTP: a route without auth, a cached

@@ -6,6 +6,11 @@ import { generateApiKey } from '../src/auth/api-key.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { buildServer } from '../src/server.ts';
 import { percentile } from './latency.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run bench:auth-timing
+What a wrong key costs to refuse over real HTTP, by path, with the refusal floor (AUTH_FAILURE_MIN_MS) off and on.
+Needs ELASTICSEARCH_URL and KAFKA_BROKERS (e.g. of a running npm run stack).`);
 
 /**
  * `npm run bench:auth-timing`: what a wrong key costs to refuse over real HTTP, by path, with the

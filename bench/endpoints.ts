@@ -1,5 +1,13 @@
 import type { QueryBenchResult, QuerySeries } from './results.ts';
 import { runQueryPhase } from './query-phase.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run bench:endpoints [-- --events 1000000,10000000] [--seconds 10] [--quick] [--only <regexp>] [--cpu-prof <dir>]
+                              [--keep-data | --data-prefix <prefix printed by --keep-data>] [--json]
+The query half of npm run bench on its own: every series at concurrency 1, 16 and 64 over each data set,
+beside the same Elasticsearch request sent directly and a bare fastify route; prints a table with the ratios.
+  --quick   100,000 and 1,000,000 events, 1 s a point, the sandboxed queries at 1 and 16 only
+Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
 /**
  * The query half of `npm run bench` on its own: every series at concurrency 1, 16 and 64 over each

@@ -16,6 +16,12 @@ import { redactPii } from '../src/redaction.ts';
 import { initSqlParser, parseSandboxQuery } from '../src/sql/index.ts';
 import { SqlParserThread } from '../src/sql/parser-pool.ts';
 import { percentile } from './latency.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run bench:event-loop [-- --no-service]
+The costliest inputs for the work a request does on the query service's event loop (SQL parsing,
+redaction, answer encoding), then the costliest requests sent to real query services.
+  --no-service   skip the requests to query services (the rest needs no servers)`);
 
 const RUNS = 5;
 const LIMIT = 64 * 1024;

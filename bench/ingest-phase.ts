@@ -6,7 +6,7 @@ import { ensureEventIndexTemplate, eventIndexTemplateName } from '../shared/even
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
 import { SOURCES, type SourceName } from '../shared/sources.ts';
-import { demoEvents } from '../ingest/demo-events.ts';
+import { demoEvents } from '../scripts/demo-events.ts';
 import { decodeMessage } from '../ingest/event.ts';
 import { eventFieldNames } from '../ingest/event-fields.ts';
 import { eventPartitioning } from '../ingest/event-partition.ts';

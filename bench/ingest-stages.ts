@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { Client } from '@elastic/elasticsearch';
 import { Serializer } from '@elastic/transport';
 import { repositoryRoot } from '../shared/config.ts';
-import { demoEvents } from '../ingest/demo-events.ts';
+import { demoEvents } from '../scripts/demo-events.ts';
 
 /**
  * `npx tsx bench/ingest-stages.ts`: the ingest worker's CPU per stage, without Kafka or Elasticsearch.

@@ -10,7 +10,7 @@ import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
 import { sourceIndexPattern } from '../shared/partitions.ts';
 import { SOURCES, type SourceName } from '../shared/sources.ts';
-import { demoEvents } from '../ingest/demo-events.ts';
+import { demoEvents } from '../scripts/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import type { LocalStack } from '../stack/index.ts';
@@ -18,6 +18,20 @@ import { ingestTable, runIngestPhase } from './ingest-phase.ts';
 import { rsyslogVersion } from './rsyslog-peer.ts';
 import { benchServers } from './servers.ts';
 import { cpuSeconds, peakRssBytes, sleep, startWorkerProcess, workerCounter, type WorkerProcess } from './worker-process.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run bench:ingest [-- --events N | --quick] [--no-peer] [--baseline <checkout>] [--ceiling-in-flight N]
+                           [--json <file>] [--cpu-prof <dir>] [--codecs none,gzip,snappy,lz4,zstd]
+The ingest phase of npm run bench on its own: the same demo events moved by a bare consumer, the bulk
+ceiling, our worker and rsyslog, then produce-to-searchable at half our rate; prints the table with the ratios.
+  --events N              events to ingest (default 1000000; --quick 100000)
+  --no-peer               skip rsyslog
+  --baseline <checkout>   also measure the worker of another checkout on the same events
+  --ceiling-in-flight N   bulk requests in flight for the ceiling (default 2)
+  --json <file>           write the result as JSON
+  --cpu-prof <dir>        run our worker with node --cpu-prof
+  --codecs <list>         measure decoding per codec instead (events produced by kcat)
+Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
 /**
  * `npm run bench:ingest`: the ingest phase of `npm run bench` on its own (bench/ingest-phase.ts):

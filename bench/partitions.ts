@@ -10,6 +10,12 @@ import { formatMicros } from '../shared/stored-timestamp.ts';
 import { buildServer } from '../src/server.ts';
 import { percentile } from './latency.ts';
 import { bulkLoad, withBenchStore } from './query-store.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run bench:partitions [-- --events 3000000] [--days 30] [--requests 300]
+Time partitions against one index per source: the same edge events over --days days loaded both ways,
+logs.all and usage.api-counts answered by one query service per layout, --requests requests each.
+Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
 /**
  * Time partitions against one index per source, side by side: the same edge events (3,000,000 over

@@ -25,6 +25,16 @@ import { runQueryPhase } from './query-phase.ts';
 import { formatBenchMarkdown, formatBenchText } from './report.ts';
 import type { BenchRun, MemoryReading } from './results.ts';
 import { benchServers, type BenchServers } from './servers.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run bench [-- --quick] [--only ingest|queries] [--no-peer] [--out <dir>]
+The whole benchmark: ingest (ours, the bulk ceiling, a bare consumer, the rsyslog peer, freshness), then
+queries (every endpoint at concurrency 1, 16 and 64 over two data sets); writes JSON, Markdown and a chart.
+  --quick     every phase at reduced sizes, under five minutes
+  --only      one phase
+  --no-peer   skip rsyslog
+  --out       where the results go (default bench/results)
+Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
 const { values: options } = parseArgs({
   options: {

@@ -11,6 +11,12 @@ import { buildServer } from '../src/server.ts';
 import { OTHER_SOURCE_EVENTS, otherSourceEvent } from './query-data.ts';
 import { bulkLoad, withBenchStore, type BenchStore } from './query-store.ts';
 import { measureHttp, percentile } from './latency.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run bench:sandbox [-- --events 1000000] [--requests 20]
+p50 / p99 of the studio queries (sandboxed SQL of one dashboard client), uncached, over an edge index of
+--events events bulk-loaded directly; --requests sequential requests per query.
+Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
 /**
  * p50 / p99 of the 20 studio queries (shared examples: real sandboxed SQL from one dashboard client),

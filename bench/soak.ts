@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Partitioners } from 'kafkajs';
-import { demoEvents } from '../ingest/demo-events.ts';
+import { demoEvents } from '../scripts/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { loadConfig, repositoryRoot } from '../shared/config.ts';
 import { createElasticsearchClient } from '../shared/elasticsearch.ts';
@@ -22,6 +22,12 @@ import { topicName } from '../shared/sources.ts';
 import type { LocalStack } from '../stack/index.ts';
 import { benchServers } from './servers.ts';
 import { percentile } from './latency.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run soak [-- --minutes N]
+Steady ingest plus queries of every kind at concurrency 32 for N minutes (default 10) against a real
+ingest worker and query service; fails on any 5xx or on memory growth of 10% or more.
+Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
 const config = loadConfig(process.env);
 const { values: options } = parseArgs({ options: { minutes: { type: 'string', default: '10' } } });

@@ -15,6 +15,13 @@ import type { LocalStack } from '../stack/index.ts';
 import { benchServers } from './servers.ts';
 import { percentile } from './latency.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npm run bench:startup [-- --runs N] [--skip-build]
+Start time and memory of the query service and the ingest worker, compiled (npm run build) and run with tsx.
+  --runs N       starts of each (default 5)
+  --skip-build   use the dist/ already built
+Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
 /**
  * `npm run bench:startup [-- --runs N]`: start time and memory of the query service and the ingest

@@ -1,8 +1,13 @@
 import { ConfigError, loadConfig } from '../shared/config.ts';
+import { answerHelp } from '../shared/command-help.ts';
 import { logFatalErrors } from '../shared/fatal-errors.ts';
 import { createLogger } from '../shared/logger.ts';
 import { ServerAccessError } from '../shared/startup-checks.ts';
 import { startIngestWorker } from './worker.ts';
+
+answerHelp(`Usage: npm run ingest
+Runs the ingest worker alone (npm start runs it with everything it needs): consumes the source topics
+of KAFKA_BROKERS and writes the events to ELASTICSEARCH_URL; prints "ingest: <health url>" once consuming.`);
 
 /** The ingest worker process: `npm run ingest`. */
 async function main(): Promise<void> {

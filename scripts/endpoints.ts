@@ -1,12 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
+import { answerHelp } from '../shared/command-help.ts';
 import { loadConfig } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { createLogger } from '../shared/logger.ts';
 import { checkElasticsearch } from '../shared/startup-checks.ts';
 import { SystemClock } from '../src/cache/clock.ts';
 import { EndpointCatalog } from '../src/endpoints/catalog.ts';
-import { EndpointsUsageError, endpointTable, parseEndpointsCommand, versionTable, type JsonSource } from '../src/endpoints/endpoints-command.ts';
+import { ENDPOINTS_USAGE, EndpointsUsageError, endpointTable, parseEndpointsCommand, versionTable, type JsonSource } from '../src/endpoints/endpoints-command.ts';
 import { EndpointManagement } from '../src/endpoints/management.ts';
 import { EndpointStore } from '../src/endpoints/store.ts';
 import { parseExposition, usageRows, usageTable } from '../src/endpoints/usage-table.ts';
@@ -43,6 +44,7 @@ async function serviceMetrics(url: string, opsToken: string | undefined): Promis
  * change within ENDPOINT_REFRESH_SECONDS. `usage` reads a running query service's /metrics instead.
  */
 async function main(): Promise<number> {
+  answerHelp(`${ENDPOINTS_USAGE}\nUses the Elasticsearch of a running npm start, else ELASTICSEARCH_URL.`);
   const command = parseEndpointsCommand(process.argv.slice(2));
   const { env, source } = environmentWithStartState(process.env);
   const config = loadConfig(env);

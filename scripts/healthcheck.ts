@@ -1,3 +1,4 @@
+import { answerHelp } from '../shared/command-help.ts';
 import { loadConfig } from '../shared/config.ts';
 
 /**
@@ -5,9 +6,12 @@ import { loadConfig } from '../shared/config.ts';
  * when the process's own /health answers 2xx on the port its configuration gives, 1 otherwise.
  * Plain node, no curl: the runtime image has none.
  */
+const USAGE = `Usage: node dist/scripts/healthcheck.js query|ingest
+Exits 0 when that process's /health answers 2xx on the host and port its configuration gives, 1 otherwise.`;
+answerHelp(USAGE);
 const role = process.argv[2];
 if (role !== 'query' && role !== 'ingest') {
-  console.error('usage: healthcheck query|ingest');
+  console.error(USAGE);
   process.exit(2);
 }
 const config = loadConfig(process.env);

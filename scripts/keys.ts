@@ -1,16 +1,18 @@
 import type { Client } from '@elastic/elasticsearch';
+import { answerHelp } from '../shared/command-help.ts';
 import { loadConfig, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { checkElasticsearch } from '../shared/startup-checks.ts';
 import { ENDPOINTS } from '../queries/index.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { EndpointStore } from '../src/endpoints/store.ts';
-import { KeysUsageError, keyTable, parseKeysCommand } from '../src/auth/keys-command.ts';
+import { KEYS_USAGE, KeysUsageError, keyTable, parseKeysCommand } from '../src/auth/keys-command.ts';
 import { environmentWithStartState } from './start-state.ts';
 
 /** `npm run keys -- create|list|revoke`: manages API keys in <INDEX_PREFIX>api-keys. */
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
+  answerHelp(`${KEYS_USAGE}\nUses the Elasticsearch of a running npm start, else ELASTICSEARCH_URL.`, argv);
   // a key limited to endpoints names them as the store knows them (operators add endpoints); any other command is checked offline
   const limitsEndpoints = argv[0] === 'create' && argv.some((arg) => arg === '--endpoints' || arg.startsWith('--endpoints='));
   const offline = limitsEndpoints ? undefined : parseKeysCommand(argv, ENDPOINTS);

@@ -1,17 +1,21 @@
 import { readFileSync } from 'node:fs';
 import { CompressionTypes, Partitioners } from 'kafkajs';
+import { answerHelp } from '../shared/command-help.ts';
 import { loadConfig } from '../shared/config.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { createLogger } from '../shared/logger.ts';
 import { SOURCE_NAMES, sourceByName } from '../shared/sources.ts';
 import '../ingest/codecs.ts';
 import { createKafka } from '../ingest/kafka.ts';
-import { eventsFromText, parseProduceArguments } from '../ingest/produce-input.ts';
+import { eventsFromText, parseProduceArguments, PRODUCE_USAGE } from './produce-input.ts';
 import { checkKafka } from '../shared/startup-checks.ts';
 import { sourceTopic } from '../ingest/topics.ts';
 import { environmentWithStartState } from './start-state.ts';
 
 /** `npm run produce -- --source edge_logs [--compression lz4] [file.ndjson]`: publishes events from a file or stdin to a source's topic. */
+answerHelp(`${PRODUCE_USAGE}
+Publishes newline-delimited JSON events from the file, or standard input, to the source's topic.
+Sources: ${SOURCE_NAMES.join(', ')}. Uses the Kafka of a running npm start, else KAFKA_BROKERS.`);
 const { env, source: serversSource } = environmentWithStartState(process.env);
 const config = loadConfig(env);
 let options;

@@ -4,8 +4,8 @@ import { loadConfig } from '../shared/config.ts';
 import { processAlive } from '../stack/server-process.ts';
 
 /**
- * What a running `npm start` tells `npm run keys` and `npm run produce`: the servers it uses and the
- * names it runs with, in `<STACK_CACHE_DIR>/npm-start.json` for as long as it runs.
+ * What a running `npm start` tells the tools (`npm run keys`, `produce`, `demo-data`, `endpoints`, `indices`):
+ * the servers it uses and the names it runs with, in `<STACK_CACHE_DIR>/npm-start.json` for as long as it runs.
  */
 export interface StartState {
   pid: number;

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { loadConfig, type Config } from '../shared/config.ts';
+import { answerHelp } from '../shared/command-help.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { humanLogLine } from '../shared/log-format.ts';
@@ -10,8 +11,9 @@ import { createLogger } from '../shared/logger.ts';
 import { loaderArgs, modulePath, repositoryRoot } from '../shared/module-runtime.ts';
 import { sourceIndexPattern } from '../shared/partitions.ts';
 import { SOURCES } from '../shared/sources.ts';
-import { publishDemoData } from '../ingest/demo-data.ts';
+import { publishDemoData } from './publish-demo-data.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
+import { waitForHealth } from './health-wait.ts';
 import { removeStartState, startStateFile, writeStartState } from './start-state.ts';
 
 /**
@@ -22,6 +24,11 @@ import { removeStartState, startStateFile, writeStartState } from './start-state
  */
 const DEMO_EVENTS = 20_000;
 
+answerHelp(`Usage: npm start
+Runs the platform on this machine: a local Kafka and Elasticsearch (unless KAFKA_BROKERS and
+ELASTICSEARCH_URL name servers of yours), the ingest worker and the query service, then publishes
+demo events and prints "ready: <url>" once they can be queried. Ctrl-C stops everything it started.
+While it runs, npm run keys, produce, demo-data, endpoints and indices in another terminal use its servers.`);
 const config = loadConfig(process.env);
 const human = process.stdout.isTTY === true;
 const logger = createLogger('start', config.LOG_LEVEL, { human });
@@ -62,21 +69,6 @@ function spawnService(entry: string, label: string, env: NodeJS.ProcessEnv): Pro
     void shutdown(code === 0 ? 0 : 1);
   });
   return announced;
-}
-
-async function waitForHealth(url: string, name: string, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (stopping) throw new Error('stopped');
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      if (response.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`${name} did not answer ${url} within ${timeoutMs / 1000} s`);
 }
 
 /** Waits until the demo events are searchable, so the first query a newcomer runs returns rows. */
@@ -168,11 +160,12 @@ async function main(runConfig: Config): Promise<void> {
     ELASTICSEARCH_URL: elasticsearchUrl,
     ...(bootstrapKey ? { BOOTSTRAP_API_KEY: bootstrapKey } : {}),
   };
-  // npm run keys / produce / demo-data in another terminal find these servers without being told
+  // the tools (npm run keys, produce, demo-data, endpoints, indices) in another terminal find these servers without being told
   mkdirSync(runConfig.STACK_CACHE_DIR, { recursive: true });
   writeStartState(stateFile, env);
   const [ingestHealth, base] = await Promise.all([spawnService('ingest/main', 'ingest', env), spawnService('src/main', 'query', env)]);
-  await Promise.all([waitForHealth(ingestHealth, 'ingest worker'), waitForHealth(`${base}/health`, 'query service')]);
+  const stopped = () => stopping;
+  await Promise.all([waitForHealth(ingestHealth, 'ingest worker', { stopped }), waitForHealth(`${base}/health`, 'query service', { stopped })]);
 
   if (!external) {
     const now = new Date();
@@ -193,7 +186,7 @@ async function main(runConfig: Config): Promise<void> {
     console.log(`api key for this run (BOOTSTRAP_API_KEY): ${bootstrapKey}`);
     console.log(`try: curl -H 'X-API-KEY: ${bootstrapKey}' '${base}/api/endpoints/query/usage.api-counts?interval=hourly&project=default'`);
   }
-  console.log('npm run keys and npm run produce in another terminal use these servers; Ctrl-C stops everything');
+  console.log('npm run keys, produce, demo-data, endpoints and indices in another terminal use these servers; Ctrl-C stops everything');
 }
 
 main(config).catch((error: unknown) => {

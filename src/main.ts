@@ -1,10 +1,15 @@
 import { ConfigError, loadConfig } from '../shared/config.ts';
+import { answerHelp } from '../shared/command-help.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { kafkaConnection } from '../shared/kafka-connection.ts';
 import { logFatalErrors } from '../shared/fatal-errors.ts';
 import { createLogger } from '../shared/logger.ts';
 import { checkElasticsearch, checkKafka } from '../shared/startup-checks.ts';
 import { buildServer } from './server.ts';
+
+answerHelp(`Usage: npm run serve
+Runs the query service alone (npm start runs it with everything it needs). It reads its servers from
+ELASTICSEARCH_URL and KAFKA_BROKERS and listens on HOST:PORT; prints "query: <url>" once listening.`);
 
 /** The query service process. */
 async function main(): Promise<void> {

@@ -1,6 +1,12 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../shared/config.ts';
+import { answerHelp } from '../shared/command-help.ts';
 import { CLUSTER_INDEX_REPLICAS, CLUSTER_TOPIC_REPLICATION_FACTOR, startLocalStack, StackError } from './index.ts';
+
+const USAGE = `Usage: npm run stack [-- --secure | --cluster]
+Runs Kafka and Elasticsearch on loopback until Ctrl-C (STACK_* variables set their ports and heaps).
+  --secure   TLS and authentication on both; prints the variables that point the platform at them
+  --cluster  three nodes of each; prints the variables that give topics and indices their copies`;
 
 /**
  * `npm run stack [-- --secure | --cluster]`: Kafka and Elasticsearch on loopback until Ctrl-C. With
@@ -9,8 +15,15 @@ import { CLUSTER_INDEX_REPLICAS, CLUSTER_TOPIC_REPLICATION_FACTOR, startLocalSta
  * their copies.
  */
 async function main(): Promise<void> {
+  answerHelp(USAGE);
   const config = loadConfig(process.env);
-  const { values } = parseArgs({ options: { secure: { type: 'boolean', default: false }, cluster: { type: 'boolean', default: false } } });
+  let values;
+  try {
+    ({ values } = parseArgs({ options: { secure: { type: 'boolean', default: false }, cluster: { type: 'boolean', default: false } } }));
+  } catch (error) {
+    console.error(`stack: ${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
   const started = Date.now();
   const stack = await startLocalStack(config, (line) => console.error(`stack: ${line}`), { secure: values.secure, cluster: values.cluster });
   console.log(`kafka: ${stack.kafkaBrokers.join(',')}`);

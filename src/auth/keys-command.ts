@@ -6,7 +6,7 @@ export type KeysCommand =
   | { action: 'list'; json: boolean }
   | { action: 'revoke'; keyId: string };
 
-export const KEYS_USAGE = `usage:
+export const KEYS_USAGE = `Usage:
   npm run keys -- create --account <account> [--endpoints <name-or-id>,...] [--projects <project>,...] [--admin]
   npm run keys -- list [--json]
   npm run keys -- revoke <key id>

@@ -15,7 +15,7 @@ export type EndpointsCommand =
   | { action: 'restore'; endpoint: string; version: number }
   | { action: 'usage'; url?: string; json: boolean };
 
-export const ENDPOINTS_USAGE = `usage:
+export const ENDPOINTS_USAGE = `Usage:
   npm run endpoints -- list [--json]
   npm run endpoints -- show <name-or-id>
   npm run endpoints -- create [<file.json> | -]          the endpoint as JSON (fields as in POST /api/endpoints)

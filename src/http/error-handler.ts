@@ -2,39 +2,57 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../shared/logger.ts';
-import {
-  ApiError,
-  Conflict,
-  Forbidden,
-  NotFound,
-  NotReady,
-  QueryTimeout,
-  RateLimited,
-  RequestTooLarge,
-  StoreUnavailable,
-  Unauthorized,
-} from '../errors.ts';
+import { ApiError, RateLimited, RequestTooLarge, StoreUnavailable, type ErrorCode } from '../errors.ts';
 import { REQUEST_ID_HEADER } from './request-id.ts';
 
 export interface ErrorBody {
-  error: { code: string; message: string };
+  error: { code: ErrorCode; message: string };
 }
 
-function body(code: string, message: string): ErrorBody {
+/**
+ * The HTTP statuses each code is answered with, the usual one first (docs/errors.md is generated from
+ * this): request_too_large is 414 for the request line and headers, bad_request 415 for another content type.
+ */
+export const HTTP_STATUSES = {
+  bad_parameter: [400],
+  invalid_pattern: [400],
+  unsupported_pattern: [400],
+  pattern_too_complex: [400],
+  sql_syntax: [400],
+  sandbox_violation: [400],
+  unknown_table: [400],
+  invalid_query: [400],
+  unknown_field: [400],
+  query_too_broad: [400],
+  query_too_expensive: [400],
+  lql_syntax: [400],
+  invalid_endpoint: [400],
+  bad_request: [400, 415],
+  unauthorized: [401],
+  forbidden: [403],
+  endpoint_not_found: [404],
+  version_not_found: [404],
+  route_not_found: [404],
+  request_timeout: [408],
+  name_taken: [409],
+  endpoint_changed: [409],
+  too_many_endpoints: [409],
+  request_too_large: [413, 414],
+  rate_limited: [429],
+  internal_error: [500],
+  store_unavailable: [503],
+  not_ready: [503],
+  query_timeout: [504],
+} as const satisfies Record<ErrorCode, readonly [number, ...number[]]>;
+
+function body(code: ErrorCode, message: string): ErrorBody {
   return { error: { code, message } };
 }
 
-/** The HTTP status of each domain error; everything else a caller did wrong is a 400. */
+/** The HTTP status of a domain error, by its code. */
 export function statusOf(error: ApiError): number {
-  if (error instanceof Unauthorized) return 401;
-  if (error instanceof Forbidden) return 403;
-  if (error instanceof NotFound) return 404;
-  if (error instanceof Conflict) return 409;
   if (error instanceof RequestTooLarge) return error.part === 'head' ? 414 : 413;
-  if (error instanceof RateLimited) return 429;
-  if (error instanceof StoreUnavailable || error instanceof NotReady) return 503;
-  if (error instanceof QueryTimeout) return 504;
-  return 400;
+  return HTTP_STATUSES[error.code][0];
 }
 
 function headersOf(error: ApiError): Record<string, string> {
@@ -113,7 +131,7 @@ export function clientErrorHandler(limits: { maxHeadBytes: number; headersTimeou
       socket.destroy();
       return;
     }
-    const refusal =
+    const refusal: { status: number; reason: string; code: ErrorCode; message: string } =
       error.code === 'HPE_HEADER_OVERFLOW'
         ? { status: 414, reason: 'URI Too Long', code: 'request_too_large', message: `the URL and headers exceed ${limits.maxHeadBytes / 1024} KiB; send long sql in a POST body instead` }
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { publishDemoData } from '../../ingest/demo-data.ts';
+import { publishDemoData } from '../../scripts/publish-demo-data.ts';
 import { SOURCE_NAMES } from '../../shared/sources.ts';
 import { documentCount, silentLogger, sourceIndex, testKafka, waitFor, workerForFile } from '../support/ingest.ts';
 import { uniqueName } from '../support/stack.ts';

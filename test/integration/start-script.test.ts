@@ -111,6 +111,19 @@ describe('npm start against external servers', () => {
     }, 60_000);
     expect(rows.map((row) => row.event_message)).toEqual(['produced without addresses']);
 
+    // indices and demo-data find them the same way
+    const listed = await runScript('scripts/indices', ['--json'], { STACK_CACHE_DIR: cacheDir });
+    expect(listed.stderr).toContain('using the stack npm start');
+    expect(listed.code).toBe(0);
+    const edge = (JSON.parse(listed.stdout) as { source: string; partitions: { index: string }[] }[]).find((report) => report.source === 'edge_logs');
+    // the current partition, and the next one when it is made ahead
+    expect(edge?.partitions.length).toBeGreaterThan(0);
+    for (const partition of edge!.partitions) expect(partition.index.startsWith(config.INDEX_PREFIX)).toBe(true);
+    const demo = await runScript('scripts/demo-data', ['--events', '20', '--hours', '1', '--project', prefix], { STACK_CACHE_DIR: cacheDir });
+    expect(demo.stderr).toContain('using the stack npm start');
+    expect(demo.code).toBe(0);
+    expect(demo.stdout).toContain(`published 20 demo events over the last 1 h for ${prefix}`);
+
     // a normal start logs nothing at error level (kafkajs's "coordinator is loading" among others)
     const entries = lines.flatMap((line) => {
       try {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { KafkaMessage } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { decodeChunk, type SourceRoute } from '../../ingest/batch.ts';
-import { demoEvents } from '../../ingest/demo-events.ts';
+import { demoEvents } from '../../scripts/demo-events.ts';
 import { DEFAULT_EVENT_FIELD_NAMES } from '../../ingest/event-fields.ts';
 import { eventPartitioning } from '../../ingest/event-partition.ts';
 import { createIngestMetrics } from '../../ingest/metrics.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { eventPartitioning } from '../../ingest/event-partition.ts';
-import { partitionReport, reportText } from '../../ingest/partition-report.ts';
+import { partitionReport, reportText } from '../../scripts/partition-report.ts';
 import { expiredPartitions, expiresAt, type RetentionPolicy } from '../../ingest/retention.ts';
 import { loadConfig, partitionPeriodOf, retentionDaysOf } from '../../shared/config.ts';
 import { expressionReads, legacyIndexName, parsePartitionName, partitionIndexName, partitionsOverlapping, periodEnd, periodStart, sourceIndexPattern, MAX_LISTED_PARTITIONS, PARTITION_PERIODS, type PartitionPeriod } from '../../shared/partitions.ts';

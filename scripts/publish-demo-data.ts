@@ -4,8 +4,8 @@ import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { SourceName } from '../shared/sources.ts';
 import { demoEvents } from './demo-events.ts';
-import { createKafka } from './kafka.ts';
-import { sourceTopic } from './topics.ts';
+import { createKafka } from '../ingest/kafka.ts';
+import { sourceTopic } from '../ingest/topics.ts';
 
 export interface DemoDataOptions {
   kafka: KafkaConnection;

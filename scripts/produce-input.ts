@@ -28,7 +28,7 @@ export interface ProduceArguments {
   compression: ProduceCompression;
 }
 
-const USAGE = 'usage: npm run produce -- --source <source> [--compression none|gzip|snappy|lz4] [file.ndjson]';
+export const PRODUCE_USAGE = 'Usage: npm run produce -- --source <source> [--compression none|gzip|snappy|lz4] [file.ndjson]';
 
 export function parseProduceArguments(argv: string[]): ProduceArguments {
   let source: string | undefined;
@@ -40,11 +40,11 @@ export function parseProduceArguments(argv: string[]): ProduceArguments {
     else if (argument.startsWith('--source=')) source = argument.slice('--source='.length);
     else if (argument === '--compression') compression = argv[++position] ?? '';
     else if (argument.startsWith('--compression=')) compression = argument.slice('--compression='.length);
-    else if (argument.startsWith('--')) throw new Error(`unknown option ${argument}; ${USAGE}`);
+    else if (argument.startsWith('--')) throw new Error(`unknown option ${argument}\n${PRODUCE_USAGE}`);
     else if (file === undefined) file = argument;
     else throw new Error(`only one file may be given, got ${file} and ${argument}`);
   }
-  if (!source) throw new Error(`--source is required; ${USAGE}`);
+  if (!source) throw new Error(`--source is required\n${PRODUCE_USAGE}`);
   if (!(PRODUCE_COMPRESSIONS as readonly string[]).includes(compression)) throw new Error(`--compression must be one of ${PRODUCE_COMPRESSIONS.join(', ')}, got "${compression}"`);
   return { source, file, compression: compression as ProduceCompression };
 }

@@ -1,6 +1,6 @@
 import { parsePartitionName, legacyIndexName } from '../shared/partitions.ts';
 import type { SourceName } from '../shared/sources.ts';
-import { expiresAt, type RetentionPolicy } from './retention.ts';
+import { expiresAt, type RetentionPolicy } from '../ingest/retention.ts';
 
 /** One index as `_cat/indices` lists it. */
 export interface ListedIndex {
