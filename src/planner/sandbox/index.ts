@@ -3,7 +3,7 @@ import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../
 import type { TimeBounds } from '../../../shared/partitions.ts';
 import { SandboxViolation, UnknownTable } from '../../errors.ts';
 import { bind } from '../../sql/bind.ts';
-import { environmentOfTables, implicitName } from '../../sql/bindings.ts';
+import { environmentOfTables, implicitName, type Bindings } from '../../sql/bindings.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
 import type { ParameterValue } from '../../sql/types.ts';
@@ -62,6 +62,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
   const environment = scanEnvironment(references.map(({ table, cte }) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogOf(cte) } : {}) })));
   const bindings = bind(query, environment);
+  const unbound = unboundNamesOf(bindings);
   const scans: Scan[] = references.map((reference) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
@@ -99,10 +100,16 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       // the rewritten query reads the groups' table: its names are bound again, over that table
       const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: aggregated.scan.table, columns: aggregated.scan.columns }]).tables] };
       const rewritten = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
-      return { scans: [aggregated.scan], residual: rewritten, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+      return { ...unbound, scans: [aggregated.scan], residual: rewritten, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
     }
   }
-  return { scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+  return { ...unbound, scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+}
+
+/** The bare names bound to no record (NULL), when there are any. */
+function unboundNamesOf(bindings: Bindings): Pick<Plan, 'unboundNames'> {
+  const names = [...bindings.names].flatMap(([node, binding]) => (binding.kind === 'missing' && node.kind === 'identifier' ? [node.path[0]!] : []));
+  return names.length > 0 ? { unboundNames: [...new Set(names)] } : {};
 }
 
 /**
