@@ -117,7 +117,9 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       return planEndpointQuery(endpoint, parameters, context, { ...query, limits: dependencies.sandbox.limits, catalogs });
     };
     try {
-      return await planWith(false);
+      const planned = await planWith(false);
+      // a name bound to no record may be a field newer than the kept field types: read them again once
+      return planned.unboundNames ? await planWith(true) : planned;
     } catch (error) {
       // the kept field types may predate the field's first event: read them again before refusing
       if (error instanceof UnknownField) return planWith(true);

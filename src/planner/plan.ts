@@ -19,6 +19,11 @@ export interface Plan {
   rowCap: number;
   /** The most events its event scans may read together (sandboxed SQL); one more and the request is refused as too broad. */
   maxScannedEvents?: number;
+  /**
+   * Bare names of a sandboxed query that no unnested record holds by the field catalogs planned
+   * with, so they read as NULL: catalogs read before the field's first event would say otherwise.
+   */
+  unboundNames?: string[];
 }
 
 export type PlanAnswer =

@@ -1,8 +1,9 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../../queries/endpoint.ts';
+import type { TimeBounds } from '../../../shared/partitions.ts';
 import { SandboxViolation, UnknownTable } from '../../errors.ts';
 import { bind } from '../../sql/bind.ts';
-import { environmentOfTables, implicitName } from '../../sql/bindings.ts';
+import { environmentOfTables, implicitName, type Bindings } from '../../sql/bindings.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
 import type { ParameterValue } from '../../sql/types.ts';
@@ -18,6 +19,7 @@ import { conjuncts, pushDown, type PredicateContext } from './predicates.ts';
 import { recordFilter } from './record-filters.ts';
 import { scanEnvironment } from './bind-environment.ts';
 import { SelectScope, type ScannedTable } from './select-scope.ts';
+import { timeBoundsOf } from './time-bounds.ts';
 
 type QueryDsl = estypes.QueryDslQueryContainer;
 
@@ -60,6 +62,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
   const environment = scanEnvironment(references.map(({ table, cte }) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogOf(cte) } : {}) })));
   const bindings = bind(query, environment);
+  const unbound = unboundNamesOf(bindings);
   const scans: Scan[] = references.map((reference) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
@@ -67,7 +70,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     const scope = SelectScope.of(reference.select, scannedBy, bindings);
     const catalog = catalogOf(cte);
     const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
-    const filter: ScanFilter = readsTheScan ? scanFilter(reference.select, scope, { scope, catalog, now: context.now }) : { predicates: [], exact: false };
+    const filter: ScanFilter = readsTheScan ? scanFilter(reference.select, scope, { scope, catalog, now: context.now }) : { predicates: [], exact: false, within: {} };
     const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
     return eventScan(cte, params, context, {
       table,
@@ -75,6 +78,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       order: limit ? limit.order : 'timestamp_desc',
       take: limit ? { kind: 'limit', rows: limit.rows } : { kind: 'all' },
       columns: reads.columnsOf(cte.columns.map((column) => column.name), reference.relation.alias ?? cte.name),
+      within: filter.within,
       ...(filter.split ? { split: filter.split } : {}),
     });
   });
@@ -96,10 +100,16 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       // the rewritten query reads the groups' table: its names are bound again, over that table
       const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: aggregated.scan.table, columns: aggregated.scan.columns }]).tables] };
       const rewritten = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
-      return { scans: [aggregated.scan], residual: rewritten, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+      return { ...unbound, scans: [aggregated.scan], residual: rewritten, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
     }
   }
-  return { scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+  return { ...unbound, scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+}
+
+/** The bare names bound to no record (NULL), when there are any. */
+function unboundNamesOf(bindings: Bindings): Pick<Plan, 'unboundNames'> {
+  const names = [...bindings.names].flatMap(([node, binding]) => (binding.kind === 'missing' && node.kind === 'identifier' ? [node.path[0]!] : []));
+  return names.length > 0 ? { unboundNames: [...new Set(names)] } : {};
 }
 
 /**
@@ -108,10 +118,12 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
  * every `regular` one does (exactly one row) and the `irregular` ones are matched as a superset.
  * Conditions on columns alone translate exactly on their own; a condition on a record field, or an
  * inner unnest (which drops the events without that array), needs the events' stored shape.
+ * `within`: where the exactly pushed conditions on `timestamp` confine every event, for the partitions read.
  */
 interface ScanFilter {
   predicates: QueryDsl[];
   exact: boolean;
+  within: TimeBounds;
   split?: { regular: QueryDsl; irregular: QueryDsl };
 }
 
@@ -120,12 +132,14 @@ function scanFilter(select: Select, scope: SelectScope, context: PredicateContex
   const pushed = conditions.map((condition) => pushDown(condition, context));
   const all = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
   const others = conditions.filter((_, i) => !pushed[i]?.exact);
-  if (others.length === 0 && scope.unnests.every((unnest) => unnest.join === 'left')) return { predicates: all, exact: true };
+  // every exactly pushed conjunct stays among the predicates on each path below
+  const within = timeBoundsOf(conditions.filter((_, i) => pushed[i]?.exact), context);
+  if (others.length === 0 && scope.unnests.every((unnest) => unnest.join === 'left')) return { predicates: all, exact: true, within };
   const exactAlone = pushed.filter((predicate) => predicate?.exact).map((predicate) => predicate!.query);
   const supersets = pushed.filter((predicate) => predicate !== undefined && !predicate.exact).map((predicate) => predicate!.query);
   const record = recordFilter(others, scope.unnests, supersets, context);
-  if (!record) return { predicates: all, exact: false };
-  return { predicates: [...exactAlone, record.query], exact: true, split: { regular: record.regular, irregular: record.irregular } };
+  if (!record) return { predicates: all, exact: false, within };
+  return { predicates: [...exactAlone, record.query], exact: true, within, split: { regular: record.regular, irregular: record.irregular } };
 }
 
 /** Each read of a table that the store serves is at least one search: their number is bounded before any is made. */
