@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { eventPartitioning } from '../ingest/event-partition.ts';
+import { answerHelp } from '../shared/command-help.ts';
 import { loadConfig, type Config } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { createLogger } from '../shared/logger.ts';
@@ -14,10 +15,15 @@ import { bulkLoad, withBenchStore } from './query-store.ts';
  * planner must not derive bounds from and which matches the same events). Requests alternate, so
  * both see the same machine load; logs.all is never cached.
  *
- *   npm exec tsx bench/sandbox-time-partitions.ts [-- --events 300000 --days 10 --requests 100]
+ *   npm run bench:sandbox-partitions [-- --events 300000 --days 10 --requests 100]
  *
  * Starts its own stack unless KAFKA_BROKERS and ELASTICSEARCH_URL are set; loads straight into Elasticsearch.
  */
+answerHelp(`Usage: npm run bench:sandbox-partitions [-- --events 300000] [--days 10] [--requests 100]
+A "last hour" sandboxed SQL query over --days daily partitions, with its WHERE on timestamp narrowing the
+partitions searched and without, alternating: p50 of each and the ratio.
+Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
+
 const argument = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(`--${name}`) + 1] ?? 0) || fallback;
 const EVENTS = argument('events', 300_000);
 const DAYS = argument('days', 10);
