@@ -12,6 +12,7 @@ import { TokenBuckets } from '../src/auth/token-bucket.ts';
 import { SystemClock } from '../src/cache/clock.ts';
 import { requestIdOf } from '../src/http/request-id.ts';
 import { RequestLog } from '../src/http/request-log.ts';
+import { RequestLogger } from '../src/http/request-logger.ts';
 import { authPlugin } from '../src/plugins/auth.ts';
 import { metricsPlugin } from '../src/plugins/metrics.ts';
 import { rateLimitPlugin } from '../src/plugins/rate-limit.ts';
@@ -25,14 +26,16 @@ import { percentile } from './latency.ts';
  * (fastify's options as ours: the access log line and the request id; the request-id header; the
  * metrics hook; the auth hook with a stored key, verified once and then cached; the rate-limit hook
  * and its headers), and last our whole service answering the cached usage.api-counts. Requests
- * are injected (no sockets), one after another, so each row's CPU is the layer's own; the access
- * line goes where LOG_LEVEL=info sends it, stderr (redirect it to a file as the benchmark does).
+ * are injected (no sockets), one after another, so each row's CPU is the layer's own plus the
+ * injection's, the same for every row; the layers take turns, a batch each per round, so a change
+ * in the machine's load falls on all of them. The access line goes where LOG_LEVEL=info sends it,
+ * stderr (redirect it to a file as the benchmark does).
  *
- *   KAFKA_BROKERS=... ELASTICSEARCH_URL=... npx tsx bench/cached-path.ts [--requests 20000] 2>/tmp/cached-path.log
+ *   KAFKA_BROKERS=... ELASTICSEARCH_URL=... npx tsx bench/cached-path.ts [--requests 2000] [--rounds 15] 2>/tmp/cached-path.log
  */
 const argument = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(name) + 1] ?? 0) || fallback;
-const REQUESTS = argument('--requests', 20_000);
-const ROUNDS = 3;
+const REQUESTS = argument('--requests', 2_000);
+const ROUNDS = argument('--rounds', 15);
 const PATH = '/api/endpoints/query/usage.api-counts?interval=daily&project=bench';
 
 interface Layer {
@@ -40,17 +43,11 @@ interface Layer {
   build(): Promise<FastifyInstance>;
 }
 
-/** Microseconds per request, the median of ROUNDS runs of REQUESTS sequential injections (after a warm-up). */
-async function perRequestMicros(app: FastifyInstance, headers: Record<string, string>): Promise<{ micros: number; status: number; bytes: number }> {
-  const first = await app.inject({ method: 'GET', url: PATH, headers });
-  for (let i = 0; i < REQUESTS / 10; i += 1) await app.inject({ method: 'GET', url: PATH, headers });
-  const rounds: number[] = [];
-  for (let round = 0; round < ROUNDS; round += 1) {
-    const started = performance.now();
-    for (let i = 0; i < REQUESTS; i += 1) await app.inject({ method: 'GET', url: PATH, headers });
-    rounds.push(((performance.now() - started) * 1000) / REQUESTS);
-  }
-  return { micros: percentile(rounds.sort((a, b) => a - b), 50), status: first.statusCode, bytes: first.rawPayload.length };
+/** Microseconds per request of one batch of REQUESTS sequential injections. */
+async function batchMicros(app: FastifyInstance, headers: Record<string, string>): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < REQUESTS; i += 1) await app.inject({ method: 'GET', url: PATH, headers });
+  return ((performance.now() - started) * 1000) / REQUESTS;
 }
 
 async function main(): Promise<void> {
@@ -67,7 +64,7 @@ async function main(): Promise<void> {
   // as the benchmark runs the service: rate limiting on, with a bucket this load never empties
   const config: Config = { ...base, INDEX_PREFIX: prefix, LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: 100_000_000, RATE_LIMIT_BURST: 100_000_000 };
   const logger = createLogger('query-service', 'info');
-  const accessLogger = createLogger('query-service', 'info', { redact: false });
+  const accessLogger = createLogger('query-service', 'info', { redact: false, buffered: true });
   const clock = new SystemClock();
   const rows: string[][] = [];
   try {
@@ -78,8 +75,16 @@ async function main(): Promise<void> {
       app.get('/api/endpoints/query/:endpoint', (_request, reply) => void reply.header('content-type', 'application/json; charset=utf-8').send(body));
       return app;
     };
+    // the request-scoped options src/server.ts gives fastify
+    const withOurOptions = () =>
+      Fastify({
+        loggerInstance: logger as FastifyBaseLogger,
+        genReqId: requestIdOf,
+        childLoggerFactory: (parent, bindings, options) => new RequestLogger(parent, bindings, options),
+        logController: new RequestLog(accessLogger),
+      });
     const oursOptions = () => {
-      const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, genReqId: requestIdOf, logController: new RequestLog(accessLogger) });
+      const app = withOurOptions();
       app.get('/api/endpoints/query/:endpoint', (_request, reply) => void reply.header('content-type', 'application/json; charset=utf-8').send(body));
       return app;
     };
@@ -93,11 +98,11 @@ async function main(): Promise<void> {
     ];
     const layers: Layer[] = [
       { name: 'bare route, same bytes', build: async () => bare() },
-      { name: '+ our fastify options (access line, request id)', build: async () => oursOptions() },
+      { name: '+ our fastify options (access line, request id, request logger)', build: async () => oursOptions() },
       ...plugins.map(([name], position): Layer => ({
         name,
         build: async () => {
-          const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, genReqId: requestIdOf, logController: new RequestLog(accessLogger) });
+          const app = withOurOptions();
           for (const [, add] of plugins.slice(0, position + 1)) await add(app);
           app.get('/api/endpoints/query/:endpoint', (_request, reply) => void reply.header('content-type', 'application/json; charset=utf-8').send(body));
           return app;
@@ -105,24 +110,31 @@ async function main(): Promise<void> {
       })),
       { name: 'our service: route, catalog, parameters, cache hit, Server-Timing', build: async () => ours },
     ];
-    let before: number | undefined;
-    let bareMicros: number | undefined;
+    const apps: FastifyInstance[] = [];
     for (const layer of layers) {
       const app = await layer.build();
-      const { micros, status, bytes } = await perRequestMicros(app, headers);
-      if (status !== 200) throw new Error(`${layer.name}: status ${status}`);
-      bareMicros ??= micros;
-      rows.push([layer.name, String(bytes), micros.toFixed(1), before === undefined ? '' : (micros - before).toFixed(1), (bareMicros / micros).toFixed(2)]);
-      console.error(`cached-path: ${rows[rows.length - 1]!.join(' | ')}`);
-      before = micros;
-      if (app !== ours) await app.close();
+      const first = await app.inject({ method: 'GET', url: PATH, headers });
+      if (first.statusCode !== 200 || !first.rawPayload.equals(body)) throw new Error(`${layer.name}: status ${first.statusCode}, ${first.rawPayload.length} bytes`);
+      await batchMicros(app, headers);
+      apps.push(app);
     }
+    const batches = layers.map((): number[] => []);
+    for (let round = 0; round < ROUNDS; round += 1) {
+      for (const [position, app] of apps.entries()) batches[position]!.push(await batchMicros(app, headers));
+      console.error(`cached-path: round ${round + 1} of ${ROUNDS}`);
+    }
+    const medians = batches.map((values) => percentile(values.sort((a, b) => a - b), 50));
+    medians.forEach((micros, position) => {
+      const before = medians[position - 1];
+      rows.push([layers[position]!.name, String(body.length), micros.toFixed(1), before === undefined ? '' : (micros - before).toFixed(1), (medians[0]! / micros).toFixed(2)]);
+    });
+    for (const app of apps) if (app !== ours) await app.close();
     await ours.close();
   } finally {
     await elasticsearch.indices.delete({ index: [...indices, keys.index], ignore_unavailable: true });
     await elasticsearch.close();
   }
-  console.log(`\n${REQUESTS.toLocaleString('en')} injected GET requests per round, median of ${ROUNDS} rounds, one after another\n`);
+  console.log(`\nmedian of ${ROUNDS} rounds; each round, each layer answers ${REQUESTS.toLocaleString('en')} injected GET requests one after another\n`);
   console.log('| layer | body bytes | us per request | added us | bare / this |\n|---|---|---|---|---|');
   for (const row of rows) console.log(`| ${row.join(' | ')} |`);
 }

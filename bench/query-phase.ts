@@ -43,6 +43,11 @@ export interface QueryPhaseOptions {
    * and `datasets` must be the one size that run loaded last.
    */
   dataPrefix?: string;
+  /**
+   * A checkout of the code before a change (with its node_modules): the saved endpoints' series are
+   * also measured against its service, as `<name> [before]`, in the same run as ours.
+   */
+  baseline?: string;
   /** Kafka and Elasticsearch to use; default KAFKA_BROKERS / ELASTICSEARCH_URL, else a local stack started for the phase. */
   servers?: { elasticsearchUrl: string; kafkaBrokers: string[] };
   progress?: (line: string) => void;
@@ -202,14 +207,15 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
         SANDBOX_ENGINE_QUEUE_PER_KEY: '1000',
         SANDBOX_ENGINE_QUEUE_MAX: '1000',
       });
-      const service = async (name: string, cache: boolean) => {
-        const started = await startBenchProcess({ script: 'src/main.ts', env: serviceEnv(cache), announces: /^query: (http:\/\/\S+)$/, cpuProfileDir: options.cpuProfileDir, logFile: path.join(scratch, `${name}-${events}.log`) });
+      const service = async (name: string, cache: boolean, root?: string) => {
+        const started = await startBenchProcess({ script: 'src/main.ts', root, env: serviceEnv(cache), announces: /^query: (http:\/\/\S+)$/, cpuProfileDir: options.cpuProfileDir, logFile: path.join(scratch, `${name}-${events}.log`) });
         processes.push(started);
         return started;
       };
       const uncached = await service('uncached', false);
       const cached = await service('cached', true);
-      const groups = await seriesGroups({ uncached, cached, headers, prefix, endMs, studio, elasticsearch, elasticsearchUrl: urls.elasticsearchUrl, concurrencies, sandboxConcurrencies, only: options.only, config: base, databases });
+      const before = options.baseline === undefined ? undefined : { uncached: await service('uncached-before', false, options.baseline), cached: await service('cached-before', true, options.baseline) };
+      const groups = await seriesGroups({ uncached, cached, headers, prefix, endMs, studio, elasticsearch, elasticsearchUrl: urls.elasticsearchUrl, concurrencies, sandboxConcurrencies, only: options.only, config: base, databases, before });
       const bare = await startBare(groups, scratch, events, processes);
       for (const group of groups) {
         const measured = new Map<string, QuerySeries>();
@@ -281,6 +287,8 @@ interface SeriesContext {
   only?: RegExp;
   config: Config;
   databases: DatabasePool;
+  /** The baseline's services, when one is measured. */
+  before?: { uncached: BenchProcess; cached: BenchProcess };
 }
 
 /** The cached series' bare side serves what ours answered to its first request, byte for byte. */
@@ -332,6 +340,21 @@ async function seriesGroups(context: SeriesContext): Promise<SeriesGroup[]> {
   for (const [name, params] of [['logs.all', { project: BENCH_PROJECT }], ['logs.all 1h', { project: BENCH_PROJECT, ...hourWindow }]] as const) {
     const search = savedSearch(logs, params, context.prefix);
     groups.push({ name, sides: [ours(context.uncached, () => ({ path: encodePath('logs.all', params) })), direct(() => search)], concurrencies: context.concurrencies });
+  }
+  // the saved endpoints' series again against the baseline's services, each beside its own direct or bare side
+  const before = context.before;
+  if (before) {
+    const origins = new Map([
+      [context.uncached.address, before.uncached.address],
+      [context.cached.address, before.cached.address],
+    ]);
+    groups.push(
+      ...groups.map((group) => ({
+        ...group,
+        name: `${group.name} [before]`,
+        sides: group.sides.map((side) => (side.side === 'ours' ? { ...side, target: { ...side.target, origin: origins.get(side.target.origin) ?? side.target.origin } } : { ...side })),
+      })),
+    );
   }
   const sandboxed = [...context.studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })), ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: BENCH_PROJECT, sql } }))];
   for (const { name, params } of sandboxed) {
