@@ -1,5 +1,6 @@
 import type { QueryBenchResult, QuerySeries } from './results.ts';
 import { runQueryPhase } from './query-phase.ts';
+import { markdownTable, pipelineTable } from './report.ts';
 
 /**
  * The query half of `npm run bench` on its own: every series at concurrency 1, 16 and 64 over each
@@ -71,6 +72,8 @@ async function main(): Promise<void> {
   });
   console.log(`\n${result.loadNote}; ${seconds} s a point; ran ${Math.round((Date.now() - started) / 1000)} s\n`);
   console.log(table(result));
+  const comparison = pipelineTable(result.series);
+  if (comparison) console.log(`\n${markdownTable(comparison)}`);
   if (process.argv.includes('--json')) console.log(JSON.stringify(result));
 }
 
