@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
@@ -31,11 +32,15 @@ import { percentile } from './latency.ts';
  * in the machine's load falls on all of them. The access line goes where LOG_LEVEL=info sends it,
  * stderr (redirect it to a file as the benchmark does).
  *
- *   KAFKA_BROKERS=... ELASTICSEARCH_URL=... npx tsx bench/cached-path.ts [--requests 2000] [--rounds 15] 2>/tmp/cached-path.log
+ * With --baseline <checkout> (the code before a change, with node_modules), that checkout's service
+ * (its access line written as its src/main.ts writes it) takes its turns too, as the last row.
+ *
+ *   KAFKA_BROKERS=... ELASTICSEARCH_URL=... npx tsx bench/cached-path.ts [--requests 2000] [--rounds 15] [--baseline <checkout>] 2>/tmp/cached-path.log
  */
 const argument = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(name) + 1] ?? 0) || fallback;
 const REQUESTS = argument('--requests', 2_000);
 const ROUNDS = argument('--rounds', 15);
+const BASELINE = process.argv.includes('--baseline') ? process.argv[process.argv.indexOf('--baseline') + 1] : undefined;
 const PATH = '/api/endpoints/query/usage.api-counts?interval=daily&project=bench';
 
 interface Layer {
@@ -110,6 +115,11 @@ async function main(): Promise<void> {
       })),
       { name: 'our service: route, catalog, parameters, cache hit, Server-Timing', build: async () => ours },
     ];
+    if (BASELINE !== undefined) {
+      const baseline = (await import(path.join(BASELINE, 'src/server.ts'))) as typeof import('../src/server.ts');
+      const syncAccess = createLogger('query-service', 'info', { redact: false });
+      layers.push({ name: `the baseline's service (${BASELINE})`, build: () => baseline.buildServer({ config, logger, accessLogger: syncAccess, elasticsearch, kafkaBrokers: base.KAFKA_BROKERS!, clock }) });
+    }
     const apps: FastifyInstance[] = [];
     for (const layer of layers) {
       const app = await layer.build();
@@ -128,8 +138,7 @@ async function main(): Promise<void> {
       const before = medians[position - 1];
       rows.push([layers[position]!.name, String(body.length), micros.toFixed(1), before === undefined ? '' : (micros - before).toFixed(1), (medians[0]! / micros).toFixed(2)]);
     });
-    for (const app of apps) if (app !== ours) await app.close();
-    await ours.close();
+    for (const app of apps) await app.close();
   } finally {
     await elasticsearch.indices.delete({ index: [...indices, keys.index], ignore_unavailable: true });
     await elasticsearch.close();
