@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import path from 'node:path';
 import type { estypes } from '@elastic/elasticsearch';
 import { findEndpoint } from '../queries/index.ts';
 import { loadConfig, type Config } from '../shared/config.ts';
@@ -21,12 +22,16 @@ import { withBenchStore } from './query-store.ts';
  * Elasticsearch client, through our store wrapper (src/executor/elasticsearch.ts), then with the rows
  * made (columnRows) and encoded, then our service over HTTP (auth, route, plan, execution, answer).
  *
- *   KAFKA_BROKERS=... ELASTICSEARCH_URL=... npx tsx bench/logs-all-steps.ts [--events 20000] [--requests 200]
+ * With --baseline <checkout> (the code before a change, with node_modules), that checkout's service
+ * takes its turns too, as the last row.
+ *
+ *   KAFKA_BROKERS=... ELASTICSEARCH_URL=... npx tsx bench/logs-all-steps.ts [--events 20000] [--requests 200] [--baseline <checkout>]
  */
 const argument = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(name) + 1] ?? 0) || fallback;
 const EVENTS = argument('--events', 20_000);
 const REQUESTS = argument('--requests', 200);
 const BOOTSTRAP = `bench-bootstrap-${randomBytes(16).toString('hex')}`;
+const BASELINE = process.argv.includes('--baseline') ? process.argv[process.argv.indexOf('--baseline') + 1] : undefined;
 
 // one kept-alive connection per step, as autocannon holds: fetch here took twice the client's time for the same search
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -46,12 +51,17 @@ function send(url: string, options: { method: 'GET' | 'POST'; headers: Record<st
   });
 }
 
-/** Each step's p50, the steps run in turn (one run of each, REQUESTS times) so a change in the machine's load falls on all of them. */
+/**
+ * Each step's p50, the steps run in turn (one run of each, REQUESTS times) so a change in the machine's
+ * load falls on all of them; every other turn in reverse order, as a step measured right after another
+ * came out slower (the same service 13.5 ms after, 13.0 ms before, the other).
+ */
 async function interleavedP50(steps: [string, () => Promise<unknown>][]): Promise<[string, number][]> {
   for (let i = 0; i < 20; i += 1) for (const [, work] of steps) await work();
   const latencies = steps.map((): number[] => []);
   for (let i = 0; i < REQUESTS; i += 1) {
-    for (const [position, [, work]] of steps.entries()) {
+    const turn = i % 2 === 0 ? [...steps.entries()] : [...steps.entries()].reverse();
+    for (const [position, [, work]] of turn) {
       const started = performance.now();
       await work();
       latencies[position]!.push(performance.now() - started);
@@ -85,8 +95,13 @@ async function main(): Promise<void> {
     const logger = createLogger('query-service', 'silent');
     const app = await buildServer({ config, logger, accessLogger: createLogger('query-service', 'info', { redact: false, buffered: true }), elasticsearch, kafkaBrokers });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
+    const baseline = BASELINE === undefined ? undefined : ((await import(path.join(BASELINE, 'src/server.ts'))) as typeof import('../src/server.ts'));
+    // the baseline's access line as its src/main.ts wrote it
+    const before = await baseline?.buildServer({ config, logger, accessLogger: createLogger('query-service', 'info', { redact: false }), elasticsearch, kafkaBrokers });
+    const beforeAddress = await before?.listen({ host: '127.0.0.1', port: 0 });
     try {
       const url = `${address}/api/endpoints/query/logs.all?${new URLSearchParams(params)}`;
+      const beforeUrl = `${beforeAddress}/api/endpoints/query/logs.all?${new URLSearchParams(params)}`;
       rows.push(
         ...(await interleavedP50([
           ["the plan's search as raw HTTP (the direct side)", () => send(`${elasticsearchUrl}${raw.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw.body })],
@@ -95,11 +110,13 @@ async function main(): Promise<void> {
           ['+ rows made (columnRows)', rowsOf],
           ['+ answer encoded (encodeAnswer)', async () => encodeAnswer(await rowsOf(), { redact: false })],
           ['our service over HTTP', () => send(url, { method: 'GET', headers: { 'x-api-key': BOOTSTRAP } }, phasesOf)],
+          ...(before ? [[`the baseline's service over HTTP (${BASELINE})`, () => send(beforeUrl, { method: 'GET', headers: { 'x-api-key': BOOTSTRAP } })] as [string, () => Promise<unknown>]] : []),
         ])),
       );
       for (const [phase, values] of phases) rows.push([`  of which Server-Timing ${phase}`, percentile(values.sort((a, b) => a - b), 50)]);
     } finally {
       await app.close();
+      await before?.close();
     }
   });
   const direct = rows[0]![1];
