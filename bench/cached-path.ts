@@ -94,12 +94,19 @@ async function main(): Promise<void> {
       return app;
     };
     const authenticator = new Authenticator({ keyStore: keys, bootstrapKey: undefined, clock, cacheSeconds: config.API_KEY_CACHE_SECONDS });
+    const limits = { perMinute: config.RATE_LIMIT_PER_MINUTE, burst: config.RATE_LIMIT_BURST };
     // each layer adds one plugin of the service to the one before, registered in the service's order
     const plugins: [string, (app: FastifyInstance) => Promise<unknown>][] = [
       ['+ request-id header hook', async (app) => app.register(requestIdPlugin)],
       ['+ metrics hook (onResponse)', async (app) => app.register(metricsPlugin, { allowed: () => true, endpointName: () => 'usage.api-counts' })],
-      ['+ auth hook (stored key, cached)', async (app) => app.register(authPlugin, { authenticator, failures: new TokenBuckets({ perMinute: 10, burst: 10 }, clock), failuresPerMinute: 10, failureBurst: 10, failureMinMs: 0 })],
-      ['+ rate-limit hook and headers', async (app) => app.register(rateLimitPlugin, { buckets: new TokenBuckets({ perMinute: config.RATE_LIMIT_PER_MINUTE, burst: config.RATE_LIMIT_BURST }, clock), perMinute: config.RATE_LIMIT_PER_MINUTE, burst: config.RATE_LIMIT_BURST, endpointName: () => 'usage.api-counts' })],
+      [
+        '+ auth hook (stored key, cached)',
+        async (app) => app.register(authPlugin, { authenticator, failures: new TokenBuckets({ perMinute: 10, burst: 10 }, clock), failuresPerMinute: 10, failureBurst: 10, failureMinMs: 0 }),
+      ],
+      [
+        '+ rate-limit hook and headers',
+        async (app) => app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), perMinute: limits.perMinute, burst: limits.burst, endpointName: () => 'usage.api-counts' }),
+      ],
     ];
     const layers: Layer[] = [
       { name: 'bare route, same bytes', build: async () => bare() },
@@ -118,7 +125,8 @@ async function main(): Promise<void> {
     if (BASELINE !== undefined) {
       const baseline = (await import(path.join(BASELINE, 'src/server.ts'))) as typeof import('../src/server.ts');
       const syncAccess = createLogger('query-service', 'info', { redact: false });
-      layers.push({ name: `the baseline's service (${BASELINE})`, build: () => baseline.buildServer({ config, logger, accessLogger: syncAccess, elasticsearch, kafkaBrokers: base.KAFKA_BROKERS!, clock }) });
+      const build = () => baseline.buildServer({ config, logger, accessLogger: syncAccess, elasticsearch, kafkaBrokers: base.KAFKA_BROKERS!, clock });
+      layers.push({ name: `the baseline's service (${BASELINE})`, build });
     }
     const apps: FastifyInstance[] = [];
     for (const layer of layers) {

@@ -92,7 +92,9 @@ type Rows = Record<string, unknown>[];
 export async function directPipeline(plan: Plan, elasticsearch: Client, databases: DatabasePool): Promise<DirectPipeline> {
   const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
   let taken: Pick<Plan, 'scans' | 'residual' | 'rowCap'> = plan;
-  if (aggregation && totalHits(await elasticsearch.search(aggregation.irregular)) > 0) taken = { ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual };
+  if (aggregation && totalHits(await elasticsearch.search(aggregation.irregular)) > 0) {
+    taken = { ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual };
+  }
   const searches = taken.scans.reduce((count, scan) => count + searchesOf(scan), 0);
   const fetchTables = () => Promise.all(taken.scans.map((scan) => scanRows(scan, elasticsearch)));
   const residual = taken.residual;
@@ -101,7 +103,14 @@ export async function directPipeline(plan: Plan, elasticsearch: Client, database
   }
   const first = await fetchTables();
   const schemas = taken.scans.map((scan, position) => schemaOf(scan, first[position]!));
-  const { sql } = translateToDuckDb(residual.query, { tables: schemas, bindings: residual.bindings, parameters: residual.parameters, now: residual.now, maxChars: Number.MAX_SAFE_INTEGER, maxValueBytes: 16 * 1024 * 1024 });
+  const { sql } = translateToDuckDb(residual.query, {
+    tables: schemas,
+    bindings: residual.bindings,
+    parameters: residual.parameters,
+    now: residual.now,
+    maxChars: Number.MAX_SAFE_INTEGER,
+    maxValueBytes: 16 * 1024 * 1024,
+  });
   const run = async () => {
     const tables = await fetchTables();
     return databases.use(async ({ connection }) => {
@@ -144,7 +153,8 @@ async function scanRows(scan: Scan, elasticsearch: Client): Promise<Rows> {
     case 'events': {
       const columns = scan.columns.map((column) => column.name);
       const wanted = scan.take.kind === 'limit' ? scan.take.rows : Number.POSITIVE_INFINITY;
-      const irregular = scan.take.kind === 'limit' && scan.take.irregular ? eventPages(scan.take.irregular, Number.POSITIVE_INFINITY, columns, elasticsearch) : Promise.resolve([]);
+      const irregularSearch = scan.take.kind === 'limit' ? scan.take.irregular : undefined;
+      const irregular = irregularSearch ? eventPages(irregularSearch, Number.POSITIVE_INFINITY, columns, elasticsearch) : Promise.resolve([]);
       const [rows, rest] = await Promise.all([eventPages(scan.search, wanted, columns, elasticsearch), irregular]);
       return [...rows, ...rest];
     }
@@ -232,7 +242,10 @@ function holdsUnknown(type: SqlType): boolean {
  * Runs `run` from `concurrency` loops at once, in this process: by time (`seconds`, each loop at
  * least `minPerLoop` runs, so a slow pipeline still yields latencies) or by count (`requests`).
  */
-export async function measureInProcess(run: () => Promise<unknown>, settings: { concurrency: number; seconds?: number; requests?: number; minPerLoop?: number }): Promise<LoadPoint> {
+export async function measureInProcess(
+  run: () => Promise<unknown>,
+  settings: { concurrency: number; seconds?: number; requests?: number; minPerLoop?: number },
+): Promise<LoadPoint> {
   const latencies: number[] = [];
   let errors = 0;
   let started = 0;
