@@ -1,5 +1,6 @@
 import type { QueryBenchResult, QuerySeries } from './results.ts';
 import { runQueryPhase } from './query-phase.ts';
+import { markdownTable, pipelineTable } from './report.ts';
 import { answerHelp } from '../shared/command-help.ts';
 
 answerHelp(`Usage: npm run bench:endpoints [-- --events 1000000,10000000] [--seconds 10] [--quick] [--only <regexp>] [--cpu-prof <dir>]
@@ -15,9 +16,11 @@ Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own 
  * bare fastify route sending the same bytes; prints a table with the ratios.
  *
  *   npm run bench:endpoints [-- --events 1000000,10000000] [--seconds 10] [--quick] [--only <regexp>] [--cpu-prof <dir>]
- *                           [--keep-data | --data-prefix <prefix printed by --keep-data>]
+ *                           [--keep-data | --data-prefix <prefix printed by --keep-data>] [--baseline <checkout>]
  *
  * --quick: 100,000 and 1,000,000 events, 1 s a point, the sandboxed queries at 1 and 16 only.
+ * --baseline: a checkout of the code before a change (with node_modules); the saved endpoints' series
+ * are measured against its service too, as "<name> [before]", for before and after from one run.
  * Starts its own Kafka and Elasticsearch unless KAFKA_BROKERS and ELASTICSEARCH_URL are set.
  */
 const flag = (name: string) => {
@@ -73,9 +76,12 @@ async function main(): Promise<void> {
     cpuProfileDir: flag('--cpu-prof'),
     keepData: process.argv.includes('--keep-data'),
     dataPrefix: flag('--data-prefix'),
+    baseline: flag('--baseline'),
   });
   console.log(`\n${result.loadNote}; ${seconds} s a point; ran ${Math.round((Date.now() - started) / 1000)} s\n`);
   console.log(table(result));
+  const comparison = pipelineTable(result.series);
+  if (comparison) console.log(`\n${markdownTable(comparison)}`);
   if (process.argv.includes('--json')) console.log(JSON.stringify(result));
 }
 

@@ -5,11 +5,12 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { Client, estypes } from '@elastic/elasticsearch';
 import { findEndpoint, type Endpoint } from '../queries/index.ts';
-import { loadConfig, repositoryRoot } from '../shared/config.ts';
+import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { validateParameters } from '../src/endpoints/request.ts';
 import { planEndpointQuery } from '../src/planner/index.ts';
+import { DatabasePool, directPipeline, measureInProcess, sandboxPlan, type DirectPipeline } from './direct-pipeline.ts';
 import { benchServers, type BenchServers } from './servers.ts';
 import { probe, runLoad, type LoadTarget } from './load.ts';
 import { BENCH_PROJECT, loadEdgeEvents, loadOtherSources } from './query-data.ts';
@@ -42,6 +43,11 @@ export interface QueryPhaseOptions {
    * and `datasets` must be the one size that run loaded last.
    */
   dataPrefix?: string;
+  /**
+   * A checkout of the code before a change (with its node_modules): the saved endpoints' series are
+   * also measured against its service, as `<name> [before]`, in the same run as ours.
+   */
+  baseline?: string;
   /** Kafka and Elasticsearch to use; default KAFKA_BROKERS / ELASTICSEARCH_URL, else a local stack started for the phase. */
   servers?: { elasticsearchUrl: string; kafkaBrokers: string[] };
   progress?: (line: string) => void;
@@ -50,6 +56,15 @@ export interface QueryPhaseOptions {
 const INTERVALS = ['hourly', 'daily', 'minutely'] as const;
 const HOUR_MS = 3600 * 1000;
 const DAY_MS = 24 * HOUR_MS;
+/** Issue 20's two queries, measured beside the studio queries: a record filter with newest-first LIMIT, and an hourly count. */
+export const ISSUE_QUERIES: [string, string][] = [
+  [
+    'sql issue 20 errors, newest 100',
+    'select id, timestamp, event_message, request.method, request.path, response.status_code from edge_logs cross join unnest(metadata) as m ' +
+      'cross join unnest(m.request) as request cross join unnest(m.response) as response where response.status_code >= 400 order by timestamp desc limit 100',
+  ],
+  ['sql issue 20 hourly counts', 'select timestamp_trunc(timestamp, hour) as h, count(*) as n from edge_logs group by h order by h'],
+];
 /** Where the studio queries' dates are anchored: their windows end by 2024-01-02T00:00Z. */
 const STUDIO_END_MS = Date.UTC(2024, 0, 2);
 
@@ -65,6 +80,8 @@ interface Side {
   target: LoadTarget;
   /** The direct side's i-th search request, as our planner builds it. */
   search?: (i: number) => estypes.SearchRequest;
+  /** A direct side run in this process instead of over HTTP (a sandboxed query's direct pipeline). */
+  pipeline?: DirectPipeline;
 }
 
 interface SeriesGroup {
@@ -149,6 +166,8 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
   if (reused && options.datasets.length !== 1) throw new Error('with dataPrefix, give the one data set size that run loaded last');
   const scratch = mkdtempSync(path.join(tmpdir(), 'bench-query-'));
   const processes: BenchProcess[] = [];
+  // the direct pipelines' DuckDB, in this process as a client of the store would run it
+  const databases = new DatabasePool({ memoryLimit: base.SANDBOX_ENGINE_MEMORY_LIMIT, threads: base.SANDBOX_ENGINE_THREADS });
   const result: QueryBenchResult = { datasets: [], series: [], loadNote: '', serviceMemory: [] };
   try {
     const keys = new KeyStore(elasticsearch, prefix, base.ELASTICSEARCH_INDEX_REPLICAS);
@@ -188,28 +207,35 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
         SANDBOX_ENGINE_QUEUE_PER_KEY: '1000',
         SANDBOX_ENGINE_QUEUE_MAX: '1000',
       });
-      const service = async (name: string, cache: boolean) => {
-        const started = await startBenchProcess({ script: 'src/main.ts', env: serviceEnv(cache), announces: /^query: (http:\/\/\S+)$/, cpuProfileDir: options.cpuProfileDir, logFile: path.join(scratch, `${name}-${events}.log`) });
+      const service = async (name: string, cache: boolean, root?: string) => {
+        const started = await startBenchProcess({ script: 'src/main.ts', root, env: serviceEnv(cache), announces: /^query: (http:\/\/\S+)$/, cpuProfileDir: options.cpuProfileDir, logFile: path.join(scratch, `${name}-${events}.log`) });
         processes.push(started);
         return started;
       };
       const uncached = await service('uncached', false);
       const cached = await service('cached', true);
-      const groups = await seriesGroups({ uncached, cached, headers, prefix, endMs, studio, elasticsearch, elasticsearchUrl: urls.elasticsearchUrl, concurrencies, sandboxConcurrencies, only: options.only });
+      const before = options.baseline === undefined ? undefined : { uncached: await service('uncached-before', false, options.baseline), cached: await service('cached-before', true, options.baseline) };
+      const groups = await seriesGroups({ uncached, cached, headers, prefix, endMs, studio, elasticsearch, elasticsearchUrl: urls.elasticsearchUrl, concurrencies, sandboxConcurrencies, only: options.only, config: base, databases, before });
       const bare = await startBare(groups, scratch, events, processes);
       for (const group of groups) {
         const measured = new Map<string, QuerySeries>();
         const counters = new Map<string, { next: number }>();
         for (const concurrency of group.concurrencies) {
-          for (const { side, target } of group.sides) {
+          for (const { side, target, pipeline } of group.sides) {
             const resolved = side === 'bare' ? { ...target, origin: bare!.address } : target;
             const series = measured.get(side) ?? { name: group.name, side, events, points: [] as LoadPoint[] };
             measured.set(side, series);
             const counter = counters.get(side) ?? { next: side === 'direct' ? 500_000_000 : 1 };
             counters.set(side, counter);
-            if (series.points.length === 0) await warmUp(resolved, side, counter, options.warmUpSeconds ?? 1);
             const knownRate = Math.max(0, ...series.points.map((point) => point.requestsPerSecond));
-            const point = await runLoad(resolved, { concurrency, seconds, minPerConnection: 2, knownRate: series.points.length > 0 ? knownRate : undefined }, counter);
+            let point: LoadPoint;
+            if (pipeline) {
+              if (series.points.length === 0) for (let i = 0; i < 3; i += 1) await pipeline.run();
+              point = await measureInProcess(pipeline.run, { concurrency, seconds, minPerLoop: 2 });
+            } else {
+              if (series.points.length === 0) await warmUp(resolved, side, counter, options.warmUpSeconds ?? 1);
+              point = await runLoad(resolved, { concurrency, seconds, minPerConnection: 2, knownRate: series.points.length > 0 ? knownRate : undefined }, counter);
+            }
             series.points.push(point);
             say(`${events.toLocaleString('en')} | ${group.name} | ${side} | c=${concurrency} | ${point.requestsPerSecond.toFixed(0)} req/s | p50 ${point.p50Ms.toFixed(2)} ms | p99 ${point.p99Ms.toFixed(2)} ms | ${point.requests} requests | ${point.errors} errors`);
           }
@@ -231,6 +257,7 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
       const indices = Object.keys(await elasticsearch.indices.get({ index: `${prefix}*`, allow_no_indices: true }).catch(() => ({})));
       if (indices.length > 0) await elasticsearch.indices.delete({ index: indices }).catch(() => undefined);
     }
+    databases.close();
     await elasticsearch.close();
     await servers?.stack?.stop();
     rmSync(scratch, { recursive: true, force: true });
@@ -258,6 +285,10 @@ interface SeriesContext {
   concurrencies: number[];
   sandboxConcurrencies: number[];
   only?: RegExp;
+  config: Config;
+  databases: DatabasePool;
+  /** The baseline's services, when one is measured. */
+  before?: { uncached: BenchProcess; cached: BenchProcess };
 }
 
 /** The cached series' bare side serves what ours answered to its first request, byte for byte. */
@@ -310,9 +341,29 @@ async function seriesGroups(context: SeriesContext): Promise<SeriesGroup[]> {
     const search = savedSearch(logs, params, context.prefix);
     groups.push({ name, sides: [ours(context.uncached, () => ({ path: encodePath('logs.all', params) })), direct(() => search)], concurrencies: context.concurrencies });
   }
-  for (const query of context.studio) {
-    const request = encodePath('logs.all', { ...query.params, sql: query.sql });
-    groups.push({ name: `sql ${query.id}`, sides: [ours(context.uncached, () => ({ path: request }))], concurrencies: context.sandboxConcurrencies });
+  // the saved endpoints' series again against the baseline's services, each beside its own direct or bare side
+  const before = context.before;
+  if (before) {
+    const origins = new Map([
+      [context.uncached.address, before.uncached.address],
+      [context.cached.address, before.cached.address],
+    ]);
+    groups.push(
+      ...groups.map((group) => ({
+        ...group,
+        name: `${group.name} [before]`,
+        sides: group.sides.map((side) => (side.side === 'ours' ? { ...side, target: { ...side.target, origin: origins.get(side.target.origin) ?? side.target.origin } } : { ...side })),
+      })),
+    );
+  }
+  const sandboxed = [...context.studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })), ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: BENCH_PROJECT, sql } }))];
+  for (const { name, params } of sandboxed) {
+    if (context.only && !context.only.test(name)) continue;
+    const request = encodePath('logs.all', params);
+    const plan = await sandboxPlan({ endpoint: logs, params, indexPrefix: context.prefix }, context.elasticsearch, context.config);
+    const pipeline = await directPipeline(plan, context.elasticsearch, context.databases);
+    const direct: Side = { side: 'direct', pipeline, target: { origin: '', method: 'GET', headers: {}, request: () => ({ path: '' }) } };
+    groups.push({ name, sides: [ours(context.uncached, () => ({ path: request })), direct], concurrencies: context.sandboxConcurrencies });
   }
   const lql: [string, Record<string, string>][] = [
     ['lql filter 1h', { project: BENCH_PROJECT, ...hourWindow, lql: 'f:edge_logs m.request.path:~"^/rest" m.response.status_code:>=500' }],

@@ -6,7 +6,7 @@ import type { BenchRun, IngestRate, LoadPoint, QuerySeries } from './results.ts'
  * computed from one run's results only. Pure: the same run always gives the same text.
  */
 
-type Table = { title: string; head: string[]; rows: string[][]; notes?: string[] };
+export type Table = { title: string; head: string[]; rows: string[][]; notes?: string[] };
 
 const number = (value: number, digits = 0) => value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const ratio = (value: number | undefined) => (value === undefined || !Number.isFinite(value) ? 'n/a' : `${value.toFixed(2)}x`);
@@ -74,6 +74,67 @@ function queryTable(run: BenchRun): Table | undefined {
   };
 }
 
+/** Issue 20's targets for a sandboxed query against its direct pipeline: p50 at c=1 within 1.5x, req/s at c=16 at least 0.7x. */
+export const PIPELINE_TARGETS = { p50Ratio: 1.5, rateRatio: 0.7 };
+
+export interface PipelineComparison {
+  name: string;
+  events: number;
+  /** p50 at c=1, ms; undefined where that point was not measured. */
+  oursP50?: number;
+  directP50?: number;
+  /** req/s at c=16. */
+  oursRate?: number;
+  directRate?: number;
+}
+
+/** Each sandboxed series (ours) beside its direct pipeline: the figures the targets are about, from the points measured. */
+export function pipelineComparisons(series: QuerySeries[]): PipelineComparison[] {
+  return series
+    .filter((entry) => entry.side === 'ours')
+    .flatMap((ours) => {
+      const direct = counterpart(series, ours, 'direct');
+      if (!direct || !ours.name.startsWith('sql ')) return [];
+      return [{
+        name: ours.name,
+        events: ours.events,
+        oursP50: pointAt(ours, 1)?.p50Ms,
+        directP50: pointAt(direct, 1)?.p50Ms,
+        oursRate: pointAt(ours, 16)?.requestsPerSecond,
+        directRate: pointAt(direct, 16)?.requestsPerSecond,
+      }];
+    });
+}
+
+const quotient = (top: number | undefined, bottom: number | undefined) => (top === undefined || bottom === undefined ? undefined : top / bottom);
+const verdict = (value: number | undefined, met: (value: number) => boolean) => (value === undefined || !Number.isFinite(value) ? '' : met(value) ? 'met' : 'not met');
+const optional = (value: number | undefined, format: (value: number) => string) => (value === undefined ? '' : format(value));
+
+/** The comparison as a table: p50 at c=1 and req/s at c=16, ours and direct, their ratios and whether each target is met. */
+export function pipelineTable(series: QuerySeries[]): Table | undefined {
+  const rows = pipelineComparisons(series).map((entry) => {
+    const p50 = quotient(entry.oursP50, entry.directP50);
+    const rate = quotient(entry.oursRate, entry.directRate);
+    return [
+      entry.name,
+      number(entry.events),
+      optional(entry.oursP50, ms),
+      optional(entry.directP50, ms),
+      p50 === undefined ? '' : `${ratio(p50)} (${verdict(p50, (value) => value <= PIPELINE_TARGETS.p50Ratio)})`,
+      optional(entry.oursRate, (value) => number(value, 1)),
+      optional(entry.directRate, (value) => number(value, 1)),
+      rate === undefined ? '' : `${ratio(rate)} (${verdict(rate, (value) => value >= PIPELINE_TARGETS.rateRatio)})`,
+    ];
+  });
+  if (rows.length === 0) return undefined;
+  return {
+    title: 'Sandboxed SQL against its direct pipeline',
+    head: ['series', 'events', 'ours p50 ms c=1', 'direct p50 ms c=1', `ours / direct p50 (target <= ${PIPELINE_TARGETS.p50Ratio}x)`, 'ours req/s c=16', 'direct req/s c=16', `ours / direct req/s (target >= ${PIPELINE_TARGETS.rateRatio}x)`],
+    rows,
+    notes: ['direct: the Elasticsearch requests of the query\'s plan sent straight with the client, then DuckDB in-process over their rows when the plan has a residual step'],
+  };
+}
+
 /** Each endpoint's p50 at the largest data set over its p50 at the smallest, per concurrency. */
 export function growthRows(run: BenchRun): Array<{ name: string; concurrency: number; small: number; large: number; ratio: number }> {
   const queries = run.queries;
@@ -108,7 +169,7 @@ function memoryTable(run: BenchRun): Table | undefined {
 }
 
 function tables(run: BenchRun): Table[] {
-  return [ingestTable(run), queryTable(run), growthTable(run), memoryTable(run)].filter((table): table is Table => table !== undefined);
+  return [ingestTable(run), queryTable(run), run.queries ? pipelineTable(run.queries.series) : undefined, growthTable(run), memoryTable(run)].filter((table): table is Table => table !== undefined);
 }
 
 export function describeMachine(run: BenchRun): string {
@@ -129,11 +190,13 @@ export function formatBenchText(run: BenchRun): string {
 
 /** The same tables as Markdown, for docs/benchmarks.md. */
 export function formatBenchMarkdown(run: BenchRun): string {
+  return `${[`Run of ${run.startedAt.slice(0, 10)}${run.quick ? ' (`--quick`)' : ''} on ${describeMachine(run)}.`, ...tables(run).map(markdownTable)].join('\n\n')}\n`;
+}
+
+/** One table as Markdown: its title in bold, the table, then its notes. */
+export function markdownTable(table: Table): string {
   const escape = (cell: string) => cell.replace(/\|/g, '\\|');
-  const lines = [`Run of ${run.startedAt.slice(0, 10)}${run.quick ? ' (`--quick`)' : ''} on ${describeMachine(run)}.`];
-  for (const table of tables(run)) {
-    lines.push('', `**${table.title}**`, '', `| ${table.head.map(escape).join(' | ')} |`, `|${table.head.map(() => '---').join('|')}|`, ...table.rows.map((row) => `| ${row.map(escape).join(' | ')} |`));
-    for (const note of table.notes ?? []) lines.push('', note);
-  }
-  return `${lines.join('\n')}\n`;
+  const lines = [`**${table.title}**`, '', `| ${table.head.map(escape).join(' | ')} |`, `|${table.head.map(() => '---').join('|')}|`, ...table.rows.map((row) => `| ${row.map(escape).join(' | ')} |`)];
+  for (const note of table.notes ?? []) lines.push('', note);
+  return lines.join('\n');
 }

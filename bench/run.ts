@@ -9,7 +9,7 @@
  *
  *   npm run bench                  full: 1,000,000 events ingested; 1,000,000 and 10,000,000 queried (about an hour)
  *   npm run bench -- --quick       every phase at reduced sizes (50,000 ingested; 50,000 and 250,000 queried;
- *                                  1 s per point at c=1 and 16 after three warm-up probes, 5 of the studio queries at c=16 only), under five minutes
+ *                                  1 s per point at c=1 and 16 after three warm-up probes, 5 of the studio queries), under five minutes
  *   npm run bench -- --only ingest|queries
  *   npm run bench -- --no-peer     skip rsyslog
  */
@@ -48,7 +48,7 @@ if (options.only !== undefined && !['ingest', 'queries'].includes(options.only))
 
 // quick: every phase and every kind of series, at sizes and lengths that fit in about five minutes
 const SIZES = options.quick
-  ? { ingest: 50_000, freshnessSeconds: 10, datasets: [50_000, 250_000], secondsPerPoint: 1, warmUpSeconds: 0, concurrencies: [1, 16], sandboxConcurrencies: [16], studioQueries: 5 }
+  ? { ingest: 50_000, freshnessSeconds: 10, datasets: [50_000, 250_000], secondsPerPoint: 1, warmUpSeconds: 0, concurrencies: [1, 16], sandboxConcurrencies: [1, 16], studioQueries: 5 }
   : { ingest: 1_000_000, freshnessSeconds: 30, datasets: [1_000_000, 10_000_000], secondsPerPoint: 10, warmUpSeconds: 1, concurrencies: [1, 16, 64], sandboxConcurrencies: undefined, studioQueries: undefined };
 const started = new Date();
 const say = (line: string) => console.error(`bench: ${line}`);

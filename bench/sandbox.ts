@@ -7,10 +7,15 @@ import { createLogger } from '../shared/logger.ts';
 import { legacyIndexName } from '../shared/partitions.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
 import { formatMicros } from '../shared/stored-timestamp.ts';
+import { findEndpoint } from '../queries/index.ts';
 import { buildServer } from '../src/server.ts';
+import { DatabasePool, directPipeline, measureInProcess, sandboxPlan } from './direct-pipeline.ts';
+import { ISSUE_QUERIES } from './query-phase.ts';
 import { OTHER_SOURCE_EVENTS, otherSourceEvent } from './query-data.ts';
 import { bulkLoad, withBenchStore, type BenchStore } from './query-store.ts';
 import { measureHttp, percentile } from './latency.ts';
+import { markdownTable, pipelineTable } from './report.ts';
+import type { LoadPoint, QuerySeries } from './results.ts';
 import { answerHelp } from '../shared/command-help.ts';
 
 answerHelp(`Usage: npm run bench:sandbox [-- --events 1000000] [--requests 20]
@@ -24,6 +29,9 @@ Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own 
  * for speed: 7 days ending 2024-01-02T00:00Z (the examples' windows fall inside), half of them of
  * project `default` (the project the examples send), one request and one response record each, so
  * charts are answered by pushed-down aggregations. The other sources have 10,000 events each.
+ * Each studio query and issue 20's two queries are also run as their direct pipeline (the plan's
+ * Elasticsearch requests sent straight, DuckDB in this process: bench/direct-pipeline.ts), at
+ * concurrency 1 (p50) and 16 (req/s), and printed side by side with ours.
  *
  *   npm run bench:sandbox [-- --events 1000000 --requests 20]
  *
@@ -77,6 +85,14 @@ function edgeEvent(n: number, total: number): StoredEvent {
   return { id: `edge-${n}`, timestamp: formatMicros(micros), event_message: `${metadata.request.method} | ${status} | ${metadata.request.url}`, project, metadata, shape: eventShape(metadata) };
 }
 
+/** REQUESTS requests from `concurrency` loops over HTTP, as a load point. */
+async function httpPoint(url: string, concurrency: number): Promise<LoadPoint> {
+  const started = performance.now();
+  const latencies = await measureHttp({ url: () => url, headers: { 'x-api-key': BOOTSTRAP }, requests: Math.max(REQUESTS, concurrency * 2), concurrency });
+  const seconds = (performance.now() - started) / 1000;
+  return { concurrency, requestsPerSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), requests: latencies.length, errors: 0 };
+}
+
 /** One query's row count (from a first request that must succeed), then REQUESTS sequential latencies. */
 async function measureQuery(url: string, label: string): Promise<{ rows: number; latencies: number[] }> {
   const first = await fetch(url, { headers: { 'x-api-key': BOOTSTRAP } });
@@ -114,13 +130,30 @@ async function main(): Promise<void> {
   const lqlTable: string[] = [];
   const pushdownTable: { label: string; rows: number; p50: number; p99: number }[] = [];
   const all: number[] = [];
+  const pipelines: QuerySeries[] = [];
   await withBenchStore(base, 'sandbox', async ({ elasticsearch, kafkaBrokers, indexPrefix: prefix }) => {
     await bulkLoad(elasticsearch, legacyIndexName(prefix, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
     for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await bulkLoad(elasticsearch, legacyIndexName(prefix, source), OTHER_SOURCE_EVENTS, (n) => otherSourceEvent(source, n, END, 'default'));
-    const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0 };
+    const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0,
+      // one key sends every request at c=16: its engine share is the whole engine, so what is measured is capacity, not fairness
+      SANDBOX_ENGINE_PER_KEY: base.SANDBOX_ENGINE_PROCESSES, SANDBOX_ENGINE_QUEUE_PER_KEY: 1000, SANDBOX_ENGINE_QUEUE_MAX: 1000 };
     const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
+    const databases = new DatabasePool({ memoryLimit: config.SANDBOX_ENGINE_MEMORY_LIMIT, threads: config.SANDBOX_ENGINE_THREADS });
+    const logsAll = findEndpoint('logs.all')!;
     try {
+      const sandboxed = [...studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })), ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: 'default', sql } }))];
+      for (const { name, params } of sandboxed) {
+        const url = `${address}/api/endpoints/query/logs.all?${new URLSearchParams(params)}`;
+        const pipeline = await directPipeline(await sandboxPlan({ endpoint: logsAll, params, indexPrefix: prefix }, elasticsearch, config), elasticsearch, databases);
+        const ours: QuerySeries = { name, side: 'ours', events: EVENTS, points: [await httpPoint(url, 1), await httpPoint(url, 16)] };
+        const direct: QuerySeries = { name, side: 'direct', events: EVENTS, points: [] };
+        // a first run that must succeed: the measured runs count failures, they do not stop on one
+        await pipeline.run();
+        for (const concurrency of [1, 16]) direct.points.push(await measureInProcess(pipeline.run, { concurrency, requests: Math.max(REQUESTS, concurrency * 2) }));
+        pipelines.push(ours, direct);
+        console.error(`| ${name} | ${pipeline.describe} | ours p50 ${ours.points[0]!.p50Ms.toFixed(1)} ms | direct p50 ${direct.points[0]!.p50Ms.toFixed(1)} ms |`);
+      }
       for (const query of studio) {
         const { rows, latencies } = await measureQuery(`${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...query.params, sql: query.sql })}`, query.id);
         all.push(...latencies);
@@ -140,6 +173,7 @@ async function main(): Promise<void> {
         console.error(lqlTable[lqlTable.length - 1]);
       }
     } finally {
+      databases.close();
       await app.close();
     }
   });
@@ -153,6 +187,8 @@ async function main(): Promise<void> {
   for (const row of pushdownTable) console.log(`| ${row.label} | ${row.rows} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${(row.p50 / before.p50).toFixed(3)} |`);
   console.log('\n| LQL | query | rows | p50 ms | p99 ms |\n|---|---|---|---|---|');
   for (const row of lqlTable) console.log(row);
+  const comparison = pipelineTable(pipelines);
+  if (comparison) console.log(`\n${markdownTable(comparison)}`);
 }
 
 main().catch((error: unknown) => {

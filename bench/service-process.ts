@@ -17,6 +17,8 @@ export interface BenchProcess {
 export interface BenchProcessOptions {
   /** Script under the repository root, run with tsx. */
   script: string;
+  /** Another checkout to run the script from (a baseline measured in the same run); default this repository. */
+  root?: string;
   args?: string[];
   env: Record<string, string>;
   /** The stdout line announcing the address, its first group the address. */
@@ -38,8 +40,9 @@ export async function startBenchProcess(options: BenchProcessOptions): Promise<B
   const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
   // a log file, not a pipe: the benchmark process must not spend its CPU reading the service's log lines
   const logFd = options.logFile ? openSync(options.logFile, 'w') : undefined;
-  const child: ChildProcess = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(repositoryRoot, options.script), ...(options.args ?? [])], {
-    cwd: repositoryRoot,
+  const root = options.root ?? repositoryRoot;
+  const child: ChildProcess = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(root, options.script), ...(options.args ?? [])], {
+    cwd: root,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', logFd ?? 'pipe'],
   });

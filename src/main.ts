@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     checkKafka(kafka, { waitMs: 0, required: false }),
   ]);
   for (const reason of [storeDown, kafkaDown]) if (reason) logger.warn({ reason }, 'starting without a server; requests needing it fail until it answers');
-  const accessLogger = createLogger('query-service', config.LOG_LEVEL, { redact: false });
+  const accessLogger = createLogger('query-service', config.LOG_LEVEL, { redact: false, buffered: true });
   const app = await buildServer({ config, logger, accessLogger, elasticsearch, kafkaBrokers: kafka.brokers, kafkaTls: kafka.tls });
   const address = await app.listen({ host: config.HOST, port: config.PORT });
   // npm start reads this line to learn the bound port (PORT=0 picks a free one)

@@ -22,6 +22,7 @@ import { clientErrorHandler, frameworkErrorHandler, installErrorHandler } from '
 import { parseJsonBody } from './http/json-body.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { RequestLog } from './http/request-log.ts';
+import { RequestLogger } from './http/request-logger.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { endpointAdminPlugin } from './plugins/endpoint-admin.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
@@ -82,6 +83,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     connectionTimeout: config.HTTP_CONNECTION_TIMEOUT_MS,
     genReqId: requestIdOf,
+    childLoggerFactory: (parent, bindings, options) => new RequestLogger(parent, bindings, options),
     logController: new RequestLog(deps.accessLogger ?? logger),
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
     clientErrorHandler: clientErrorHandler(

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * API keys look like `lpk_<key id>_<secret>`: the public key id (16 hex digits) names the one stored
@@ -25,20 +25,27 @@ export function keyIdOf(key: string): string | null {
   return KEY_PATTERN.exec(key)?.[1] ?? null;
 }
 
+// one-shot hashing: a Hash object per call cost more than the digest itself on every request
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
+}
+
+/** The key's SHA-256 as bytes, to compare with a stored hash decoded once (digestsEqual). */
+export function apiKeyDigest(key: string): Buffer {
+  return hash('sha256', key, 'buffer');
 }
 
 /** Constant-time equality of two secrets (hashed first, so their lengths never leak either). */
 export function secretsEqual(presented: string, expected: string): boolean {
-  const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
+  return timingSafeEqual(apiKeyDigest(presented), apiKeyDigest(expected));
+}
+
+/** Constant-time equality of two SHA-256 digests as bytes. */
+export function digestsEqual(a: Buffer, b: Buffer): boolean {
+  return a.length === 32 && b.length === 32 && timingSafeEqual(a, b);
 }
 
 /** Constant-time equality of two hex SHA-256 digests. */
 export function hashesEqual(a: string, b: string): boolean {
-  const left = Buffer.from(a, 'hex');
-  const right = Buffer.from(b, 'hex');
-  return left.length === 32 && right.length === 32 && timingSafeEqual(left, right);
+  return digestsEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
 }

@@ -58,10 +58,11 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(sent);
   }
 
-  const onSend = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  // a callback hook: an async one costs a promise on every answer
+  const onSend = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: Error | null, payload: unknown) => void) => {
     const header = timingOf(request).header();
     if (header !== undefined) reply.header('server-timing', header);
-    return payload;
+    done(null, payload);
   };
   app.get<EndpointRoute>('/api/endpoints/query/:endpoint', { onSend }, handle);
   app.post<EndpointRoute>('/api/endpoints/query/:endpoint', { onSend }, handle);

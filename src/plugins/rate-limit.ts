@@ -18,20 +18,23 @@ export interface RateLimitOptions {
  * never limited. Registered right after the auth plugin so its hook runs after authentication.
  */
 const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.principal) return;
+  // a callback hook: an async one costs a promise on every request
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.principal) return done();
     const decision = options.buckets.take(request.principal.keyId);
-    if (decision.kind === 'unlimited') return;
+    if (decision.kind === 'unlimited') return done();
     void reply.header('x-ratelimit-limit', String(decision.limit));
     if (decision.kind === 'allowed') {
       void reply.header('x-ratelimit-remaining', String(decision.remaining));
-      return;
+      return done();
     }
     void reply.header('x-ratelimit-remaining', '0');
     httpRateLimitedTotal.inc({ endpoint: endpointLabel(request, options.endpointName) });
-    throw new RateLimited(
-      `rate limit exceeded for this API key: ${options.perMinute} requests per minute with bursts of ${options.burst}; retry in ${decision.retryAfterSeconds} s`,
-      decision.retryAfterSeconds,
+    done(
+      new RateLimited(
+        `rate limit exceeded for this API key: ${options.perMinute} requests per minute with bursts of ${options.burst}; retry in ${decision.retryAfterSeconds} s`,
+        decision.retryAfterSeconds,
+      ),
     );
   });
 };

@@ -6,8 +6,10 @@ import { REQUEST_ID_HEADER } from '../http/request-id.ts';
  * src/http/request-id.ts); fastify's request logger writes it as `reqId` on every line of the request.
  */
 const requestId: FastifyPluginAsync = async (app) => {
-  app.addHook('onRequest', async (request, reply) => {
+  // a callback hook: an async one costs a promise on every request
+  app.addHook('onRequest', (request, reply, done) => {
     void reply.header(REQUEST_ID_HEADER, request.id);
+    done();
   });
 };
 

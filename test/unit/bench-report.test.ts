@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { benchChartSpec, latencyRows, renderBenchChart } from '../../bench/chart.ts';
-import { formatBenchMarkdown, formatBenchText, growthRows } from '../../bench/report.ts';
-import type { BenchRun, LoadPoint } from '../../bench/results.ts';
+import { formatBenchMarkdown, formatBenchText, growthRows, markdownTable, pipelineComparisons, pipelineTable } from '../../bench/report.ts';
+import type { BenchRun, LoadPoint, QuerySeries } from '../../bench/results.ts';
 
 const point = (concurrency: number, p50Ms: number, requestsPerSecond: number): LoadPoint => ({ concurrency, p50Ms, p99Ms: p50Ms * 2, requestsPerSecond, requests: 1000, errors: 0 });
+
+function sampleRunWith(series: QuerySeries[]): BenchRun {
+  const run = sampleRun();
+  return { ...run, queries: { ...run.queries!, series } };
+}
 
 function sampleRun(): BenchRun {
   return {
@@ -67,6 +72,47 @@ describe('bench report', () => {
       expect(new Set(widths).size).toBe(1);
     }
     expect(markdown).toContain('(`--quick`)');
+  });
+});
+
+describe('sandboxed SQL against its direct pipeline', () => {
+  const series: QuerySeries[] = [
+    { name: 'sql example 1', side: 'ours', events: 50_000, points: [point(1, 12, 80), point(16, 100, 140)] },
+    { name: 'sql example 1', side: 'direct', events: 50_000, points: [point(1, 6, 160), point(16, 80, 200)] },
+    // within both targets: 1.4x the p50, 0.75x the req/s
+    { name: 'sql example 2', side: 'ours', events: 50_000, points: [point(1, 7, 140), point(16, 60, 300)] },
+    { name: 'sql example 2', side: 'direct', events: 50_000, points: [point(1, 5, 200), point(16, 50, 400)] },
+    // no direct side: not compared
+    { name: 'sql example 3', side: 'ours', events: 50_000, points: [point(1, 7, 140)] },
+    // measured at c=16 only: its p50 cells stay empty
+    { name: 'sql example 4', side: 'ours', events: 50_000, points: [point(16, 30, 500)] },
+    { name: 'sql example 4', side: 'direct', events: 50_000, points: [point(16, 10, 1000)] },
+    // a saved endpoint's direct request is not a pipeline
+    { name: 'logs.all', side: 'ours', events: 50_000, points: [point(1, 10, 100)] },
+    { name: 'logs.all', side: 'direct', events: 50_000, points: [point(1, 8, 125)] },
+  ];
+
+  it('pairs each sandboxed series with its direct pipeline: p50 at c=1, req/s at c=16', () => {
+    expect(pipelineComparisons(series)).toEqual([
+      { name: 'sql example 1', events: 50_000, oursP50: 12, directP50: 6, oursRate: 140, directRate: 200 },
+      { name: 'sql example 2', events: 50_000, oursP50: 7, directP50: 5, oursRate: 300, directRate: 400 },
+      { name: 'sql example 4', events: 50_000, oursP50: undefined, directP50: undefined, oursRate: 500, directRate: 1000 },
+    ]);
+  });
+
+  it('prints the ratios and whether each target is met', () => {
+    const table = pipelineTable(series)!;
+    expect(table.rows).toEqual([
+      ['sql example 1', '50,000', '12.0', '6.00', '2.00x (not met)', '140.0', '200.0', '0.70x (met)'],
+      ['sql example 2', '50,000', '7.00', '5.00', '1.40x (met)', '300.0', '400.0', '0.75x (met)'],
+      ['sql example 4', '50,000', '', '', '', '500.0', '1,000.0', '0.50x (not met)'],
+    ]);
+    expect(markdownTable(table).split('\n').filter((row) => row.startsWith('| ')).map((row) => row.split(/(?<!\\)\|/).length)).toEqual([10, 10, 10, 10]);
+  });
+
+  it('is left out when no sandboxed series has a direct side', () => {
+    expect(pipelineTable(series.filter((entry) => entry.side === 'ours'))).toBeUndefined();
+    expect(formatBenchText({ ...sampleRunWith(series) })).toContain('Sandboxed SQL against its direct pipeline');
   });
 });
 

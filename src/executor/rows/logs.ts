@@ -56,9 +56,11 @@ export function logRows(hits: estypes.SearchHit<Record<string, unknown>>[]): Log
 
 /** Search hits of stored events -> rows of the chosen columns of a source CTE (id, timestamp, event_message, metadata, project). */
 export function columnRows(hits: estypes.SearchHit<Record<string, unknown>>[], columns: readonly string[]): Record<string, unknown>[] {
+  const withMetadata = columns.includes('metadata');
   return hits.map((hit) => {
     const stored = (hit._source ?? {}) as Pick<StoredEvent, 'metadata_unindexed'> & Record<string, unknown>;
-    const source = columns.includes('metadata') ? restoreSetAsideFields(stored) : stored;
+    // restoring copies the event: only the rare one with fields set aside needs it
+    const source = withMetadata && stored.metadata_unindexed !== undefined ? restoreSetAsideFields(stored) : stored;
     const row: Record<string, unknown> = {};
     for (const column of columns) row[column] = columnValue(column, source, hit);
     return row;
