@@ -9,7 +9,7 @@ import type { ParameterValue } from '../../sql/types.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
 import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
-import type { Plan, Scan } from '../plan.ts';
+import type { Plan, ResidualQuery, Scan, ServiceFinish } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
 import { planAggregation } from './aggregation.ts';
@@ -18,6 +18,7 @@ import { conjuncts, pushDown, type PredicateContext } from './predicates.ts';
 import { recordFilter } from './record-filters.ts';
 import { scanEnvironment } from './bind-environment.ts';
 import { SelectScope, type ScannedTable } from './select-scope.ts';
+import { decideServiceFinish, type FinishSource } from './service-finish.ts';
 
 type QueryDsl = estypes.QueryDslQueryContainer;
 
@@ -60,6 +61,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
   const environment = scanEnvironment(references.map(({ table, cte }) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogOf(cte) } : {}) })));
   const bindings = bind(query, environment);
+  // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part)
+  const whereHeld = new Set<string>();
   const scans: Scan[] = references.map((reference) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
@@ -69,6 +72,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
     const filter: ScanFilter = readsTheScan ? scanFilter(reference.select, scope, { scope, catalog, now: context.now }) : { predicates: [], exact: false };
     const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
+    // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
+    if (filter.exact && reference.select === topSelect(query) && (!filter.split || limit)) whereHeld.add(table);
     return eventScan(cte, params, context, {
       table,
       predicates: filter.predicates,
@@ -95,11 +100,19 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     if (aggregated) {
       // the rewritten query reads the groups' table: its names are bound again, over that table
       const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: aggregated.scan.table, columns: aggregated.scan.columns }]).tables] };
-      const rewritten = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
+      const rewritten: ResidualQuery = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
+      const finish = finishOf(rewritten, { table: aggregated.scan.table, columns: aggregated.scan.columns, whereHeld: false, oneRow: aggregated.scan.keys.length === 0 });
+      if (finish) rewritten.finish = finish;
       return { scans: [aggregated.scan], residual: rewritten, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
     }
   }
-  return { scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+  const finish = only && scans.length === 1 ? finishOf(residual, { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), oneRow: false }) : undefined;
+  return { scans, residual: finish ? { ...residual, finish } : residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+}
+
+function finishOf(residual: ResidualQuery, source: FinishSource): ServiceFinish | undefined {
+  const decision = decideServiceFinish(residual.query, residual.bindings, source);
+  return 'finish' in decision ? decision.finish : undefined;
 }
 
 /**
