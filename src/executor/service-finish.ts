@@ -1,5 +1,6 @@
 import type { ServiceFinish, ValuePath } from '../planner/plan.ts';
 import type { SqlType, TableSchema } from '../sql/types.ts';
+import { civilDateTime } from './civil-time.ts';
 import { BoundedResult, ResultTooLarge } from './engine/bounded-result.ts';
 
 export interface FinishInput {
@@ -32,7 +33,7 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
   const { finish } = input;
   const reader = RowReader.of(finish, input.schema);
   if (!reader) return undefined;
-  const outputs = finish.columns.map((column) => reader.compile(column.value));
+  const outputs = finish.columns.map((column) => reader.compile(column.value, column.cast === 'datetime' ? 'datetime' : 'answer'));
   const keys = finish.order.map((item) => reader.compile(item.value));
   if (!allCompiled(outputs) || !allCompiled(keys) || outputs.some((output) => !PLAIN.has(output.type.kind))) return undefined;
   // an ORDER BY key no row holds is printed as a NULL literal, which DuckDB refuses to order by
@@ -99,7 +100,7 @@ function supersetRowsAfter(superset: readonly Record<string, unknown>[], last: S
 }
 
 /** Types whose values are converted here exactly as the engine converts them. */
-const PLAIN = new Set<SqlType['kind']>(['string', 'int64', 'float64', 'bool', 'timestamp', 'unknown']);
+const PLAIN = new Set<SqlType['kind']>(['string', 'int64', 'float64', 'bool', 'timestamp', 'datetime', 'unknown']);
 
 interface Compiled {
   type: SqlType;
@@ -118,7 +119,7 @@ class RowReader {
     const reader = new RowReader(schema, [], []);
     for (const unnest of finish.unnests) {
       // an array no row holds is left to the engine's UNNEST of a NULL
-      const array = reader.compile(unnest.array, true);
+      const array = reader.compile(unnest.array, 'raw');
       if (array?.type.kind !== 'array') return undefined;
       reader.unnests.push({ array, join: unnest.join });
       reader.elementTypes.push(array.type.element);
@@ -150,9 +151,10 @@ class RowReader {
   /**
    * A path as a reader of its value and its type, resolving fields as the printer does (accessField:
    * the first field of that name in any case; a field no row has is NULL). `raw` keeps arrays as they
-   * are (for unnesting); otherwise a value is converted to the answer's JSON.
+   * are (for unnesting); `answer` converts a value to the answer's JSON, `datetime` a TIMESTAMP to the
+   * DATETIME text it is cast to.
    */
-  compile(path: ValuePath, raw = false): Compiled | undefined {
+  compile(path: ValuePath, form: 'raw' | 'answer' | 'datetime' = 'answer'): Compiled | undefined {
     let type = path.from === 'column' ? this.schema.columns.find((column) => column.name === path.column)?.type : this.elementTypes[path.unnest];
     if (type === undefined) return undefined;
     const steps: string[] = [];
@@ -169,12 +171,13 @@ class RowReader {
       steps.push(field.name);
       type = field.type;
     }
+    if (form === 'datetime' && (type.kind !== 'timestamp' || steps.length > 0 || missing)) return undefined;
     const resolved = type;
     // a top-level column is appended as it is; anything inside a record or array is loaded from its JSON text
     const loadedFromJson = path.from === 'unnest' || steps.length > 0;
     const base = path.from === 'column' ? (row: Record<string, unknown>) => ownValue(row, path.column) : (_: Record<string, unknown>, elements: unknown[]) => elements[path.unnest];
     return {
-      type: resolved,
+      type: form === 'datetime' ? { kind: 'datetime' } : resolved,
       value: (row, elements) => {
         if (missing) return null;
         let value = base(row, elements);
@@ -183,7 +186,10 @@ class RowReader {
           if (typeof value !== 'object' || Array.isArray(value)) return DECLINED;
           value = ownValue(value as Record<string, unknown>, step);
         }
-        return raw ? (value ?? null) : answerValue(value, resolved, loadedFromJson);
+        if (form === 'raw') return value ?? null;
+        const answer = answerValue(value, resolved, loadedFromJson);
+        if (form !== 'datetime' || answer === null || answer === DECLINED) return answer;
+        return typeof answer === 'number' ? (civilDateTime(BigInt(answer)) ?? DECLINED) : DECLINED;
       },
     };
   }

@@ -152,7 +152,8 @@ export interface ResidualQuery {
 export interface ServiceFinish {
   table: string;
   unnests: { array: ValuePath; join: 'inner' | 'left' }[];
-  columns: { name: string; value: ValuePath }[];
+  /** `datetime`: the value is a TIMESTAMP cast to DATETIME (the UTC civil time). */
+  columns: { name: string; value: ValuePath; cast?: 'datetime' }[];
   order: { value: ValuePath; descending: boolean; nulls: 'first' | 'last' }[];
   limit?: number;
   offset: number;

@@ -46,6 +46,7 @@ describe('which residual queries the service may finish', () => {
     ['left unnests, an ordinal, OFFSET', 'select id, request.path from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true order by 1 limit 5 offset 2'],
     ['comma unnests and a key not selected', 'select id from edge_logs, unnest(metadata) as m order by timestamp desc limit 3'],
     ['LIMIT 1 without ORDER BY', 'select id from edge_logs limit 1'],
+    ['a TIMESTAMP cast to DATETIME, ordered by its alias', 'select cast(t.timestamp as datetime) as timestamp, id from edge_logs as t order by timestamp desc limit 5'],
   ])('%s: admitted', (_, sql) => {
     expect(plan(sql).residual?.finish).toBeDefined();
   });
@@ -67,7 +68,9 @@ describe('which residual queries the service may finish', () => {
   });
 
   it.each([
-    ['a computed value', 'select upper(id) as u from edge_logs order by timestamp desc limit 5', 'a selected value is computed, not a column or a record field'],
+    ['a computed value', 'select upper(id) as u from edge_logs order by timestamp desc limit 5', 'a selected value is computed, not a column, a record field or a TIMESTAMP cast to DATETIME'],
+    ['a cast of text', 'select cast(id as datetime) as d from edge_logs order by timestamp desc limit 5', 'a selected value is a record, an array or of a type converted in the engine'],
+    ['a cast without a name', 'select cast(timestamp as datetime) from edge_logs order by timestamp desc limit 5', 'a selected value has no name'],
     ['a whole record array', 'select id, metadata from edge_logs order by timestamp desc limit 5', 'a selected value is a record, an array or of a type converted in the engine'],
     ['a wildcard', 'select * from edge_logs order by timestamp desc limit 5', 'the select list has a wildcard'],
     ['a computed ORDER BY key', 'select id from edge_logs order by length(id) limit 5', 'an ORDER BY key is computed, not a column, a record field or a selected name'],
@@ -168,6 +171,13 @@ describe('the service finish over rows', () => {
     const rows = [event('a', 1, [{ status: 1 }])];
     expect(finishInService(input(rows, { columns: [{ name: 'id', type: STRING }, { name: 'status', type: STRING }] }))).toBeUndefined();
     expect(finishInService(input(rows, { maxBytes: 10 }))).toBeUndefined();
+  });
+
+  it('answers a TIMESTAMP cast to DATETIME as the engine prints it, the fraction only when there is one', () => {
+    const finish = input([event('a', Date.UTC(2024, 0, 1, 5) * 1000, [{ status: 1 }]), event('b', Date.UTC(2024, 0, 1, 6) * 1000 + 120, [{ status: 2 }])], {}, {
+      columns: [{ name: 't', value: { from: 'column', column: 'timestamp', fields: [] }, cast: 'datetime' }],
+    });
+    expect(finishInService({ ...finish, columns: [{ name: 't', type: { kind: 'datetime' } }] })).toEqual([{ t: '2024-01-01T06:00:00.000120' }, { t: '2024-01-01T05:00:00' }]);
   });
 
   it('keeps the row cap, and answers an integer past 2^53 as its digits like the engine', () => {

@@ -52,10 +52,16 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
   const columns: ServiceFinish['columns'] = [];
   for (const item of select.items) {
     if (item.kind !== 'expression') return refused('the select list has a wildcard');
-    const path = item.expr.kind === 'identifier' ? paths.read(item.expr, unnests.length) : undefined;
-    if (!path) return refused('a selected value is computed, not a column or a record field');
-    if (!isPlain(staticType(path, source.columns, unnestTypes))) return refused('a selected value is a record, an array or of a type converted in the engine');
-    columns.push({ name: item.alias ?? implicitName(item.expr)!, value: path });
+    // a TIMESTAMP cast to DATETIME is the same instant as civil text in UTC (the engine's time zone)
+    const cast = item.expr.kind === 'cast' && item.expr.type === 'DATETIME';
+    const read = cast ? (item.expr as Extract<Expr, { kind: 'cast' }>).expr : item.expr;
+    const path = read.kind === 'identifier' ? paths.read(read, unnests.length) : undefined;
+    if (!path) return refused('a selected value is computed, not a column, a record field or a TIMESTAMP cast to DATETIME');
+    const type = staticType(path, source.columns, unnestTypes);
+    if (cast ? type?.kind !== 'timestamp' : !isPlain(type)) return refused('a selected value is a record, an array or of a type converted in the engine');
+    const name = item.alias ?? implicitName(item.expr);
+    if (name === undefined) return refused('a selected value has no name');
+    columns.push({ name, value: path, ...(cast ? { cast: 'datetime' as const } : {}) });
   }
 
   const order: ServiceFinish['order'] = [];
@@ -127,7 +133,10 @@ class PathReader {
   }
 }
 
-/** An ORDER BY key: an ordinal or a select alias (the item's path, as the printer prints its position), or a path of its own. */
+/**
+ * An ORDER BY key: an ordinal or a select alias (the item's path, as the printer prints its position;
+ * a cast to DATETIME orders as its TIMESTAMP), or a path of its own.
+ */
 function orderPath(expr: Expr, columns: ServiceFinish['columns'], bindings: Bindings, paths: PathReader, unnests: number): ValuePath | undefined {
   if (expr.kind === 'number') {
     const ordinal = /^\d+$/.test(expr.text) ? Number(expr.text) : 0;
