@@ -161,6 +161,8 @@ describe('the service finishes a query with the engine\'s bytes', () => {
       'preview_storage_search',
       'preview_postgrest',
       'preview_count_edge_errors',
+      'tpl_pg_errors',
+      'shared_api_total_requests_auth',
     ]);
   });
 
@@ -206,12 +208,16 @@ describe('the service finishes a query with the engine\'s bytes', () => {
       'record field of a record-holding unnest @odd: engine',
       'one row without order @default: service',
       'one row without order @odd: service',
+      'a TIMESTAMP cast to DATETIME @default: service',
+      'a TIMESTAMP cast to DATETIME @odd: engine',
       'hourly counts @default: service',
       'hourly counts @odd: service',
       'minute counts, newest first @default: engine',
       'minute counts, newest first @odd: engine',
       'one group @default: service',
       'one group @odd: service',
+      'hourly counts as DATETIME @default: service',
+      'hourly counts as DATETIME @odd: service',
       'groups by count @default: engine',
       'groups by count @odd: engine',
       'postgres @default: service',

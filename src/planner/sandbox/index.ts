@@ -186,7 +186,8 @@ function isColumn(expr: Expr, column: string, select: Select, scope: SelectScope
   }
   const lower = alias.toLowerCase();
   const item = select.items.find((candidate) => candidate.kind === 'expression' && (candidate.alias ?? implicitName(candidate.expr))?.toLowerCase() === lower);
-  if (item?.kind === 'expression') return isColumn(item.expr, column, select, scope);
+  // a TIMESTAMP cast to DATETIME (its civil time in UTC) orders as the TIMESTAMP does
+  if (item?.kind === 'expression') return isColumn(item.expr.kind === 'cast' && item.expr.type === 'DATETIME' ? item.expr.expr : item.expr, column, select, scope);
   // a column `*` brought in: the scanned table's when it is the first thing FROM reads
   return lower === column && scope.variables[0]?.kind === 'scanned' && select.items.some((candidate) => candidate.kind === 'wildcard' && !candidate.qualifier);
 }
