@@ -13,7 +13,7 @@ import { executePlan } from '../../src/executor/index.ts';
 import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import { ORACLE_CASES } from '../fixtures/bigquery-oracle.ts';
-import { startEndpointServer, storedTimestamp, type EndpointTestServer } from '../support/endpoint-server.ts';
+import { BOOTSTRAP_KEY, startEndpointServer, storedTimestamp, type EndpointTestServer } from '../support/endpoint-server.ts';
 import { sandboxDataset } from '../support/sandbox-data.ts';
 
 /**
@@ -50,6 +50,12 @@ const ODD_EVENTS: StoredEvent[] = [
   odd('o6', 5, { request: { method: 'PUT', path: '/same' }, response: { status_code: 400 } }),
   odd('o7', 7, { request: { method: 'GET', path: '/z' }, response: { status_code: 200 } }, 1),
 ];
+
+/** Project `plain`: every event with one request and one response record, as the demo data has them. */
+const PLAIN_EVENTS: StoredEvent[] = Array.from({ length: 40 }, (_, n) => {
+  const metadata = { request: { method: n % 2 ? 'GET' : 'POST', path: `/rest/v1/t${n % 5}` }, response: { status_code: [200, 404, 500][n % 3] } };
+  return { id: `p${n}`, timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 3, n)), event_message: `plain ${n}`, project: 'plain', metadata, shape: eventShape(metadata) };
+});
 
 const EDGE = 'from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request cross join unnest(m.response) as response';
 const LEFT = 'from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true left join unnest(m.response) as response on true';
@@ -90,7 +96,7 @@ beforeAll(async () => {
   await initSqlParser();
   server = await startEndpointServer({ now: NOW });
   for (const [source, events] of dataset.events) await server.index(source, events);
-  await server.index('edge_logs', ODD_EVENTS);
+  await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS]);
   catalogs = new FieldCatalogs(server.elasticsearch, 60_000, server.clock, 30_000);
   engine = await EmbeddedEngine.start({ memoryLimit: '1GB', threads: 1, logger: createLogger('service-finish', 'silent') });
 }, 180_000);
@@ -241,5 +247,25 @@ describe('the service finishes a query with the engine\'s bytes', () => {
       if (result.admitted) admitted += 1;
     }
     expect(admitted).toBeGreaterThan(0);
+  });
+});
+
+describe('over HTTP, a query the service finishes never waits for the engine', () => {
+  it.each([
+    ['the dashboard query', SHAPES[0]![1]],
+    ['the hourly aggregation', 'select timestamp_trunc(timestamp, hour) as h, count(*) as n from edge_logs group by h order by h'],
+  ])('%s: the engine\'s answer, and no engine phase in Server-Timing', async (_, sql) => {
+    const params = { project: 'plain', ...DAY };
+    const response = await server.app.inject({
+      method: 'POST',
+      url: '/api/endpoints/query/logs.all',
+      headers: { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' },
+      payload: { ...params, sql },
+    });
+    expect(response.statusCode, response.body).toBe(200);
+    expect(response.headers['server-timing']).toMatch(/store;dur=/);
+    expect(response.headers['server-timing']).not.toMatch(/engine;dur=/);
+    expect(JSON.stringify(response.json().result)).toBe((await run(engineForced(await plan(sql, params)))).body);
+    expect(response.json().result.length).toBeGreaterThan(0);
   });
 });
