@@ -63,9 +63,11 @@ function dashboardCase(): Case {
   return { label: 'dashboard query (100 edge rows)', table: { schema, rows }, ...translate(sql, schema) };
 }
 
+const TRANSLATION = { parameters: {}, maxChars: 1_000_000, maxValueBytes: 16 * 1024 * 1024 };
+
 function translate(sql: string, schema: EngineTable['schema']): { sql: string; query: Query } {
   const query = parseSandboxQuery(sql, { allowedTables: [schema.name] });
-  return { query, sql: translateToDuckDb(query, { tables: [schema], parameters: {}, now: Date.now() * 1000, maxChars: 1_000_000, maxValueBytes: 16 * 1024 * 1024 }).sql };
+  return { query, sql: translateToDuckDb(query, { ...TRANSLATION, tables: [schema], now: Date.now() * 1000 }).sql };
 }
 
 /** What the service does instead of the engine when it may finish the query: translate it (for its errors and columns), then finish. */
@@ -75,8 +77,9 @@ function serviceFinish(test: Case): () => void {
   const decision = decideServiceFinish(test.query, bindings, { table: schema.name, columns: schema.columns, whereHeld: true, oneRow: false });
   if (!('finish' in decision)) throw new Error(`${test.label}: the service would not finish it (${decision.refused})`);
   return () => {
-    const { columns } = translateToDuckDb(test.query, { tables: [schema], bindings, parameters: {}, now: Date.now() * 1000, maxChars: 1_000_000, maxValueBytes: 16 * 1024 * 1024 });
-    if (!finishInService({ finish: decision.finish, schema, rows, supersetRows: 0, columns, maxRows: 1000, maxBytes: 16 * 1024 * 1024 })) throw new Error(`${test.label}: declined`);
+    const { columns } = translateToDuckDb(test.query, { ...TRANSLATION, tables: [schema], bindings, now: Date.now() * 1000 });
+    const bounds = { maxRows: 1000, maxBytes: TRANSLATION.maxValueBytes };
+    if (!finishInService({ finish: decision.finish, schema, rows, supersetRows: 0, columns, ...bounds })) throw new Error(`${test.label}: declined`);
   };
 }
 

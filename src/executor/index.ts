@@ -94,20 +94,28 @@ async function residualRows(plan: Plan, admission: EngineAdmission, options: Exe
       return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, admission, options);
     }
     sandboxScansTotal.inc({ kind: 'aggregation' });
-    return runResidual(plan, [{ schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups, supersetRows: 0 }], admission, options);
+    const table = { schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups, supersetRows: 0 };
+    return runResidual(plan, [table], admission, options);
   }
   const budget = new ScanBudget(plan.maxScannedEvents ?? Number.POSITIVE_INFINITY);
   const tables: ScannedTable[] = await timed(options, 'store', () =>
     Promise.all(
       plan.scans.map((scan) =>
         stoppingOthers(
-          tableRows(scan, options, budget).then(({ rows, supersetRows }) => ({ schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows, supersetRows })),
+          tableRows(scan, options, budget).then(({ rows, supersetRows }) => {
+            return { schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows, supersetRows };
+          }),
           (reason) => budget.cancel(reason),
         ),
       ),
     ),
   );
   return runResidual(plan, tables, admission, options);
+}
+
+interface ScanRows {
+  rows: Record<string, unknown>[];
+  supersetRows: number;
 }
 
 /** A table of the residual query, and how many of its rows its scan matched only as a superset. */
@@ -191,8 +199,8 @@ async function runResidual(plan: Plan, scanned: ScannedTable[], admission: Engin
   const table = finish && scanned.find((candidate) => candidate.schema.name === finish.table);
   if (finish && table) {
     // SANDBOX_MAX_RESULT_BYTES bounds the engine's answers and its values alike
-    const input = { finish, schema: table.schema, rows: table.rows, supersetRows: table.supersetRows, columns, maxRows: plan.rowCap, maxBytes: options.maxValueBytes };
-    const rows = finishInService(input);
+    const bounds = { maxRows: plan.rowCap, maxBytes: options.maxValueBytes };
+    const rows = finishInService({ finish, schema: table.schema, rows: table.rows, supersetRows: table.supersetRows, columns, ...bounds });
     if (rows) return rows;
   }
   const reservation = await admission.reservation();
@@ -294,11 +302,12 @@ function holdsUnknown(type: SqlType): boolean {
  * A scan's rows as the engine loads them (timestamps in microseconds, metadata in the record-array
  * form), and how many of them (the last ones) are events matched only as a superset.
  */
-async function tableRows(scan: Scan, options: ExecutorOptions, budget: ScanBudget): Promise<{ rows: Record<string, unknown>[]; supersetRows: number }> {
+async function tableRows(scan: Scan, options: ExecutorOptions, budget: ScanBudget): Promise<ScanRows> {
   sandboxScansTotal.inc({ kind: scan.kind === 'events' ? (scan.take.kind === 'limit' ? 'limited' : 'pulled') : scan.kind });
   if (scan.kind === 'constant') return { rows: scan.rows, supersetRows: 0 };
   if (scan.kind === 'request_counts') {
-    const counts = bucketCounts((await aggregationsOf(scan, { ...options, signal: budget.signal })) as Record<string, unknown> | undefined, scan.countColumns);
+    const aggregations = (await aggregationsOf(scan, { ...options, signal: budget.signal })) as Record<string, unknown> | undefined;
+    const counts = bucketCounts(aggregations, scan.countColumns);
     return { rows: counts.map((row) => ({ ...row, timestamp: row.timestamp * 1000 })), supersetRows: 0 };
   }
   if (scan.kind === 'events' && scan.take.kind === 'limit' && scan.take.irregular) {

@@ -64,9 +64,14 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
   rows.sort(compare);
   const end = finish.limit === undefined ? rows.length : finish.offset + finish.limit;
   if (exactRows < input.rows.length && !supersetRowsAfter(input.rows.slice(exactRows), rows[end - 1], finish, keys, compare)) return undefined;
-  const answer = rows.slice(finish.offset, end).map((row) => Object.fromEntries(finish.columns.map((column, position) => [column.name, row.values[position]])));
+  const answer = rows.slice(finish.offset, end).map((row) => answerRow(finish, row));
   if (tiedInAnswer(rows, compare, answer, finish.offset, end)) return undefined;
   return withinBounds(answer, input.maxRows, input.maxBytes);
+}
+
+/** Keys in the order of the columns, as the engine builds its rows (Object.fromEntries). */
+function answerRow(finish: ServiceFinish, row: SortedRow): Record<string, unknown> {
+  return Object.fromEntries(finish.columns.map((column, position) => [column.name, row.values[position]]));
 }
 
 interface SortedRow {
@@ -90,7 +95,13 @@ function sortKeys(keys: Compiled[], row: Record<string, unknown>, elements: unkn
  * rows pass WHERE: the answer is a full LIMIT, every key is a column of the event (the same in all
  * its rows), and each such event sorts strictly after the answer's last row.
  */
-function supersetRowsAfter(superset: readonly Record<string, unknown>[], last: SortedRow | undefined, finish: ServiceFinish, keys: Compiled[], compare: (a: { keys: unknown[] }, b: { keys: unknown[] }) => number): boolean {
+function supersetRowsAfter(
+  superset: readonly Record<string, unknown>[],
+  last: SortedRow | undefined,
+  finish: ServiceFinish,
+  keys: Compiled[],
+  compare: (a: { keys: unknown[] }, b: { keys: unknown[] }) => number,
+): boolean {
   if (!last || finish.limit === undefined) return false;
   if (!finish.order.every((item) => item.value.from === 'column' && item.value.fields.length === 0)) return false;
   return superset.every((row) => {
@@ -131,6 +142,10 @@ class RowReader {
    * The unnests' elements for one row: undefined when an inner unnest of an empty or NULL array drops
    * it, DECLINED when an array holds several elements (several rows, in the engine's order).
    */
+  private columnType(name: string): SqlType | undefined {
+    return this.schema.columns.find((column) => column.name === name)?.type;
+  }
+
   elements(row: Record<string, unknown>): unknown[] | undefined | Declined {
     const elements: unknown[] = [];
     for (const unnest of this.unnests) {
@@ -155,14 +170,14 @@ class RowReader {
    * DATETIME text it is cast to.
    */
   compile(path: ValuePath, form: 'raw' | 'answer' | 'datetime' = 'answer'): Compiled | undefined {
-    let type = path.from === 'column' ? this.schema.columns.find((column) => column.name === path.column)?.type : this.elementTypes[path.unnest];
+    let type = path.from === 'column' ? this.columnType(path.column) : this.elementTypes[path.unnest];
     if (type === undefined) return undefined;
     const steps: string[] = [];
     let missing = false;
     for (const name of path.fields) {
       if (type.kind === 'unknown') break;
       if (type.kind !== 'struct') return undefined;
-      const field: { name: string; type: SqlType } | undefined = type.fields.find((candidate) => candidate.name.toLowerCase() === name.toLowerCase());
+      const field: { name: string; type: SqlType } | undefined = type.fields.find((candidate) => sameName(candidate.name, name));
       if (!field) {
         missing = true;
         type = { kind: 'unknown' };
@@ -175,7 +190,7 @@ class RowReader {
     const resolved = type;
     // a top-level column is appended as it is; anything inside a record or array is loaded from its JSON text
     const loadedFromJson = path.from === 'unnest' || steps.length > 0;
-    const base = path.from === 'column' ? (row: Record<string, unknown>) => ownValue(row, path.column) : (_: Record<string, unknown>, elements: unknown[]) => elements[path.unnest];
+    const base = (row: Record<string, unknown>, elements: unknown[]) => (path.from === 'column' ? ownValue(row, path.column) : elements[path.unnest]);
     return {
       type: form === 'datetime' ? { kind: 'datetime' } : resolved,
       value: (row, elements) => {
@@ -197,6 +212,10 @@ class RowReader {
 
 /** A lone surrogate (with the u flag a pair is one code point, not matched) or a NUL character. */
 const UNSTORED_CHARACTER = /[\p{Cs}\u0000]/u;
+
+function sameName(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase();
+}
 
 function ownValue(record: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(record, key) ? record[key] : null;
@@ -227,7 +246,8 @@ function answerValue(value: unknown, type: SqlType, loadedFromJson: boolean): un
 }
 
 function sameColumns(finish: ServiceFinish, outputs: Compiled[], printed: FinishInput['columns']): boolean {
-  return printed.length === outputs.length && printed.every((column, position) => column.name === finish.columns[position]!.name && column.type.kind === outputs[position]!.type.kind);
+  const same = (column: FinishInput['columns'][number], position: number) => column.name === finish.columns[position]!.name && column.type.kind === outputs[position]!.type.kind;
+  return printed.length === outputs.length && printed.every(same);
 }
 
 /**
@@ -261,12 +281,13 @@ function valueOrder(type: SqlType): (a: unknown, b: unknown) => number {
  * Whether two rows the sort cannot tell apart, but that may answer differently, meet within the
  * answer or at its edges (the engine may order them either way).
  */
-function tiedInAnswer(rows: { keys: unknown[] }[], compare: (a: { keys: unknown[] }, b: { keys: unknown[] }) => number, answer: Record<string, unknown>[], offset: number, end: number): boolean {
+function tiedInAnswer(rows: SortedRow[], compare: (a: SortedRow, b: SortedRow) => number, answer: Record<string, unknown>[], offset: number, end: number): boolean {
   const inside = (at: number) => at >= offset && at < end;
+  const alike = (at: number) => JSON.stringify(answer[at - offset]) === JSON.stringify(answer[at + 1 - offset]);
   for (let position = Math.max(0, offset - 1); position < Math.min(end, rows.length - 1); position += 1) {
     if (compare(rows[position]!, rows[position + 1]!) !== 0) continue;
     // within the answer, two tied rows that answer alike may come in either order
-    if (!inside(position) || !inside(position + 1) || JSON.stringify(answer[position - offset]) !== JSON.stringify(answer[position + 1 - offset])) return true;
+    if (!inside(position) || !inside(position + 1) || !alike(position)) return true;
   }
   return false;
 }

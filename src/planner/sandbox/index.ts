@@ -101,13 +101,16 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       // the rewritten query reads the groups' table: its names are bound again, over that table
       const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: aggregated.scan.table, columns: aggregated.scan.columns }]).tables] };
       const rewritten: ResidualQuery = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
-      const finish = finishOf(rewritten, { table: aggregated.scan.table, columns: aggregated.scan.columns, whereHeld: false, oneRow: aggregated.scan.keys.length === 0 });
+      const groupsTable = { table: aggregated.scan.table, columns: aggregated.scan.columns };
+      const finish = finishOf(rewritten, { ...groupsTable, whereHeld: false, oneRow: aggregated.scan.keys.length === 0 });
       if (finish) rewritten.finish = finish;
       return { scans: [aggregated.scan], residual: rewritten, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
     }
   }
-  const finish = only && scans.length === 1 ? finishOf(residual, { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), oneRow: false }) : undefined;
-  return { scans, residual: finish ? { ...residual, finish } : residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+  const source = only && scans.length === 1 ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), oneRow: false } : undefined;
+  const finish = source && finishOf(residual, source);
+  const planned = finish ? { ...residual, finish } : residual;
+  return { scans, residual: planned, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
 }
 
 function finishOf(residual: ResidualQuery, source: FinishSource): ServiceFinish | undefined {
