@@ -129,11 +129,12 @@ class RowReader {
   static of(finish: ServiceFinish, schema: TableSchema): RowReader | undefined {
     const reader = new RowReader(schema, [], []);
     for (const unnest of finish.unnests) {
-      // an array no row holds is left to the engine's UNNEST of a NULL
       const array = reader.compile(unnest.array, 'raw');
-      if (array?.type.kind !== 'array') return undefined;
+      // an array no row holds gives no row when unnested by an inner join; a LEFT JOIN of it is left to the engine
+      const absent = array?.type.kind === 'unknown' && unnest.join === 'inner';
+      if (!array || (array.type.kind !== 'array' && !absent)) return undefined;
       reader.unnests.push({ array, join: unnest.join });
-      reader.elementTypes.push(array.type.element);
+      reader.elementTypes.push(array.type.kind === 'array' ? array.type.element : array.type);
     }
     return reader;
   }

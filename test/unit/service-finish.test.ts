@@ -180,6 +180,14 @@ describe('the service finish over rows', () => {
     expect(finishInService({ ...finish, columns: [{ name: 't', type: { kind: 'datetime' } }] })).toEqual([{ t: '2024-01-01T06:00:00.000120' }, { t: '2024-01-01T05:00:00' }]);
   });
 
+  it('answers no rows for an inner unnest of an array no row holds, and leaves a LEFT JOIN of it to the engine', () => {
+    const schema = { name: 't', columns: [{ name: 'id', type: STRING }, { name: 'timestamp', type: TIMESTAMP }, { name: 'metadata', type: { kind: 'unknown' } as SqlType }] };
+    const rows = [event('a', 1, null)];
+    const inner = input(rows, { schema, columns: [{ name: 'id', type: STRING }, { name: 'status', type: { kind: 'unknown' } }] });
+    expect(finishInService(inner)).toEqual([]);
+    expect(finishInService({ ...inner, finish: { ...inner.finish, unnests: [{ ...inner.finish.unnests[0]!, join: 'left' }] } })).toBeUndefined();
+  });
+
   it('keeps the row cap, and answers an integer past 2^53 as its digits like the engine', () => {
     const groups = { name: 'g', columns: [{ name: 'k', type: TIMESTAMP }, { name: 'n', type: INT }] };
     const finish: ServiceFinish = {
