@@ -83,11 +83,9 @@ function allCompiled(compiled: (Compiled | undefined)[]): compiled is Compiled[]
   return compiled.every((one) => one !== undefined);
 }
 
-/** A row's ORDER BY keys; an integer past 2^53 is answered as text, and its order left to the engine. */
 function sortKeys(keys: Compiled[], row: Record<string, unknown>, elements: unknown[]): unknown[] | Declined {
   const values = keys.map((key) => key.value(row, elements));
-  const textInteger = values.some((value, position) => typeof value === 'string' && keys[position]!.type.kind !== 'string');
-  return values.includes(DECLINED) || textInteger ? DECLINED : values;
+  return values.includes(DECLINED) ? DECLINED : values;
 }
 
 /**
@@ -224,7 +222,7 @@ function ownValue(record: Record<string, unknown>, key: string): unknown {
 
 /**
  * A value as the engine answers it, or DECLINED when it is of another kind than its type (the engine
- * would convert it, or fail). Integers and timestamps (microseconds) are numbers while they are exact.
+ * would convert it, or fail). Integers and timestamps (microseconds) are numbers, and exact.
  */
 function answerValue(value: unknown, type: SqlType, loadedFromJson: boolean): unknown {
   if (value === null || value === undefined) return null;
@@ -234,9 +232,9 @@ function answerValue(value: unknown, type: SqlType, loadedFromJson: boolean): un
       return typeof value === 'string' && !UNSTORED_CHARACTER.test(value) ? value : DECLINED;
     case 'int64':
     case 'timestamp':
-      if (loadedFromJson) return type.kind === 'int64' && Number.isSafeInteger(value) ? value : DECLINED;
-      if (typeof value !== 'number' || !Number.isInteger(value)) return DECLINED;
-      return Number.isSafeInteger(value) ? value : BigInt(value).toString();
+      if (loadedFromJson && type.kind !== 'int64') return DECLINED;
+      // past 2^53 the engine answers digits, and past 2^63 it fails: left to it
+      return Number.isSafeInteger(value) ? value : DECLINED;
     case 'float64':
       return typeof value === 'number' && Number.isFinite(value) ? value : DECLINED;
     case 'bool':

@@ -57,6 +57,12 @@ const PLAIN_EVENTS: StoredEvent[] = Array.from({ length: 40 }, (_, n) => {
   return { id: `p${n}`, timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 3, n)), event_message: `plain ${n}`, project: 'plain', metadata, shape: eventShape(metadata) };
 });
 
+/** Project `text`: paths whose UTF-8 order differs from their UTF-16 order, one record each. */
+const TEXT_EVENTS: StoredEvent[] = ['/\u{1F600}', '/\uFF5E', '/ä', '/a', '/Z', '/'].map((path, n) => {
+  const metadata = { request: { method: 'GET', path } };
+  return { id: `t${n}`, timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 4, n)), event_message: `text ${n}`, project: 'text', metadata, shape: eventShape(metadata) };
+});
+
 const EDGE = 'from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request cross join unnest(m.response) as response';
 const LEFT = 'from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true left join unnest(m.response) as response on true';
 
@@ -97,7 +103,7 @@ beforeAll(async () => {
   await initSqlParser();
   server = await startEndpointServer({ now: NOW });
   for (const [source, events] of dataset.events) await server.index(source, events);
-  await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS]);
+  await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS, ...TEXT_EVENTS]);
   catalogs = new FieldCatalogs(server.elasticsearch, 60_000, server.clock, 30_000);
   engine = await EmbeddedEngine.start({ memoryLimit: '1GB', threads: 1, logger: createLogger('service-finish', 'silent') });
 }, 180_000);
@@ -234,6 +240,13 @@ describe('the service finishes a query with the engine\'s bytes', () => {
       'computed (refused) @default: refused',
       'computed (refused) @odd: refused',
     ]);
+  });
+
+  it('text ordered by its UTF-8 bytes, either way, as DuckDB orders it', async () => {
+    for (const direction of ['asc', 'desc']) {
+      const sql = `select request.path, id from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request order by request.path ${direction} limit 10`;
+      expect(await bothWays(sql, { project: 'text', ...DAY })).toEqual({ admitted: true, finished: true });
+    }
   });
 
   it('the oracle\'s cases the planner admits', async () => {
