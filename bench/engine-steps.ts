@@ -5,7 +5,12 @@ import { openLockedDatabase, type EngineLimits, type LockedDatabase } from '../s
 import { openReusableDatabase } from '../src/executor/engine/reusable-database.ts';
 import { inferTableSchema } from '../src/executor/engine/schema-inference.ts';
 import { TableLoad } from '../src/executor/engine/table-loader.ts';
+import { finishInService } from '../src/executor/service-finish.ts';
+import { decideServiceFinish } from '../src/planner/sandbox/service-finish.ts';
+import { bind } from '../src/sql/bind.ts';
+import { environmentOfTables } from '../src/sql/bindings.ts';
 import { parseSandboxQuery } from '../src/sql/index.ts';
+import type { Query } from '../src/sql/syntax.ts';
 import { initSqlParser } from '../src/sql/parse.ts';
 import { percentile } from './latency.ts';
 
@@ -27,13 +32,15 @@ interface Case {
   label: string;
   table: EngineTable;
   sql: string;
+  /** The sandboxed query, for the service's own finish. */
+  query: Query;
 }
 
 /** The groups a pushed-down `timestamp_trunc(timestamp, hour), count(*)` hands over: one row per hour of a day. */
 function aggregationCase(): Case {
   const rows = Array.from({ length: 24 }, (_, hour) => ({ h: Date.UTC(2024, 0, 1) * 1000 + hour * HOUR_MICROS, n: 700 + hour }));
   const schema = { name: 'hourly', columns: [{ name: 'h', type: { kind: 'timestamp' as const } }, { name: 'n', type: { kind: 'int64' as const } }] };
-  return { label: 'pushed-down aggregation (24 groups)', table: { schema, rows }, sql: translate('select h, n from hourly order by h', schema) };
+  return { label: 'pushed-down aggregation (24 groups)', table: { schema, rows }, ...translate('select h, n from hourly order by h', schema) };
 }
 
 /** The 100 newest matching edge events the dashboard query's pushed-down scan hands over, metadata in record-array form. */
@@ -53,11 +60,27 @@ function dashboardCase(): Case {
   const sql =
     'select id, timestamp, event_message, request.method, request.path, response.status_code from edge_logs cross join unnest(metadata) as m ' +
     'cross join unnest(m.request) as request cross join unnest(m.response) as response where response.status_code >= 400 order by timestamp desc limit 100';
-  return { label: 'dashboard query (100 edge rows)', table: { schema, rows }, sql: translate(sql, schema) };
+  return { label: 'dashboard query (100 edge rows)', table: { schema, rows }, ...translate(sql, schema) };
 }
 
-function translate(sql: string, schema: EngineTable['schema']): string {
-  return translateToDuckDb(parseSandboxQuery(sql, { allowedTables: [schema.name] }), { tables: [schema], parameters: {}, now: Date.now() * 1000, maxChars: 1_000_000, maxValueBytes: 16 * 1024 * 1024 }).sql;
+const TRANSLATION = { parameters: {}, maxChars: 1_000_000, maxValueBytes: 16 * 1024 * 1024 };
+
+function translate(sql: string, schema: EngineTable['schema']): { sql: string; query: Query } {
+  const query = parseSandboxQuery(sql, { allowedTables: [schema.name] });
+  return { query, sql: translateToDuckDb(query, { ...TRANSLATION, tables: [schema], now: Date.now() * 1000 }).sql };
+}
+
+/** What the service does instead of the engine when it may finish the query: translate it (for its errors and columns), then finish. */
+function serviceFinish(test: Case): () => void {
+  const { schema, rows } = test.table;
+  const bindings = bind(test.query, environmentOfTables([schema]));
+  const decision = decideServiceFinish(test.query, bindings, { table: schema.name, columns: schema.columns, whereHeld: true, oneRow: false });
+  if (!('finish' in decision)) throw new Error(`${test.label}: the service would not finish it (${decision.refused})`);
+  return () => {
+    const { columns } = translateToDuckDb(test.query, { ...TRANSLATION, tables: [schema], bindings, now: Date.now() * 1000 });
+    const bounds = { maxRows: 1000, maxBytes: TRANSLATION.maxValueBytes };
+    if (!finishInService({ finish: decision.finish, schema, rows, supersetRows: 0, columns, ...bounds })) throw new Error(`${test.label}: declined`);
+  };
 }
 
 async function timed(action: () => Promise<unknown> | unknown): Promise<number> {
@@ -141,6 +164,7 @@ try {
     const rows: [string, number][] = [
       ['engine round trip, back to back', await roundTrips(engine, test, 0)],
       ['engine round trip, 100 ms apart', await roundTrips(engine, test, 100)],
+      ['service finish instead (translate + finish, no engine)', await median(serviceFinish(test))],
       ...(await steps(test)),
     ];
     for (const [step, ms] of rows) table.push([test.label, step, ms === 0 ? '' : ms.toFixed(2)]);

@@ -10,6 +10,7 @@ import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference
 import { columnRows } from './rows/logs.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
 import { ScanBudget } from './scan-budget.ts';
+import { finishInService } from './service-finish.ts';
 import { hitsTotal } from './store-reads.ts';
 import type { ServerTiming } from '../http/server-timing.ts';
 
@@ -33,14 +34,15 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
   const answer = plan.answer;
   if (answer.kind === 'residual') {
     checkTranslatedSize(plan, options);
-    // every residual plan ends in the engine (a pushed-down aggregation too): its place there is taken
-    // before any scan, so a key or an engine that can take no more is refused before the store works
-    const engine = await timed(options, 'engine', options.engine);
-    const reservation = engine.reserve(options.engineKey, options.deadline);
+    // a residual plan that ends in the engine takes its place there before any scan, so a key or an
+    // engine that can take no more is refused before the store works; one the service may finish
+    // itself takes it only if its rows turn out to need the engine
+    const admission = new EngineAdmission(options);
+    if (!plan.residual?.finish) await admission.reservation();
     try {
-      return (await residualRows(plan, reservation, options)).slice(0, plan.rowCap);
+      return (await residualRows(plan, admission, options)).slice(0, plan.rowCap);
     } finally {
-      reservation.release();
+      admission.release();
     }
   }
   const scan = plan.scans.find((candidate) => candidate.table === answer.table);
@@ -58,7 +60,26 @@ function timed<T>(options: ExecutorOptions, phase: 'store' | 'engine', work: () 
   return options.timing ? options.timing.measureAsync(phase, work) : work();
 }
 
-async function residualRows(plan: Plan, reservation: EngineReservation, options: ExecutorOptions): Promise<unknown[]> {
+/** A query's place in the engine's turns, taken once when first needed. */
+class EngineAdmission {
+  private taken: EngineReservation | undefined;
+
+  constructor(private readonly options: ExecutorOptions) {}
+
+  async reservation(): Promise<EngineReservation> {
+    if (!this.taken) {
+      const engine = await timed(this.options, 'engine', this.options.engine);
+      this.taken = engine.reserve(this.options.engineKey, this.options.deadline);
+    }
+    return this.taken;
+  }
+
+  release(): void {
+    this.taken?.release();
+  }
+}
+
+async function residualRows(plan: Plan, admission: EngineAdmission, options: ExecutorOptions): Promise<unknown[]> {
   if (!plan.residual) throw new Error('a residual answer needs a residual query');
   const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
   if (aggregation) {
@@ -71,23 +92,36 @@ async function residualRows(plan: Plan, reservation: EngineReservation, options:
     );
     if (totalHits(irregular) > 0) {
       sandboxScansTotal.inc({ kind: 'aggregation_fallback' });
-      return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, reservation, options);
+      return residualRows({ ...plan, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual }, admission, options);
     }
     sandboxScansTotal.inc({ kind: 'aggregation' });
-    return runResidual(plan, [{ schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups }], reservation, options);
+    const table = { schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups, supersetRows: 0 };
+    return runResidual(plan, [table], admission, options);
   }
   const budget = new ScanBudget(plan.maxScannedEvents ?? Number.POSITIVE_INFINITY);
-  const tables: EngineTable[] = await timed(options, 'store', () =>
+  const tables: ScannedTable[] = await timed(options, 'store', () =>
     Promise.all(
       plan.scans.map((scan) =>
         stoppingOthers(
-          tableRows(scan, options, budget).then((rows) => ({ schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows })),
+          tableRows(scan, options, budget).then(({ rows, supersetRows }) => {
+            return { schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows, supersetRows };
+          }),
           (reason) => budget.cancel(reason),
         ),
       ),
     ),
   );
-  return runResidual(plan, tables, reservation, options);
+  return runResidual(plan, tables, admission, options);
+}
+
+interface ScanRows {
+  rows: Record<string, unknown>[];
+  supersetRows: number;
+}
+
+/** A table of the residual query, and how many of its rows its scan matched only as a superset. */
+interface ScannedTable extends EngineTable {
+  supersetRows: number;
 }
 
 /** One of a request's searches run side by side: the answer is lost if it fails, so the others are stopped before its failure is passed on. */
@@ -150,9 +184,11 @@ function declaredSchema(scan: Scan): TableSchema {
   return scan.kind === 'aggregation' ? { name: scan.table, columns: scan.columns } : inferTableSchema(scan.table, declaredColumns(scan.columns), []);
 }
 
-async function runResidual(plan: Plan, tables: EngineTable[], reservation: EngineReservation, options: ExecutorOptions): Promise<unknown[]> {
+async function runResidual(plan: Plan, scanned: ScannedTable[], admission: EngineAdmission, options: ExecutorOptions): Promise<unknown[]> {
   const residual = plan.residual!;
-  const { sql } = translateToDuckDb(residual.query, {
+  const tables = scanned.map(({ schema, rows }) => ({ schema, rows }));
+  // translated even when the service finishes the query: the printer's errors and output columns are the answer's
+  const { sql, columns } = translateToDuckDb(residual.query, {
     tables: tables.map((table) => table.schema),
     bindings: residual.bindings,
     parameters: residual.parameters,
@@ -160,6 +196,15 @@ async function runResidual(plan: Plan, tables: EngineTable[], reservation: Engin
     maxChars: options.maxTranslatedChars,
     maxValueBytes: options.maxValueBytes,
   });
+  const finish = residual.finish;
+  const table = finish && scanned.find((candidate) => candidate.schema.name === finish.table);
+  if (finish && table) {
+    // SANDBOX_MAX_RESULT_BYTES bounds the engine's answers and its values alike
+    const bounds = { maxRows: plan.rowCap, maxBytes: options.maxValueBytes };
+    const rows = finishInService({ finish, schema: table.schema, rows: table.rows, supersetRows: table.supersetRows, columns, ...bounds });
+    if (rows) return rows;
+  }
+  const reservation = await admission.reservation();
   const result = await timed(options, 'engine', () => reservation.run({ tables, sql, maxRows: plan.rowCap }));
   if (options.reads) options.reads.engineRan = true;
   return result.rows;
@@ -257,20 +302,25 @@ function holdsUnknown(type: SqlType): boolean {
   return type.kind === 'struct' && type.fields.some((field) => holdsUnknown(field.type));
 }
 
-/** A scan's rows as the engine loads them: timestamps in microseconds, metadata in the record-array form. */
-async function tableRows(scan: Scan, options: ExecutorOptions, budget: ScanBudget): Promise<Record<string, unknown>[]> {
+/**
+ * A scan's rows as the engine loads them (timestamps in microseconds, metadata in the record-array
+ * form), and how many of them (the last ones) are events matched only as a superset.
+ */
+async function tableRows(scan: Scan, options: ExecutorOptions, budget: ScanBudget): Promise<ScanRows> {
   sandboxScansTotal.inc({ kind: scan.kind === 'events' ? (scan.take.kind === 'limit' ? 'limited' : 'pulled') : scan.kind });
-  if (scan.kind === 'constant') return scan.rows;
+  if (scan.kind === 'constant') return { rows: scan.rows, supersetRows: 0 };
   if (scan.kind === 'request_counts') {
-    return bucketCounts((await aggregationsOf(scan, { ...options, signal: budget.signal })) as Record<string, unknown> | undefined, scan.countColumns).map((row) => ({ ...row, timestamp: row.timestamp * 1000 }));
+    const aggregations = (await aggregationsOf(scan, { ...options, signal: budget.signal })) as Record<string, unknown> | undefined;
+    const counts = bucketCounts(aggregations, scan.countColumns);
+    return { rows: counts.map((row) => ({ ...row, timestamp: row.timestamp * 1000 })), supersetRows: 0 };
   }
   if (scan.kind === 'events' && scan.take.kind === 'limit' && scan.take.irregular) {
     // the first rows of the events matched exactly, and every event matched only as a superset
     const irregular: Scan = { ...scan, search: scan.take.irregular, take: { kind: 'all' } };
     const [first, rest] = await Promise.all([eventRows(scan, options, budget), eventRows(irregular, options, budget)]);
-    return [...first, ...rest];
+    return { rows: [...first, ...rest], supersetRows: rest.length };
   }
-  return eventRows(scan, options, budget);
+  return { rows: await eventRows(scan, options, budget), supersetRows: 0 };
 }
 
 /**

@@ -144,4 +144,25 @@ export interface ResidualQuery {
   parameters: Record<string, ParameterValue | undefined>;
   /** What current_timestamp() means for this request (epoch milliseconds). */
   now: number;
+  /** Present when the query is only a projection, ORDER BY and LIMIT of one scan's rows: the service may finish it without the engine. */
+  finish?: ServiceFinish;
 }
+
+/**
+ * A residual query the service finishes itself (src/executor/service-finish.ts): the rows of `table`,
+ * each array of `unnests` unnested in turn, projected to `columns`, sorted by `order`, then OFFSET and
+ * LIMIT. Its WHERE, if any, is the scan's filter exactly for the events of the scan's exact part;
+ * those of its `take.irregular` part, matched only as a superset, must sort after the answer.
+ */
+export interface ServiceFinish {
+  table: string;
+  unnests: { array: ValuePath; join: 'inner' | 'left' }[];
+  /** `datetime`: the value is a TIMESTAMP cast to DATETIME (the UTC civil time). */
+  columns: { name: string; value: ValuePath; cast?: 'datetime' }[];
+  order: { value: ValuePath; descending: boolean; nulls: 'first' | 'last' }[];
+  limit?: number;
+  offset: number;
+}
+
+/** A value of a row: a column of the table or the element of an earlier unnest, then record fields (as written). */
+export type ValuePath = { from: 'column'; column: string; fields: string[] } | { from: 'unnest'; unnest: number; fields: string[] };

@@ -12,6 +12,7 @@ import {
   type DuckDBType,
   type DuckDBValue,
 } from '@duckdb/node-api';
+import { civilDateTime, clockTime } from '../civil-time.ts';
 
 /**
  * DuckDB result values -> the JSON the API returns (docs/design/DESIGN.md 1), driven by the column's type:
@@ -30,9 +31,8 @@ function convert(value: DuckDBValue, type: DuckDBType, listElement: boolean): un
     case DuckDBTypeId.TIMESTAMP_TZ:
       return exactInteger((value as DuckDBTimestampTZValue).micros);
     case DuckDBTypeId.TIMESTAMP: {
-      const { micros } = value as DuckDBTimestampValue;
       // Outside years 1..9999 (and ±infinity) the civil form has no fixed width: print DuckDB's text.
-      return micros >= FIRST_CIVIL_MICROS && micros < END_CIVIL_MICROS ? civilDateTime(micros) : String(value);
+      return civilDateTime((value as DuckDBTimestampValue).micros) ?? String(value);
     }
     case DuckDBTypeId.DATE:
       return (value as DuckDBDateValue).toString();
@@ -68,23 +68,4 @@ function convert(value: DuckDBValue, type: DuckDBType, listElement: boolean): un
 
 function exactInteger(value: bigint): number | string {
   return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
-}
-
-const MICROS_PER_DAY = 86_400_000_000n;
-const FIRST_CIVIL_MICROS = -62_135_596_800_000_000n;
-const END_CIVIL_MICROS = 253_402_300_800_000_000n;
-
-/** `YYYY-MM-DDTHH:MM:SS`, with `.ffffff` only when the fraction is not zero. */
-function civilDateTime(micros: bigint): string {
-  const days = micros >= 0n ? micros / MICROS_PER_DAY : -((-micros + MICROS_PER_DAY - 1n) / MICROS_PER_DAY);
-  const date = new Date(Number(days) * 86_400_000).toISOString().slice(0, 10);
-  return `${date}T${clockTime(micros - days * MICROS_PER_DAY)}`;
-}
-
-/** `HH:MM:SS`, with `.ffffff` only when the fraction is not zero. */
-function clockTime(ofDay: bigint): string {
-  const seconds = ofDay / 1_000_000n;
-  const fraction = ofDay % 1_000_000n;
-  const clock = [seconds / 3600n, (seconds / 60n) % 60n, seconds % 60n].map((part) => part.toString().padStart(2, '0')).join(':');
-  return `${clock}${fraction === 0n ? '' : `.${fraction.toString().padStart(6, '0')}`}`;
 }

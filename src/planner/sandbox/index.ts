@@ -10,7 +10,7 @@ import type { ParameterValue } from '../../sql/types.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
 import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
-import type { Plan, Scan } from '../plan.ts';
+import type { Plan, ResidualQuery, Scan, ServiceFinish } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
 import { planAggregation } from './aggregation.ts';
@@ -19,6 +19,7 @@ import { conjuncts, pushDown, type PredicateContext } from './predicates.ts';
 import { recordFilter } from './record-filters.ts';
 import { scanEnvironment } from './bind-environment.ts';
 import { SelectScope, type ScannedTable } from './select-scope.ts';
+import { decideServiceFinish, type FinishSource } from './service-finish.ts';
 import { timeBoundsOf } from './time-bounds.ts';
 
 type QueryDsl = estypes.QueryDslQueryContainer;
@@ -63,6 +64,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   const environment = scanEnvironment(references.map(({ table, cte }) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogOf(cte) } : {}) })));
   const bindings = bind(query, environment);
   const unbound = unboundNamesOf(bindings);
+  // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part)
+  const whereHeld = new Set<string>();
   const scans: Scan[] = references.map((reference) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
@@ -72,6 +75,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
     const filter: ScanFilter = readsTheScan ? scanFilter(reference.select, scope, { scope, catalog, now: context.now }) : { predicates: [], exact: false, within: {} };
     const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
+    // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
+    if (filter.exact && reference.select === topSelect(query) && (!filter.split || limit)) whereHeld.add(table);
     return eventScan(cte, params, context, {
       table,
       predicates: filter.predicates,
@@ -99,11 +104,22 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     if (aggregated) {
       // the rewritten query reads the groups' table: its names are bound again, over that table
       const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: aggregated.scan.table, columns: aggregated.scan.columns }]).tables] };
-      const rewritten = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
+      const rewritten: ResidualQuery = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
+      const groupsTable = { table: aggregated.scan.table, columns: aggregated.scan.columns };
+      const finish = finishOf(rewritten, { ...groupsTable, whereHeld: false, oneRow: aggregated.scan.keys.length === 0 });
+      if (finish) rewritten.finish = finish;
       return { ...unbound, scans: [aggregated.scan], residual: rewritten, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
     }
   }
-  return { ...unbound, scans, residual, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+  const source = only && scans.length === 1 ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), oneRow: false } : undefined;
+  const finish = source && finishOf(residual, source);
+  const planned = finish ? { ...residual, finish } : residual;
+  return { ...unbound, scans, residual: planned, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+}
+
+function finishOf(residual: ResidualQuery, source: FinishSource): ServiceFinish | undefined {
+  const decision = decideServiceFinish(residual.query, residual.bindings, source);
+  return 'finish' in decision ? decision.finish : undefined;
 }
 
 /** The bare names bound to no record (NULL), when there are any. */
@@ -187,7 +203,8 @@ function isColumn(expr: Expr, column: string, select: Select, scope: SelectScope
   }
   const lower = alias.toLowerCase();
   const item = select.items.find((candidate) => candidate.kind === 'expression' && (candidate.alias ?? implicitName(candidate.expr))?.toLowerCase() === lower);
-  if (item?.kind === 'expression') return isColumn(item.expr, column, select, scope);
+  // a TIMESTAMP cast to DATETIME (its civil time in UTC) orders as the TIMESTAMP does
+  if (item?.kind === 'expression') return isColumn(item.expr.kind === 'cast' && item.expr.type === 'DATETIME' ? item.expr.expr : item.expr, column, select, scope);
   // a column `*` brought in: the scanned table's when it is the first thing FROM reads
   return lower === column && scope.variables[0]?.kind === 'scanned' && select.items.some((candidate) => candidate.kind === 'wildcard' && !candidate.qualifier);
 }
