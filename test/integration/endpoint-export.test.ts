@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { StoredEvent } from '../../shared/event-index.ts';
 import { formatMicros } from '../../shared/stored-timestamp.ts';
@@ -234,7 +235,10 @@ function memoryOf(pid: number): { rss: number; peak: number } {
 
 describe('an NDJSON export of 50,000 events from the service process', () => {
   const EVENTS = 50_000;
-  /** Resident growth allowed while exporting ~60 MB of rows: a page held whole (20,000 rows) would exceed it. */
+  /**
+   * Resident growth allowed while exporting ~55 MB of rows. In trials a first page of 40,000 rows grew
+   * it by about 50 MiB streamed (the garbage of chunks not yet collected), and by 125 MiB held whole.
+   */
   const RSS_GROWTH_BOUND = 96 * 1024 * 1024;
   let writer: EndpointTestServer;
   let service: ServiceProcess;
@@ -264,7 +268,8 @@ describe('an NDJSON export of 50,000 events from the service process', () => {
   });
 
   it('returns each event exactly once, newest first, with the resident set growing less than the bound', async () => {
-    const url = `${service.address}/api/endpoints/query/logs.all?project=bulk&format=ndjson&page_size=20000`;
+    // a large first page: its rows must stream through, not be held (one chunk of 1000 rows is held at a time)
+    const url = (pageSize: number) => `${service.address}/api/endpoints/query/logs.all?project=bulk&format=ndjson&page_size=${pageSize}`;
     // warm-up outside the measurement: the first answer loads the code paths and the store client's sockets
     expect((await fetch(`${service.address}/api/endpoints/query/logs.all?project=bulk&format=ndjson&page_size=10`, { headers: { 'x-api-key': BOOTSTRAP_KEY } })).status).toBe(200);
     const baseline = memoryOf(service.child.pid!).rss;
@@ -273,7 +278,7 @@ describe('an NDJSON export of 50,000 events from the service process', () => {
     let cursor: string | undefined;
     let pages = 0;
     do {
-      const response = await fetch(`${url}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: { 'x-api-key': BOOTSTRAP_KEY } });
+      const response = await fetch(`${url(pages === 0 ? 40_000 : 4000)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: { 'x-api-key': BOOTSTRAP_KEY } });
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('application/x-ndjson');
       cursor = response.headers.get('x-next-cursor') ?? undefined;
@@ -296,10 +301,41 @@ describe('an NDJSON export of 50,000 events from the service process', () => {
     } while (cursor);
     const growth = memoryOf(service.child.pid!).peak - baseline;
     console.log(`exported ${ids.length} events in ${pages} pages; service RSS ${(baseline / 2 ** 20).toFixed(0)} MiB before, peak growth ${(growth / 2 ** 20).toFixed(1)} MiB`);
-    expect(pages).toBe(3);
+    expect(pages).toBe(4);
     expect(ids).toHaveLength(EVENTS);
     expect(new Set(ids).size).toBe(EVENTS);
     expect(ids[0]).toBe('ev-000001');
     expect(growth).toBeLessThan(RSS_GROWTH_BOUND);
   }, 300_000);
+
+  it('asks the store for the next chunk only when the client has taken the previous ones', async () => {
+    const searches = async () => {
+      const text = await (await fetch(`${service.address}/metrics`)).text();
+      return Number(/^elasticsearch_query_duration_seconds_count\{endpoint="logs\.all"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    };
+    const before = await searches();
+    // one page of all 50,000 rows (50 chunks), not read by the client for now
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      httpGet(`${service.address}/api/endpoints/query/logs.all?project=bulk&format=ndjson&page_size=50000`, { headers: { 'x-api-key': BOOTSTRAP_KEY } }, (incoming) => {
+        incoming.pause();
+        resolve(incoming);
+      }).on('error', reject);
+    });
+    expect(response.statusCode).toBe(200);
+    // wait until the service stops searching: the socket's buffers are full
+    let paused = await searches();
+    for (let settled = 0; settled < 5; ) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const now = await searches();
+      settled = now === paused ? settled + 1 : 0;
+      paused = now;
+    }
+    // the page-end look-ups and the chunks the socket buffers hold, far from the page's 50 chunks
+    console.log(`searches while the client did not read: ${paused - before}`);
+    expect(paused - before).toBeLessThan(30);
+    let lines = 0;
+    for await (const chunk of response) lines += (chunk as Buffer).toString('latin1').split('\n').length - 1;
+    expect(lines).toBe(EVENTS);
+    expect((await searches()) - before).toBeGreaterThanOrEqual(50);
+  }, 120_000);
 });
