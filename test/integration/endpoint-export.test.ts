@@ -180,7 +180,7 @@ describe('exports (format=ndjson|csv) on the in-process service', () => {
     expect(jsonPaged.statusCode).toBe(400);
   });
 
-  it('exports other answers (sandboxed SQL, JSON body) as their rows, without a cursor', async () => {
+  it('exports other answers (sandboxed SQL, a JSON body, an aggregation) as their rows, without a cursor', async () => {
     const sql = "select id, event_message from edge_logs where id like 'older-%' order by id limit 3";
     const csv = await query('/api/endpoints/query/logs.all', { method: 'POST', payload: { project: 'abc', sql, format: 'csv' } });
     expect(csv.statusCode, csv.body).toBe(200);
@@ -188,6 +188,11 @@ describe('exports (format=ndjson|csv) on the in-process service', () => {
     expect(csv.body).toBe('id,event_message\r\nolder-00,GET | 200 | older-00\r\nolder-01,GET | 200 | older-01\r\nolder-02,GET | 200 | older-02\r\n');
     const ndjson = await query('/api/endpoints/query/logs.all', { method: 'POST', payload: { project: 'abc', sql, format: 'ndjson' } });
     expect(ndjsonRows(ndjson.body)).toEqual((JSON.parse((await query('/api/endpoints/query/logs.all', { method: 'POST', payload: { project: 'abc', sql } })).body) as { result: unknown[] }).result);
+    const usage = '/api/endpoints/query/usage.api-counts?project=abc&interval=hourly';
+    const usageRows = (JSON.parse((await query(usage)).body) as { result: Record<string, unknown>[] }).result;
+    expect(usageRows.length).toBeGreaterThan(0);
+    const usageCsv = parseCsv((await query(`${usage}&format=csv`)).body);
+    expect(usageCsv).toEqual([Object.keys(usageRows[0]!), ...usageRows.map((row) => Object.values(row).map((value) => String(value)))]);
     const withCursor = await query('/api/endpoints/query/logs.all', { method: 'POST', payload: { project: 'abc', sql, format: 'ndjson', cursor: 'x.y' } });
     expect(withCursor.statusCode).toBe(400);
     expect(withCursor.json().error.code).toBe('invalid_cursor');
