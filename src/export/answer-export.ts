@@ -34,7 +34,12 @@ export const NEXT_CURSOR_HEADER = 'x-next-cursor';
  * next page. Every other answer (aggregations, sandboxed SQL or LQL) is the JSON answer's rows
  * (at most the endpoint's row cap) in the chosen format, without a cursor.
  */
-export async function answerExport(request: EndpointRequest, asked: ExportRequest, dependencies: AnswerDependencies, exporting: ExportDependencies): Promise<ExportAnswer> {
+export async function answerExport(
+  request: EndpointRequest,
+  asked: ExportRequest,
+  dependencies: AnswerDependencies,
+  exporting: ExportDependencies,
+): Promise<ExportAnswer> {
   const supplied = withoutExportParameters(request.supplied);
   const paged = request.endpoint.selection.kind === 'events' && (!request.endpoint.sandboxable || sandboxRequest(supplied) === undefined);
   if (paged) return eventPage({ ...request, supplied }, asked, dependencies, exporting);
@@ -64,7 +69,8 @@ export async function answerExport(request: EndpointRequest, asked: ExportReques
 function spend(budget: RowBudget, wanted: number, keyId: string): number {
   const decision = budget.reserve(keyId, wanted);
   if (decision.kind === 'granted') return decision.rows;
-  throw new RateLimited(`export budget spent for this API key: ${budget.perMinute} rows per minute; retry in ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
+  const wait = decision.retryAfterSeconds;
+  throw new RateLimited(`export budget spent for this API key: ${budget.perMinute} rows per minute; retry in ${wait} s`, wait);
 }
 
 /**
@@ -73,7 +79,12 @@ function spend(budget: RowBudget, wanted: number, keyId: string): number {
  * only, so the next cursor goes in a header and the body is rows alone. Then the rows stream one
  * chunk at a time, each asked of the store only once the socket has taken the previous one.
  */
-async function eventPage(request: EndpointRequest, asked: ExportRequest, dependencies: AnswerDependencies, exporting: ExportDependencies): Promise<ExportAnswer> {
+async function eventPage(
+  request: EndpointRequest,
+  asked: ExportRequest,
+  dependencies: AnswerDependencies,
+  exporting: ExportDependencies,
+): Promise<ExportAnswer> {
   const { endpoint, principal } = request;
   assertEndpointAllowed(principal, endpoint);
   const redact = redactionRequested(request.redactHeaders, endpoint);
@@ -111,9 +122,9 @@ async function eventPage(request: EndpointRequest, asked: ExportRequest, depende
     if (more && last) headers[NEXT_CURSOR_HEADER] = exporting.cursors.encode(endpoint.id, scope, { windowEnd, after: last });
     const encoder = rowEncoder(asked.format, scan.columns.map((column) => column.name));
     const log = exporting.logger.child({ endpoint: endpoint.name, keyId: principal.keyId });
-    const body = Readable.from(pageText(pages.rows(position?.after, more ? last : undefined), encoder, redact, (sent) => exporting.budget.settle(principal.keyId, granted, sent), log), {
-      objectMode: false,
-    });
+    const settle = (sent: number) => exporting.budget.settle(principal.keyId, granted, sent);
+    const text = pageText(pages.rows(position?.after, more ? last : undefined), encoder, redact, settle, log);
+    const body = Readable.from(text, { objectMode: false });
     return { headers, body };
   } catch (error) {
     // messages may quote the caller's values: redacted like rows, as for JSON answers

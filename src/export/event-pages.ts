@@ -64,7 +64,8 @@ export class EventPages {
     const bound = last === undefined ? [] : [atOrBefore(last)];
     let position = after;
     for (;;) {
-      const request = this.request({ size: CHUNK_ROWS, _source: this.scan.search._source, filter_path: ['hits.hits._id', 'hits.hits._source', 'hits.hits.sort', 'error'] }, position, bound);
+      const shape = { size: CHUNK_ROWS, _source: this.scan.search._source, filter_path: ['hits.hits._id', 'hits.hits._source', 'hits.hits.sort', 'error'] };
+      const request = this.request(shape, position, bound);
       const hits = (await search(request, this.store)).hits?.hits ?? [];
       if (hits.length > 0) yield columnRows(hits, this.columns);
       if (hits.length < CHUNK_ROWS) return;
@@ -72,7 +73,7 @@ export class EventPages {
     }
   }
 
-  private request(shape: Partial<estypes.SearchRequest>, after: SortKey | undefined, bound: estypes.QueryDslQueryContainer[] = []): estypes.SearchRequest {
+  private request(shape: Partial<estypes.SearchRequest>, after: SortKey | undefined, bound: estypes.QueryDslQueryContainer[] = []) {
     return {
       index: this.scan.index,
       ignore_unavailable: true,

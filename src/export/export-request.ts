@@ -54,8 +54,9 @@ export function withoutExportParameters(parameters: Record<string, unknown>): Re
 
 function cursorText(cursor: unknown): string | undefined {
   if (cursor === undefined || cursor === null || cursor === '') return undefined;
-  if (typeof cursor !== 'string') throw new BadParameter(`cursor must be the text of a previous page's X-Next-Cursor header; got ${describe(cursor)}`, 'invalid_cursor');
-  if (cursor.length > MAX_CURSOR_LENGTH) throw new BadParameter(`cursor is ${cursor.length} characters long; a cursor from a previous page's X-Next-Cursor header is far shorter`, 'invalid_cursor');
+  const expected = "the text of a previous page's X-Next-Cursor header";
+  if (typeof cursor !== 'string') throw new BadParameter(`cursor must be ${expected}; got ${describe(cursor)}`, 'invalid_cursor');
+  if (cursor.length > MAX_CURSOR_LENGTH) throw new BadParameter(`cursor is ${cursor.length} characters long; ${expected} is far shorter`, 'invalid_cursor');
   return cursor;
 }
 
