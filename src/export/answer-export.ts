@@ -5,7 +5,6 @@ import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, va
 import { ApiError, BadParameter, RateLimited } from '../errors.ts';
 import { elasticsearchQuerySeconds } from '../metrics.ts';
 import { planEndpointQuery } from '../planner/index.ts';
-import type { EventScan } from '../planner/plan.ts';
 import { redactPii, redactText } from '../redaction.ts';
 import type { CursorSigner } from './cursor.ts';
 import { EventPages, type SortKey } from './event-pages.ts';
@@ -102,7 +101,8 @@ async function eventPage(
         regexLimits: dependencies.regexLimits,
       }),
     );
-    const scan = plan.scans[0] as EventScan;
+    const scan = plan.scans[0];
+    if (scan?.kind !== 'events') throw new Error(`endpoint ${endpoint.name}: its saved raw-event selection planned no event scan`);
     const pages = new EventPages(scan, windowEnd, {
       elasticsearch: dependencies.elasticsearch,
       timeoutMs: dependencies.queryTimeoutMs,
