@@ -18,6 +18,9 @@ export interface ExportDependencies {
   logger: Logger;
 }
 
+/** Told the rows an export sent, and a streamed page's bytes, once its stream ends (for the usage metrics). */
+export type RowsSent = (rows: number, streamedBytes?: number) => void;
+
 /** An export's response: its headers, known before the first row, and its body. */
 export interface ExportAnswer {
   headers: Record<string, string>;
@@ -38,10 +41,11 @@ export async function answerExport(
   asked: ExportRequest,
   dependencies: AnswerDependencies,
   exporting: ExportDependencies,
+  rowsSent: RowsSent = () => {},
 ): Promise<ExportAnswer> {
   const supplied = withoutExportParameters(request.supplied);
   const paged = request.endpoint.selection.kind === 'events' && (!request.endpoint.sandboxable || sandboxRequest(supplied) === undefined);
-  if (paged) return eventPage({ ...request, supplied }, asked, dependencies, exporting);
+  if (paged) return eventPage({ ...request, supplied }, asked, dependencies, exporting, rowsSent);
   if (asked.cursor !== undefined) {
     const why = `endpoint ${request.endpoint.name} answers this request with at most ${request.endpoint.maxRows} rows in one response`;
     throw new BadParameter(`cursor does not apply: ${why}; only raw-event exports (the saved selection of logs.all) are paged`, 'invalid_cursor');
@@ -57,6 +61,7 @@ export async function answerExport(
   } finally {
     exporting.budget.settle(request.principal.keyId, 1, rows.length);
   }
+  rowsSent(rows.length);
   const encoder = rowEncoder(asked.format, columnsOf(rows));
   return {
     headers: { 'content-type': CONTENT_TYPES[asked.format], 'x-cache': answer.cache, age: String(answer.ageSeconds) },
@@ -83,6 +88,7 @@ async function eventPage(
   asked: ExportRequest,
   dependencies: AnswerDependencies,
   exporting: ExportDependencies,
+  rowsSent: RowsSent,
 ): Promise<ExportAnswer> {
   const { endpoint, principal } = request;
   assertEndpointAllowed(principal, endpoint);
@@ -122,7 +128,10 @@ async function eventPage(
     if (more && last) headers[NEXT_CURSOR_HEADER] = exporting.cursors.encode(endpoint.id, scope, { windowEnd, after: last });
     const encoder = rowEncoder(asked.format, scan.columns.map((column) => column.name));
     const log = exporting.logger.child({ endpoint: endpoint.name, keyId: principal.keyId });
-    const settle = (sent: number) => exporting.budget.settle(principal.keyId, granted, sent);
+    const settle = (sent: number, bytes: number) => {
+      exporting.budget.settle(principal.keyId, granted, sent);
+      rowsSent(sent, bytes);
+    };
     const text = pageText(pages.rows(position?.after, more ? last : undefined), encoder, redact, settle, log);
     const body = Readable.from(text, { objectMode: false });
     return { headers, body };
@@ -133,28 +142,33 @@ async function eventPage(
   }
 }
 
-/** The page's text, chunk by chunk; the rows sent are settled with the budget however the stream ends. */
+/** The page's text, chunk by chunk; the rows and bytes handed on are settled however the stream ends. */
 async function* pageText(
   chunks: AsyncGenerator<Record<string, unknown>[]>,
   encoder: ReturnType<typeof rowEncoder>,
   redact: boolean,
-  settle: (sent: number) => void,
+  settle: (sent: number, bytes: number) => void,
   log: Logger,
 ): AsyncGenerator<Buffer> {
   let sent = 0;
+  let bytes = 0;
   try {
     const head = encoder.head();
-    if (head !== '') yield Buffer.from(head);
+    if (head !== '') {
+      bytes += Buffer.byteLength(head);
+      yield Buffer.from(head);
+    }
     for await (const rows of chunks) {
-      const text = encoder.rows(redact ? rows.map((row) => redactPii(row)) : rows);
+      const text = Buffer.from(encoder.rows(redact ? rows.map((row) => redactPii(row)) : rows));
       sent += rows.length;
-      yield Buffer.from(text);
+      bytes += text.length;
+      yield text;
     }
   } catch (error) {
     // the status and headers are sent: the connection is cut, so the caller sees a broken page, never a short one
     log.warn({ err: error, rowsSent: sent }, 'export failed mid-page');
     throw error;
   } finally {
-    settle(sent);
+    settle(sent, bytes);
   }
 }

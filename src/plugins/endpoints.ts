@@ -56,7 +56,11 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     const asked = exportRequest(supplied);
     if (asked) {
       if (statsAsked) throw new BadParameter('statistics come in the JSON answer\'s stats object: ask for them without format=ndjson or csv');
-      const exported = await answerExport({ endpoint, principal, supplied, redactHeaders, timing }, asked, options, options.exporting);
+      const counted = (rows: number, streamedBytes?: number) => {
+        request.answeredRows = rows;
+        request.answeredBytes = streamedBytes;
+      };
+      const exported = await answerExport({ endpoint, principal, supplied, redactHeaders, timing }, asked, options, options.exporting, counted);
       return reply.headers(exported.headers).send(exported.body);
     }
     const reads = statsAsked ? new StoreReads() : undefined;

@@ -180,6 +180,24 @@ describe('exports (format=ndjson|csv) on the in-process service', () => {
     expect(jsonPaged.statusCode).toBe(400);
   });
 
+  it('counts exported rows and bytes in the per-endpoint usage metrics, and refuses statistics with an export', async () => {
+    const usage = async () => {
+      const text = (await server.app.inject({ method: 'GET', url: '/metrics' })).body;
+      const sum = (name: string) =>
+        [...text.matchAll(new RegExp(`^${name}\\{endpoint="logs\\.all",[^}]*\\} (\\d+)$`, 'gm'))].reduce((total, match) => total + Number(match[1]), 0);
+      return { rows: sum('endpoint_rows_returned_total'), bytes: sum('endpoint_bytes_returned_total') };
+    };
+    const before = await usage();
+    const page = await query('/api/endpoints/query/logs.all?project=abc&format=csv&page_size=12');
+    expect(parseCsv(page.body)).toHaveLength(13);
+    const after = await usage();
+    expect(after.rows - before.rows).toBe(12);
+    expect(after.bytes - before.bytes).toBe(Buffer.byteLength(page.body));
+    const withStats = await query('/api/endpoints/query/logs.all?project=abc&format=ndjson&stats=true');
+    expect(withStats.statusCode).toBe(400);
+    expect(withStats.json().error.message).toMatch(/statistics come in the JSON answer's stats object/);
+  });
+
   it('exports other answers (sandboxed SQL, a JSON body, an aggregation) as their rows, without a cursor', async () => {
     const sql = "select id, event_message from edge_logs where id like 'older-%' order by id limit 3";
     const csv = await query('/api/endpoints/query/logs.all', { method: 'POST', payload: { project: 'abc', sql, format: 'csv' } });
