@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { answerHelp } from '../shared/command-help.ts';
 import { loadConfig } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { partitionIndexName } from '../shared/partitions.ts';
@@ -6,6 +7,11 @@ import { microsecondsFromStoredTimestamp } from '../shared/stored-timestamp.ts';
 import { edgeEvent } from './query-data.ts';
 import { bulkLoad, withBenchStore } from './query-store.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
+
+answerHelp(`Usage: npm run bench:export [-- --events 1000000] [--page-size 100000]
+Export rate and memory: --events edge events of one project exported whole through logs.all as NDJSON, then CSV,
+by pages of --page-size rows; prints rows/s and the query service's RSS before and at its peak.
+Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
 /**
  * Export rate and memory: `events` edge events of one project over the last week are bulk-loaded,
@@ -18,10 +24,6 @@ import { startBenchProcess, type BenchProcess } from './service-process.ts';
  * Starts its own Kafka and Elasticsearch unless KAFKA_BROKERS and ELASTICSEARCH_URL are set.
  */
 const argument = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(`--${name}`) + 1] ?? 0) || fallback;
-if (process.argv.includes('--help')) {
-  console.log('usage: npm run bench:export [-- --events 1000000 --page-size 100000]\nexports every event through logs.all as NDJSON and CSV; prints rows/s and the service\'s peak RSS');
-  process.exit(0);
-}
 const EVENTS = argument('events', 1_000_000);
 const PAGE_SIZE = argument('page-size', 100_000);
 const PROJECT = 'proj000';
