@@ -10,12 +10,12 @@ export const PARAMETER_TYPES = ['string', 'integer', 'number', 'boolean', 'times
 export type ParameterType = (typeof PARAMETER_TYPES)[number];
 
 /** Names the query route reads itself: a declared parameter may not take them. */
-const RESERVED_PARAMETERS = ['sql', 'lql', 'stats'];
+const RESERVED_PARAMETERS = ['sql', 'lql', 'stats', 'format', 'cursor', 'page_size'];
 
 const parameterName = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'a parameter name is a letter or _ then letters, digits or _ (at most 64)')
-  .refine((name) => !RESERVED_PARAMETERS.includes(name.toLowerCase()), `${RESERVED_PARAMETERS.join(', ')} are read by the query route itself (the sandbox parameters, and statistics) and cannot be declared`);
+  .refine((name) => !RESERVED_PARAMETERS.includes(name.toLowerCase()), `${RESERVED_PARAMETERS.join(', ')} are read by the query route itself (the sandbox parameters, statistics and exports) and cannot be declared`);
 
 export const parameterDeclarationSchema = z
   .strictObject({

@@ -97,6 +97,10 @@ export const configSchema = z.object({
     .describe('query service: distinct endpoints /metrics labels per-endpoint usage by; the rest count under `other`'),
   METRICS_MAX_KEY_LABELS: z.coerce.number().int().min(1).max(10_000).default(200)
     .describe('query service: distinct API key ids /metrics labels per-endpoint usage by; the rest count under `other`'),
+  EXPORT_ROWS_PER_MINUTE: z.coerce.number().int().min(0).default(1_000_000)
+    .describe('query service: rows each API key may export per minute with format=ndjson or csv, per process (0 = no budget)'),
+  EXPORT_CURSOR_SECRET: optionalText.pipe(z.string().min(16, 'EXPORT_CURSOR_SECRET must be at least 16 characters').optional())
+    .describe('query service: the secret export cursors are signed with (at least 16 characters); unset, a random one per process: set one for all replicas'),
   SANDBOX_MAX_SCAN_EVENTS: z.coerce.number().int().min(1).max(5_000_000).default(100_000)
     .describe('sandboxed sql / lql: events all scans of one query pull together at most (the engine runs the rest)'),
   SANDBOX_MAX_TRANSLATED_CHARS: z.coerce.number().int().min(10_000).max(64 * 1024 * 1024).default(2_000_000)

@@ -20,6 +20,8 @@ export const ERROR_CODES = {
   query_too_broad: 'the query would pull more events out of the store than the sandbox allows (SANDBOX_MAX_SCAN_EVENTS)',
   query_too_expensive: 'the query needs more than the store or the engine allows one request (the reason and the variable are in the message)',
   lql_syntax: 'the `lql` text does not parse (where, and what was expected there)',
+  invalid_cursor: 'an export cursor that is not a previous page\'s X-Next-Cursor unchanged, or sent with other parameters, another endpoint '
+    + 'or another key\'s projects, or to an export that is not paged',
   invalid_endpoint: 'a saved endpoint sent to the management API cannot be stored as it is (what is wrong, and where in its SQL)',
   bad_request: 'the request cannot be read: a body that is not a JSON object, a bad header value, a bad percent-escape in the path, '
     + 'malformed HTTP, or a body of another content type than application/json',
@@ -34,7 +36,8 @@ export const ERROR_CODES = {
   request_timeout: 'the headers or the whole request were not received within HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS',
   request_too_large: 'a body over HTTP_MAX_BODY_BYTES (413), or a request line and headers over HTTP_MAX_HEADER_BYTES or a path segment '
     + 'over the router\'s limit (414)',
-  rate_limited: 'the key spent its rate limit, the address failed authentication too often, or the key has its share of engine queries; '
+  rate_limited: 'the key spent its rate limit or its export budget, the address failed authentication too often, or the key has its share of '
+    + 'engine queries; '
     + 'Retry-After gives the seconds to wait',
   store_unavailable: 'Elasticsearch or the query engine cannot answer now (unreachable, overloaded, a shard not started, the engine queue '
     + 'full); Retry-After when known',

@@ -26,6 +26,8 @@ import { RequestLogger } from './http/request-logger.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { endpointAdminPlugin } from './plugins/endpoint-admin.ts';
 import { endpointsPlugin } from './plugins/endpoints.ts';
+import { CursorSigner } from './export/cursor.ts';
+import { RowBudget } from './export/row-budget.ts';
 import { healthPlugin } from './plugins/health.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
@@ -190,7 +192,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       parseSql: (text, options) => parsedQueries.get(text, options),
     },
   };
-  await app.register(endpointsPlugin, { ...answering, catalog, bodyLimit: config.HTTP_MAX_BODY_BYTES });
+  const exporting = { budget: new RowBudget(config.EXPORT_ROWS_PER_MINUTE, clock), cursors: new CursorSigner(config.EXPORT_CURSOR_SECRET), logger };
+  await app.register(endpointsPlugin, { ...answering, catalog, bodyLimit: config.HTTP_MAX_BODY_BYTES, exporting });
   // a saved query is checked by the same pipeline that will answer it
   await app.register(endpointAdminPlugin, { management: new EndpointManagement({ store: endpointStore, catalog, check: answering }) });
   return app;

@@ -26,6 +26,7 @@ export const HTTP_STATUSES = {
   query_too_broad: [400],
   query_too_expensive: [400],
   lql_syntax: [400],
+  invalid_cursor: [400],
   invalid_endpoint: [400],
   bad_request: [400, 415],
   unauthorized: [401],

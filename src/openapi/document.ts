@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { EndpointDefinition, ParameterDoc } from '../../queries/endpoint.ts';
 import type { ParameterType } from '../../queries/endpoint-record.ts';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../export/export-request.ts';
 
 /** The OpenAPI 3.1 document of the saved endpoints, derived from their definitions in queries/. */
 export interface OpenApiDocument {
@@ -38,7 +39,7 @@ const ERROR_RESPONSES: Record<string, string> = {
   '404': 'Unknown endpoint',
   '413': 'Request body too large',
   '414': 'URL too long',
-  '429': 'The API key spent its rate limit or its share of the query engine; the Retry-After header says how many seconds to wait',
+  '429': 'The API key spent its rate limit, its export budget or its share of the query engine; the Retry-After header says how many seconds to wait',
   '503': 'Elasticsearch unavailable, or the query engine busy (then with a Retry-After header)',
   '504': 'Query exceeded the time limit',
 };
@@ -149,8 +150,20 @@ function declaredSchema(doc: ParameterDoc, type: ParameterType): Record<string, 
   };
 }
 
+const EXPORT_PARAMETERS: Parameter[] = [
+  {
+    name: 'format',
+    in: 'query',
+    required: false,
+    description: 'json (default): the `{"result": [...]}` answer; ndjson or csv: the rows as JSON lines or RFC 4180 CSV. A raw-event export (logs.all\'s saved selection) is paged.',
+    schema: { type: 'string', enum: ['json', 'ndjson', 'csv'] },
+  },
+  { name: 'cursor', in: 'query', required: false, description: 'The previous page\'s X-Next-Cursor header, unchanged, with the same parameters (paged exports only).', schema: { type: 'string' } },
+  { name: 'page_size', in: 'query', required: false, description: `Rows per page of a paged export (default ${DEFAULT_PAGE_SIZE}).`, schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE } },
+];
+
 function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operation {
-  const query = [...declaredParameters(endpoint), ...(endpoint.sandboxable ? SANDBOX_PARAMETERS : []), STATS_PARAMETER];
+  const query = [...declaredParameters(endpoint), ...(endpoint.sandboxable ? SANDBOX_PARAMETERS : []), STATS_PARAMETER, ...EXPORT_PARAMETERS];
   const caching = endpoint.cache
     ? `Cached for ${endpoint.cache.ttlSeconds} s${endpoint.cache.warmEverySeconds ? `, warmed every ${endpoint.cache.warmEverySeconds} s` : ''}.`
     : 'Not cached.';
@@ -162,11 +175,14 @@ function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operat
       Age: { description: 'Seconds since a cached result was computed', schema: { type: 'integer' } },
       'X-RateLimit-Limit': { description: 'Most requests the API key may make at once (its burst); absent when rate limiting is off', schema: { type: 'integer' } },
       'X-RateLimit-Remaining': { description: 'Requests the API key may still make at once; one more is earned every 60 / RATE_LIMIT_PER_MINUTE s', schema: { type: 'integer' } },
+      'X-Next-Cursor': { description: 'Paged exports: the cursor of the next page, absent on the last', schema: { type: 'string' } },
     },
     content: {
       'application/json': {
         schema: { type: 'object', required: ['result'], properties: { result: { type: 'array', maxItems: endpoint.maxRows, items: rowSchema(endpoint) }, stats: STATS_SCHEMA } },
       },
+      'application/x-ndjson': { schema: { type: 'string', description: 'format=ndjson: one row per line, as a JSON object' } },
+      'text/csv': { schema: { type: 'string', description: 'format=csv: a header row of the columns, then one record per row; nested values as JSON text' } },
     },
   };
   const errors = Object.fromEntries(

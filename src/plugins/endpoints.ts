@@ -10,12 +10,16 @@ import { StoreReads } from '../executor/store-reads.ts';
 import { BadParameter, NotFound, RequestTooLarge, Unauthorized } from '../errors.ts';
 import { parametersObject, parseJsonBody } from '../http/json-body.ts';
 import { ServerTiming } from '../http/server-timing.ts';
+import { answerExport, type ExportDependencies } from '../export/answer-export.ts';
+import { exportRequest } from '../export/export-request.ts';
 
 export type EndpointsOptions = AnswerDependencies & {
   /** The most bytes a request body may have (GET bodies are read here, as fastify parses only POST's). */
   bodyLimit: number;
   /** The saved endpoints this replica serves. */
   catalog: EndpointCatalog;
+  /** NDJSON and CSV exports (format=ndjson|csv): the per-key row budget and the cursor signer. */
+  exporting: ExportDependencies;
 };
 
 interface EndpointRoute {
@@ -48,7 +52,18 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     const redactHeaders = Object.fromEntries(REDACT_HEADERS.map((name) => [name, request.headers[name.toLowerCase()]]));
     const timing = timingOf(request);
     const supplied = mergedParameters(request.query, body);
-    const reads = statsRequested(supplied, request.headers[STATS_HEADER.toLowerCase()]) ? new StoreReads() : undefined;
+    const statsAsked = statsRequested(supplied, request.headers[STATS_HEADER.toLowerCase()]);
+    const asked = exportRequest(supplied);
+    if (asked) {
+      if (statsAsked) throw new BadParameter('statistics come in the JSON answer\'s stats object: ask for them without format=ndjson or csv');
+      const counted = (rows: number, streamedBytes?: number) => {
+        request.answeredRows = rows;
+        request.answeredBytes = streamedBytes;
+      };
+      const exported = await answerExport({ endpoint, principal, supplied, redactHeaders, timing }, asked, options, options.exporting, counted);
+      return reply.headers(exported.headers).send(exported.body);
+    }
+    const reads = statsAsked ? new StoreReads() : undefined;
     const answer = await answerEndpointQuery({ endpoint, principal, supplied, redactHeaders, timing, reads }, options);
     const rows = answerRowCount(answer.body) ?? 0;
     request.answeredRows = rows;

@@ -16,6 +16,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Rows of the answer the query route sent; undefined for an error or another route. */
     answeredRows: number | undefined;
+    /** Body bytes of a streamed answer (an export page), which has no content-length. */
+    answeredBytes: number | undefined;
   }
 }
 
@@ -57,6 +59,7 @@ const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
   const endpointLabels = new BoundedLabel(options.maxEndpointLabels);
   const keyLabels = new BoundedLabel(options.maxKeyLabels);
   app.decorateRequest('answeredRows', undefined);
+  app.decorateRequest('answeredBytes', undefined);
   app.addHook('onResponse', async (request, reply) => {
     const endpoint = endpointLabel(request, options.endpointName);
     httpRequestsTotal.inc({ endpoint, status: String(reply.statusCode) });
@@ -67,7 +70,7 @@ const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
     endpointRequestsTotal.inc({ ...usage, status: String(reply.statusCode) });
     endpointRequestDurationSeconds.observe(usage, reply.elapsedTime / 1000);
     endpointRowsReturnedTotal.inc(usage, request.answeredRows ?? 0);
-    endpointBytesReturnedTotal.inc(usage, Number(reply.getHeader('content-length') ?? 0));
+    endpointBytesReturnedTotal.inc(usage, Number(reply.getHeader('content-length') ?? request.answeredBytes ?? 0));
   });
 
   app.get('/metrics', async (request, reply) => {

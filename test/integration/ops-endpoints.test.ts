@@ -111,6 +111,8 @@ describe('operational endpoints', () => {
       const logsParameters = Object.fromEntries(logs.get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]));
       expect(logsParameters).toMatchObject({ project: true, iso_timestamp_start: false, iso_timestamp_end: false, 'SVC-ENDPOINT-REDACT-PII': false, 'LF-ENDPOINT-REDACT-PII': false });
       expect(logs.post.requestBody.content['application/json'].schema.required).toEqual(['project']);
+      expect(logs.get.parameters.find((p: { name: string }) => p.name === 'format')).toMatchObject({ required: false, schema: { enum: ['json', 'ndjson', 'csv'] } });
+      expect(Object.keys(logs.get.responses['200'].content)).toEqual(['application/json', 'application/x-ndjson', 'text/csv']);
       expect(logs.get.description).toContain(ENDPOINTS.find((e) => e.name === 'logs.all')!.id);
       expect(Object.keys(logs.get.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '503', '504']));
     });
