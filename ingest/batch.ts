@@ -47,9 +47,15 @@ export interface SourceRoute {
   fieldNames: EventFieldNames;
 }
 
+/**
+ * An event waiting for Elasticsearch, kept until it answers: only what its dead letter would need,
+ * the message and the element's position, not a letter made for every event that is seldom sent.
+ */
 interface Pending {
   entry: BulkEntry;
-  letter: Omit<DeadLetter, 'reason' | 'detail'>;
+  message: KafkaMessage;
+  /** The event's position in a several-event message. */
+  element: number | undefined;
 }
 
 /**
@@ -140,21 +146,25 @@ export function decodeChunk(
     const record = { topic, partition, offset: message.offset, timestamp: message.timestamp, value: message.value, key: message.key, headers: message.headers };
     const decoded = decodeMessage(record, settings.maxMessageBytes, route.fieldNames);
     consumed += decoded.length;
-    decoded.forEach((result, element) => {
-      const fromArray = decoded.length > 1 || (!result.ok && result.element !== undefined);
-      const source = { topic, partition, offset: message.offset, ...(fromArray ? { element } : {}) };
+    for (let index = 0; index < decoded.length; index += 1) {
+      const result = decoded[index]!;
+      const element = decoded.length > 1 || (!result.ok && result.element !== undefined) ? index : undefined;
       if (result.ok && dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(result.event, dependencies.now())) {
-        letters.push({ reason: 'expired', detail: `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`, key: message.key, value: message.value!, source });
+        letters.push({ reason: 'expired', detail: `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`, key: message.key, value: message.value!, source: sourceOf(topic, partition, message, element) });
       } else if (result.ok) {
-        events.push({ entry: bulkEntry(route.partitioning.indexOf(result.event), result.event), letter: { key: message.key, value: message.value!, source } });
+        events.push({ entry: bulkEntry(route.partitioning.indexOf(result.event), result.event), message, element });
       } else {
-        letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source });
+        letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source: sourceOf(topic, partition, message, element) });
       }
-    });
+    }
   }
   metrics.consumed.inc({ source: route.source }, consumed);
   for (const group of undecodable.groups) letters.push(undecodableLetter(group, topic, partition));
   return { firstOffset: chunk[0]!.offset, lastOffset: chunk[chunk.length - 1]!.offset, events, letters, undecodable };
+}
+
+function sourceOf(topic: string, partition: number, message: KafkaMessage, element: number | undefined): DeadLetter['source'] {
+  return element === undefined ? { topic, partition, offset: message.offset } : { topic, partition, offset: message.offset, element };
 }
 
 /**
@@ -182,7 +192,9 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
       },
       chunk.events,
     );
-    for (const { item, reason } of rejected) letters.push({ ...item.letter, reason: 'unindexable', detail: reason });
+    for (const { item, reason } of rejected) {
+      letters.push({ reason: 'unindexable', detail: reason, key: item.message.key, value: item.message.value!, source: sourceOf(batch.topic, batch.partition, item.message, item.element) });
+    }
 
     const nextOffset = (BigInt(chunk.lastOffset) + 1n).toString();
     if (!work.mayCommit()) return;

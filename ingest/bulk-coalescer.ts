@@ -37,7 +37,7 @@ export class BulkCoalescer {
 
   write(entries: readonly BulkEntry[]): Promise<estypes.BulkResponseItem[]> {
     let bytes = 0;
-    for (const entry of entries) bytes += entry.lines.length;
+    for (const entry of entries) bytes += entry.length;
     return new Promise((resolve, reject) => {
       if (this.waiting.length > 0 && (this.count + entries.length > this.limits.maxEvents || this.bytes + bytes > this.limits.maxBytes)) this.seal();
       this.waiting.push({ entries, resolve, reject });
@@ -66,8 +66,7 @@ export class BulkCoalescer {
       const batch = this.sealed.shift()!;
       this.inFlight += 1;
       const timer = this.metrics.bulkDuration.startTimer();
-      // the body is the entries' bytes one after the other: nothing is serialised again
-      const body = Buffer.concat(batch.flatMap((waiting) => waiting.entries.map((entry) => entry.lines)));
+      const body = bodyOf(batch);
       this.client.bulk({ body, refresh: false, filter_path: BULK_RESPONSE_FILTER } as estypes.BulkRequest).then(
         (response) => {
           timer({ outcome: response.errors ? 'partial' : 'ok' });
@@ -92,4 +91,14 @@ export class BulkCoalescer {
     if (this.sealed.length === 0 && this.waiting.length > 0) this.seal();
     else this.send();
   }
+}
+
+/** The entries' bytes one after the other: nothing is serialised again. */
+function bodyOf(batch: readonly Waiting[]): Buffer {
+  let length = 0;
+  for (const waiting of batch) for (const entry of waiting.entries) length += entry.length;
+  const body = Buffer.allocUnsafe(length);
+  let at = 0;
+  for (const waiting of batch) for (const entry of waiting.entries) at += entry.copyTo(body, at);
+  return body;
 }
