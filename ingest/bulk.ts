@@ -45,8 +45,9 @@ export class BulkEntry {
   constructor(
     readonly id: string,
     readonly index: string,
-    private readonly slab: Buffer,
-    private readonly start: number,
+    /** The slab the lines lie in, from `start`: a chunk's entries usually follow each other in one. */
+    readonly slab: Buffer,
+    readonly start: number,
     /** Bytes of the two lines. */
     readonly length: number,
   ) {}
@@ -54,11 +55,6 @@ export class BulkEntry {
   /** The two lines (a view of the slab). */
   get lines(): Buffer {
     return this.slab.subarray(this.start, this.start + this.length);
-  }
-
-  /** Copies the two lines into `target` at `at`; returns the bytes copied. */
-  copyTo(target: Buffer, at: number): number {
-    return this.slab.copy(target, at, this.start, this.start + this.length);
   }
 }
 
