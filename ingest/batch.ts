@@ -10,6 +10,7 @@ import { decodeMessage } from './event.ts';
 import type { EventFieldNames } from './event-fields.ts';
 import type { EventPartitioning } from './event-partition.ts';
 import type { IngestMetrics } from './metrics.ts';
+import type { OffsetCommits } from './offset-commits.ts';
 import { undecodableBatchOf, type UndecodableBatch } from './undecodable-batch.ts';
 import { WriteAbandoned, writeEvents } from './writer.ts';
 import type { ChunkWork, WritePipeline } from './write-pipeline.ts';
@@ -29,6 +30,8 @@ export interface BatchDependencies {
   rewind(topic: string, partition: number, offset: string): void;
   /** Sends a chunk's dead letters together with its offset commit. */
   deadLetters: DeadLetterTransactions;
+  /** Commits a chunk without dead letters, together with the other chunks committing at the same moment. */
+  commits: OffsetCommits;
   metrics: IngestMetrics;
   logger: Logger;
   settings: BatchSettings;
@@ -199,7 +202,7 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
     const nextOffset = (BigInt(chunk.lastOffset) + 1n).toString();
     if (!work.mayCommit()) return;
     if (letters.length === 0) {
-      await payload.commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: nextOffset }] }] });
+      await dependencies.commits.commit(payload.commitOffsetsIfNecessary, batch.topic, batch.partition, nextOffset);
       return;
     }
     // the letters and the chunk's commit are one transaction: a chunk delivered again cannot write its letters twice
