@@ -153,7 +153,8 @@ export function decodeChunk(
       const result = decoded[index]!;
       const element = decoded.length > 1 || (!result.ok && result.element !== undefined) ? index : undefined;
       if (result.ok && dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(result.event, dependencies.now())) {
-        letters.push({ reason: 'expired', detail: `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`, key: message.key, value: message.value!, source: sourceOf(topic, partition, message, element) });
+        const detail = `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`;
+        letters.push({ reason: 'expired', detail, key: message.key, value: message.value!, source: sourceOf(topic, partition, message, element) });
       } else if (result.ok) {
         events.push({ entry: bulkEntry(route.partitioning.indexOf(result.event), result.event), message, element });
       } else {
@@ -196,7 +197,8 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
       chunk.events,
     );
     for (const { item, reason } of rejected) {
-      letters.push({ reason: 'unindexable', detail: reason, key: item.message.key, value: item.message.value!, source: sourceOf(batch.topic, batch.partition, item.message, item.element) });
+      const source = sourceOf(batch.topic, batch.partition, item.message, item.element);
+      letters.push({ reason: 'unindexable', detail: reason, key: item.message.key, value: item.message.value!, source });
     }
 
     const nextOffset = (BigInt(chunk.lastOffset) + 1n).toString();

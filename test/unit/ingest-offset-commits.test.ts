@@ -32,7 +32,10 @@ describe('offset commits', () => {
     const { send, requests } = recordingCommit();
     await commits.commit(send, 'a', 0, '10');
     await commits.commit(send, 'a', 0, '20');
-    expect(requests).toEqual([{ topics: [{ topic: 'a', partitions: [{ partition: 0, offset: '10' }] }] }, { topics: [{ topic: 'a', partitions: [{ partition: 0, offset: '20' }] }] }]);
+    expect(requests).toEqual([
+      { topics: [{ topic: 'a', partitions: [{ partition: 0, offset: '10' }] }] },
+      { topics: [{ topic: 'a', partitions: [{ partition: 0, offset: '20' }] }] },
+    ]);
   });
 
   it('fails every caller of a failed request, so each rewinds its own chunk', async () => {
