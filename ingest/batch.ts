@@ -10,6 +10,7 @@ import { decodeMessage } from './event.ts';
 import type { EventFieldNames } from './event-fields.ts';
 import type { EventPartitioning } from './event-partition.ts';
 import type { IngestMetrics } from './metrics.ts';
+import type { OffsetCommits } from './offset-commits.ts';
 import { undecodableBatchOf, type UndecodableBatch } from './undecodable-batch.ts';
 import { WriteAbandoned, writeEvents } from './writer.ts';
 import type { ChunkWork, WritePipeline } from './write-pipeline.ts';
@@ -29,6 +30,8 @@ export interface BatchDependencies {
   rewind(topic: string, partition: number, offset: string): void;
   /** Sends a chunk's dead letters together with its offset commit. */
   deadLetters: DeadLetterTransactions;
+  /** Commits a chunk without dead letters, together with the other chunks committing at the same moment. */
+  commits: OffsetCommits;
   metrics: IngestMetrics;
   logger: Logger;
   settings: BatchSettings;
@@ -47,9 +50,15 @@ export interface SourceRoute {
   fieldNames: EventFieldNames;
 }
 
+/**
+ * An event waiting for Elasticsearch, kept until it answers: only what its dead letter would need,
+ * the message and the element's position, not a letter made for every event that is seldom sent.
+ */
 interface Pending {
   entry: BulkEntry;
-  letter: Omit<DeadLetter, 'reason' | 'detail'>;
+  message: KafkaMessage;
+  /** The event's position in a several-event message. */
+  element: number | undefined;
 }
 
 /**
@@ -140,21 +149,26 @@ export function decodeChunk(
     const record = { topic, partition, offset: message.offset, timestamp: message.timestamp, value: message.value, key: message.key, headers: message.headers };
     const decoded = decodeMessage(record, settings.maxMessageBytes, route.fieldNames);
     consumed += decoded.length;
-    decoded.forEach((result, element) => {
-      const fromArray = decoded.length > 1 || (!result.ok && result.element !== undefined);
-      const source = { topic, partition, offset: message.offset, ...(fromArray ? { element } : {}) };
+    for (let index = 0; index < decoded.length; index += 1) {
+      const result = decoded[index]!;
+      const element = decoded.length > 1 || (!result.ok && result.element !== undefined) ? index : undefined;
       if (result.ok && dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(result.event, dependencies.now())) {
-        letters.push({ reason: 'expired', detail: `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`, key: message.key, value: message.value!, source });
+        const detail = `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`;
+        letters.push({ reason: 'expired', detail, key: message.key, value: message.value!, source: sourceOf(topic, partition, message, element) });
       } else if (result.ok) {
-        events.push({ entry: bulkEntry(route.partitioning.indexOf(result.event), result.event), letter: { key: message.key, value: message.value!, source } });
+        events.push({ entry: bulkEntry(route.partitioning.indexOf(result.event), result.event), message, element });
       } else {
-        letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source });
+        letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source: sourceOf(topic, partition, message, element) });
       }
-    });
+    }
   }
   metrics.consumed.inc({ source: route.source }, consumed);
   for (const group of undecodable.groups) letters.push(undecodableLetter(group, topic, partition));
   return { firstOffset: chunk[0]!.offset, lastOffset: chunk[chunk.length - 1]!.offset, events, letters, undecodable };
+}
+
+function sourceOf(topic: string, partition: number, message: KafkaMessage, element: number | undefined): DeadLetter['source'] {
+  return element === undefined ? { topic, partition, offset: message.offset } : { topic, partition, offset: message.offset, element };
 }
 
 /**
@@ -182,12 +196,15 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
       },
       chunk.events,
     );
-    for (const { item, reason } of rejected) letters.push({ ...item.letter, reason: 'unindexable', detail: reason });
+    for (const { item, reason } of rejected) {
+      const source = sourceOf(batch.topic, batch.partition, item.message, item.element);
+      letters.push({ reason: 'unindexable', detail: reason, key: item.message.key, value: item.message.value!, source });
+    }
 
     const nextOffset = (BigInt(chunk.lastOffset) + 1n).toString();
     if (!work.mayCommit()) return;
     if (letters.length === 0) {
-      await payload.commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: nextOffset }] }] });
+      await dependencies.commits.commit(payload.commitOffsetsIfNecessary, batch.topic, batch.partition, nextOffset);
       return;
     }
     // the letters and the chunk's commit are one transaction: a chunk delivered again cannot write its letters twice

@@ -8,6 +8,18 @@ interface Waiting {
   reject(error: unknown): void;
 }
 
+/** Ends a linger: the process's timers, or a test's manual clock (test/support/manual-clock.ts). */
+export interface LingerTimer {
+  after(delayMs: number, task: () => Promise<void>): { cancel(): void };
+}
+
+const processTimers: LingerTimer = {
+  after(delayMs, task) {
+    const timer = setTimeout(() => void task(), delayMs);
+    return { cancel: () => clearTimeout(timer) };
+  },
+};
+
 /** Only what classifyItem reads comes back: the per-item `_id`, `_index`, `_version` ... of a 5,000-event bulk are most of its response. */
 const BULK_RESPONSE_FILTER = 'errors,items.*.status,items.*.error';
 
@@ -20,12 +32,16 @@ const BULK_RESPONSE_FILTER = 'errors,items.*.status,items.*.error';
  * At most `maxInFlight` bulk requests are in flight: under load, writes go on filling the next bulk
  * while Elasticsearch works on the current ones, so it gets a few full bulks rather than many small
  * ones queueing in its write pool.
+ *
+ * On a slow stream a bulk never fills: it is sent `lingerMs` after its first write (or, when every
+ * slot is taken then, as soon as one frees), so an event waits for at most the linger plus the
+ * requests ahead of it before Elasticsearch has it.
  */
 export class BulkCoalescer {
   private waiting: Waiting[] = [];
   private bytes = 0;
   private count = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private linger: { cancel(): void } | undefined;
   private readonly sealed: Waiting[][] = [];
   private inFlight = 0;
 
@@ -33,27 +49,28 @@ export class BulkCoalescer {
     private readonly client: Client,
     private readonly metrics: IngestMetrics,
     private readonly limits: { maxBytes: number; maxEvents: number; lingerMs: number; maxInFlight: number },
+    private readonly timer: LingerTimer = processTimers,
   ) {}
 
   write(entries: readonly BulkEntry[]): Promise<estypes.BulkResponseItem[]> {
     let bytes = 0;
-    for (const entry of entries) bytes += entry.lines.length;
+    for (const entry of entries) bytes += entry.length;
     return new Promise((resolve, reject) => {
       if (this.waiting.length > 0 && (this.count + entries.length > this.limits.maxEvents || this.bytes + bytes > this.limits.maxBytes)) this.seal();
       this.waiting.push({ entries, resolve, reject });
       this.count += entries.length;
       this.bytes += bytes;
       // with every slot taken the bulk keeps filling; the next completion seals it
-      this.timer ??= setTimeout(() => {
-        this.timer = undefined;
+      this.linger ??= this.timer.after(this.limits.lingerMs, async () => {
+        this.linger = undefined;
         if (this.inFlight < this.limits.maxInFlight) this.seal();
-      }, this.limits.lingerMs);
+      });
     });
   }
 
   private seal(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.linger?.cancel();
+    this.linger = undefined;
     if (this.waiting.length > 0) this.sealed.push(this.waiting);
     this.waiting = [];
     this.bytes = 0;
@@ -66,8 +83,7 @@ export class BulkCoalescer {
       const batch = this.sealed.shift()!;
       this.inFlight += 1;
       const timer = this.metrics.bulkDuration.startTimer();
-      // the body is the entries' bytes one after the other: nothing is serialised again
-      const body = Buffer.concat(batch.flatMap((waiting) => waiting.entries.map((entry) => entry.lines)));
+      const body = bodyOf(batch);
       this.client.bulk({ body, refresh: false, filter_path: BULK_RESPONSE_FILTER } as estypes.BulkRequest).then(
         (response) => {
           timer({ outcome: response.errors ? 'partial' : 'ok' });
@@ -92,4 +108,27 @@ export class BulkCoalescer {
     if (this.sealed.length === 0 && this.waiting.length > 0) this.seal();
     else this.send();
   }
+}
+
+/** The entries' bytes one after the other: nothing is serialised again, and entries adjoining in their slab are copied as one. */
+function bodyOf(batch: readonly Waiting[]): Buffer {
+  let length = 0;
+  for (const waiting of batch) for (const entry of waiting.entries) length += entry.length;
+  const body = Buffer.allocUnsafe(length);
+  let at = 0;
+  let run: BulkEntry | undefined;
+  let runEnd = 0;
+  for (const waiting of batch) {
+    for (const entry of waiting.entries) {
+      if (run !== undefined && entry.slab === run.slab && entry.start === runEnd) {
+        runEnd += entry.length;
+        continue;
+      }
+      if (run !== undefined) at += run.slab.copy(body, at, run.start, runEnd);
+      run = entry;
+      runEnd = entry.start + entry.length;
+    }
+  }
+  if (run !== undefined) run.slab.copy(body, at, run.start, runEnd);
+  return body;
 }

@@ -38,19 +38,30 @@ export function isRetriableRequestError(error: unknown): boolean {
 /**
  * An event ready for a bulk body: its id and partition, and its two NDJSON lines (action and
  * document) serialised once, at decoding, into bytes outside the JavaScript heap. The parsed event
- * becomes garbage at once, young, instead of being kept until Elasticsearch answers.
+ * becomes garbage at once, young, instead of being kept until Elasticsearch answers. The lines are
+ * kept as a range of their slab, not a Buffer view each: one object less per event held.
  */
-export interface BulkEntry {
-  id: string;
-  index: string;
-  lines: Buffer;
+export class BulkEntry {
+  constructor(
+    readonly id: string,
+    readonly index: string,
+    /** The slab the lines lie in, from `start`: a chunk's entries usually follow each other in one. */
+    readonly slab: Buffer,
+    readonly start: number,
+    /** Bytes of the two lines. */
+    readonly length: number,
+  ) {}
+
+  /** The two lines (a view of the slab). */
+  get lines(): Buffer {
+    return this.slab.subarray(this.start, this.start + this.length);
+  }
 }
 
 export function bulkEntry(index: string, event: StoredEvent): BulkEntry {
   // `index`, not `create`: a redelivered event overwrites itself with identical content
   const action = `${actionPrefix(index)}${JSON.stringify(event.id)}}}\n`;
-  const document = JSON.stringify(event);
-  return { id: event.id, index, lines: entryBytes(action, document) };
+  return entryBytes(event.id, index, action, JSON.stringify(event));
 }
 
 /** The action line up to the id, per index: a source writes to a few partitions at a time. */
@@ -76,10 +87,13 @@ const SLAB_BYTES = 256 * 1024;
 let slab = Buffer.alloc(0);
 let slabUsed = 0;
 
-function entryBytes(action: string, document: string): Buffer {
+function entryBytes(id: string, index: string, action: string, document: string): BulkEntry {
   // UTF-8 takes at most 3 bytes per UTF-16 unit; the newline after the document is the 1
   const most = (action.length + document.length) * 3 + 1;
-  if (most > SLAB_BYTES) return Buffer.from(`${action}${document}\n`);
+  if (most > SLAB_BYTES) {
+    const lines = Buffer.from(`${action}${document}\n`);
+    return new BulkEntry(id, index, lines, 0, lines.length);
+  }
   if (slabUsed + most > slab.length) {
     slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
     slabUsed = 0;
@@ -88,7 +102,7 @@ function entryBytes(action: string, document: string): Buffer {
   slabUsed += slab.write(action, slabUsed);
   slabUsed += slab.write(document, slabUsed);
   slab[slabUsed++] = 10;
-  return slab.subarray(start, slabUsed);
+  return new BulkEntry(id, index, slab, start, slabUsed - start);
 }
 
 /** The stored event back from its entry, for the rare event that must be changed and written again (a type conflict). */

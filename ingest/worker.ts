@@ -16,6 +16,7 @@ import { eventPartitioning } from './event-partition.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
 import { WritePipeline } from './write-pipeline.ts';
 import { DeadLetterTransactions } from './dead-letter-transactions.ts';
+import { OffsetCommits } from './offset-commits.ts';
 import { DecompressionBudget, decompressionBudget, useDecompressionBudget } from './decompression-budget.ts';
 import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
 import { CONSUMER_RESTART_BUDGET, ConsumerRestarts, isTransientCrash } from './consumer-restarts.ts';
@@ -91,6 +92,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   // kept connected: a partition's first dead letters after an assignment read its committed offset
   const offsetsAdmin = kafka.admin();
   const deadLetters = new DeadLetterTransactions(kafka, offsetsAdmin, config.INGEST_GROUP_ID, logger);
+  const commits = new OffsetCommits();
   const consumer = kafka.consumer({
     groupId: config.INGEST_GROUP_ID,
     sessionTimeout: config.INGEST_SESSION_TIMEOUT_MS,
@@ -177,6 +179,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
           }
         },
         deadLetters,
+        commits,
         metrics,
         logger,
         routes: routeByTopic,

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { bulkEntry, type BulkEntry } from '../../ingest/bulk.ts';
 import { BulkCoalescer } from '../../ingest/bulk-coalescer.ts';
 import { createIngestMetrics } from '../../ingest/metrics.ts';
+import { ManualClock } from '../support/manual-clock.ts';
 
 /** The NDJSON lines of a bulk body, parsed. */
 function operationsOf(body: Buffer): unknown[] {
@@ -87,5 +88,64 @@ describe('bulk coalescing', () => {
     started[1]!.answer();
     const results = await Promise.all(writes);
     expect(results.map((items) => items.map((item) => item._id))).toEqual([['1', '2'], ['3'], ['4']]);
+  });
+
+  describe('on a slow stream (a manual clock)', () => {
+    /** A client whose requests stay open until answered, and the sizes of the requests sent so far. */
+    function heldClient(): { client: Client; sent: () => number[]; answer(request: number): void } {
+      const started: { events: number; answer(): void }[] = [];
+      const client = {
+        bulk: ({ body }: { body: Buffer }) =>
+          new Promise((resolve) => {
+            const actions = operationsOf(body).filter((_, position) => position % 2 === 0) as { index: { _id: string } }[];
+            started.push({ events: actions.length, answer: () => resolve({ errors: false, items: actions.map(({ index }) => ({ index: { _id: index._id, status: 201 } })) }) });
+          }),
+      } as unknown as Client;
+      return { client, sent: () => started.map((request) => request.events), answer: (request) => started[request]!.answer() };
+    }
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+    it('sends a partial bulk once the linger has passed, not before', async () => {
+      const clock = new ManualClock();
+      const { client, sent, answer } = heldClient();
+      const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 100, lingerMs: 5, maxInFlight: 2 }, clock);
+      const first = coalescer.write(entries('a', '1'));
+      await clock.advance(4);
+      const second = coalescer.write(entries('b', '2', '3'));
+      await clock.advance(0);
+      expect(sent()).toEqual([]);
+      await clock.advance(1);
+      expect(sent()).toEqual([3]);
+      answer(0);
+      expect((await Promise.all([first, second])).map((items) => items.map((item) => item._id))).toEqual([['1'], ['2', '3']]);
+    });
+
+    it('sends a full bulk at once, without waiting for the linger', async () => {
+      const clock = new ManualClock();
+      const { client, sent } = heldClient();
+      const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 2, lingerMs: 5, maxInFlight: 2 }, clock);
+      void coalescer.write(entries('a', '1', '2'));
+      void coalescer.write(entries('a', '3'));
+      await settle();
+      expect(sent()).toEqual([2]);
+      await clock.advance(5);
+      expect(sent()).toEqual([2, 1]);
+    });
+
+    it('holds a lingered bulk while every request slot is taken and sends it when one completes', async () => {
+      const clock = new ManualClock();
+      const { client, sent, answer } = heldClient();
+      const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 100, lingerMs: 5, maxInFlight: 1 }, clock);
+      void coalescer.write(entries('a', '1'));
+      await clock.advance(5);
+      void coalescer.write(entries('a', '2'));
+      void coalescer.write(entries('b', '3'));
+      await clock.advance(50);
+      expect(sent()).toEqual([1]);
+      answer(0);
+      await settle();
+      expect(sent()).toEqual([1, 2]);
+      expect(clock.scheduled).toBe(0);
+    });
   });
 });
