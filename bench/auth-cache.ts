@@ -40,7 +40,14 @@ async function main(): Promise<void> {
   try {
     for (const keyCacheSeconds of ['5', '0']) {
       // one key sends every request and the service's own speed is measured: no per-key rate limit
-      const config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, API_KEY_CACHE_SECONDS: Number(keyCacheSeconds), LOG_LEVEL: 'silent' as const, RATE_LIMIT_PER_MINUTE: 0 };
+      const config = {
+        ...base,
+        INDEX_PREFIX: prefix,
+        BOOTSTRAP_API_KEY: BOOTSTRAP,
+        API_KEY_CACHE_SECONDS: Number(keyCacheSeconds),
+        LOG_LEVEL: 'silent' as const,
+        RATE_LIMIT_PER_MINUTE: 0,
+      };
       const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers: base.KAFKA_BROKERS });
       const address = await app.listen({ host: '127.0.0.1', port: 0 });
       const cases: [string, string, Record<string, string>][] = [

@@ -33,7 +33,14 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
   try {
     for (const floorMs of [0, 50]) {
-      const config = { ...base, INDEX_PREFIX: prefix, LOG_LEVEL: 'silent' as const, RATE_LIMIT_PER_MINUTE: 0, AUTH_FAILURES_PER_MINUTE: 0, AUTH_FAILURE_MIN_MS: floorMs };
+      const config = {
+        ...base,
+        INDEX_PREFIX: prefix,
+        LOG_LEVEL: 'silent' as const,
+        RATE_LIMIT_PER_MINUTE: 0,
+        AUTH_FAILURES_PER_MINUTE: 0,
+        AUTH_FAILURE_MIN_MS: floorMs,
+      };
       const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers: base.KAFKA_BROKERS });
       const address = await app.listen({ host: '127.0.0.1', port: 0 });
       const cases: Array<[string, () => string]> = [

@@ -98,28 +98,52 @@ async function main(): Promise<void> {
     // each layer adds one plugin of the service to the one before, registered in the service's order
     const plugins: [string, (app: FastifyInstance) => Promise<unknown>][] = [
       ['+ request-id header hook', async (app) => app.register(requestIdPlugin)],
-      ['+ metrics hook (onResponse)', async (app) => app.register(metricsPlugin, { allowed: () => true, endpointName: () => 'usage.api-counts', maxEndpointLabels: config.METRICS_MAX_ENDPOINT_LABELS, maxKeyLabels: config.METRICS_MAX_KEY_LABELS })],
+      [
+        '+ metrics hook (onResponse)',
+        async (app) =>
+          app.register(metricsPlugin, {
+            allowed: () => true,
+            endpointName: () => 'usage.api-counts',
+            maxEndpointLabels: config.METRICS_MAX_ENDPOINT_LABELS,
+            maxKeyLabels: config.METRICS_MAX_KEY_LABELS,
+          }),
+      ],
       [
         '+ auth hook (stored key, cached)',
-        async (app) => app.register(authPlugin, { authenticator, failures: new TokenBuckets({ perMinute: 10, burst: 10 }, clock), failuresPerMinute: 10, failureBurst: 10, failureMinMs: 0 }),
+        async (app) =>
+          app.register(authPlugin, {
+            authenticator,
+            failures: new TokenBuckets({ perMinute: 10, burst: 10 }, clock),
+            failuresPerMinute: 10,
+            failureBurst: 10,
+            failureMinMs: 0,
+          }),
       ],
       [
         '+ rate-limit hook and headers',
-        async (app) => app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), perMinute: limits.perMinute, burst: limits.burst, endpointName: () => 'usage.api-counts' }),
+        async (app) =>
+          app.register(rateLimitPlugin, {
+            buckets: new TokenBuckets(limits, clock),
+            perMinute: limits.perMinute,
+            burst: limits.burst,
+            endpointName: () => 'usage.api-counts',
+          }),
       ],
     ];
     const layers: Layer[] = [
       { name: 'bare route, same bytes', build: async () => bare() },
       { name: '+ our fastify options (access line, request id, request logger)', build: async () => oursOptions() },
-      ...plugins.map(([name], position): Layer => ({
-        name,
-        build: async () => {
-          const app = withOurOptions();
-          for (const [, add] of plugins.slice(0, position + 1)) await add(app);
-          app.get('/api/endpoints/query/:endpoint', (_request, reply) => void reply.header('content-type', 'application/json; charset=utf-8').send(body));
-          return app;
-        },
-      })),
+      ...plugins.map(
+        ([name], position): Layer => ({
+          name,
+          build: async () => {
+            const app = withOurOptions();
+            for (const [, add] of plugins.slice(0, position + 1)) await add(app);
+            app.get('/api/endpoints/query/:endpoint', (_request, reply) => void reply.header('content-type', 'application/json; charset=utf-8').send(body));
+            return app;
+          },
+        }),
+      ),
       { name: 'our service: route, catalog, parameters, cache hit, Server-Timing', build: async () => ours },
     ];
     if (BASELINE !== undefined) {
@@ -132,7 +156,8 @@ async function main(): Promise<void> {
     for (const layer of layers) {
       const app = await layer.build();
       const first = await app.inject({ method: 'GET', url: PATH, headers });
-      if (first.statusCode !== 200 || !first.rawPayload.equals(body)) throw new Error(`${layer.name}: status ${first.statusCode}, ${first.rawPayload.length} bytes`);
+      if (first.statusCode !== 200 || !first.rawPayload.equals(body))
+        throw new Error(`${layer.name}: status ${first.statusCode}, ${first.rawPayload.length} bytes`);
       await batchMicros(app, headers);
       apps.push(app);
     }
@@ -143,10 +168,21 @@ async function main(): Promise<void> {
       for (const [position, app] of turn) batches[position]!.push(await batchMicros(app, headers));
       console.error(`cached-path: round ${round + 1} of ${ROUNDS}`);
     }
-    const medians = batches.map((values) => percentile(values.sort((a, b) => a - b), 50));
+    const medians = batches.map((values) =>
+      percentile(
+        values.sort((a, b) => a - b),
+        50,
+      ),
+    );
     medians.forEach((micros, position) => {
       const before = medians[position - 1];
-      rows.push([layers[position]!.name, String(body.length), micros.toFixed(1), before === undefined ? '' : (micros - before).toFixed(1), (medians[0]! / micros).toFixed(2)]);
+      rows.push([
+        layers[position]!.name,
+        String(body.length),
+        micros.toFixed(1),
+        before === undefined ? '' : (micros - before).toFixed(1),
+        (medians[0]! / micros).toFixed(2),
+      ]);
     });
     for (const app of apps) await app.close();
   } finally {

@@ -50,7 +50,9 @@ export function latencyRows(run: BenchRun): LatencyRow[] {
 }
 
 export function benchChartSpec(run: BenchRun): TopLevelSpec {
-  const ingest = (run.ingest?.rates ?? []).filter((rate) => rate.label !== 'consume').map((rate) => ({ side: rate.label, eventsPerSecond: Math.round(rate.eventsPerSecond) }));
+  const ingest = (run.ingest?.rates ?? [])
+    .filter((rate) => rate.label !== 'consume')
+    .map((rate) => ({ side: rate.label, eventsPerSecond: Math.round(rate.eventsPerSecond) }));
   const panels: object[] = [];
   if (ingest.length > 0) {
     panels.push({
@@ -59,8 +61,21 @@ export function benchChartSpec(run: BenchRun): TopLevelSpec {
       width: 520,
       height: 24 * ingest.length,
       layer: [
-        { mark: { type: 'bar', color: '#4c78a8' }, encoding: { y: { field: 'side', type: 'nominal', sort: null, title: null }, x: { field: 'eventsPerSecond', type: 'quantitative', title: 'events/s' } } },
-        { mark: { type: 'text', align: 'left', dx: 4 }, encoding: { y: { field: 'side', type: 'nominal', sort: null }, x: { field: 'eventsPerSecond', type: 'quantitative' }, text: { field: 'eventsPerSecond', type: 'quantitative', format: ',' } } },
+        {
+          mark: { type: 'bar', color: '#4c78a8' },
+          encoding: {
+            y: { field: 'side', type: 'nominal', sort: null, title: null },
+            x: { field: 'eventsPerSecond', type: 'quantitative', title: 'events/s' },
+          },
+        },
+        {
+          mark: { type: 'text', align: 'left', dx: 4 },
+          encoding: {
+            y: { field: 'side', type: 'nominal', sort: null },
+            x: { field: 'eventsPerSecond', type: 'quantitative' },
+            text: { field: 'eventsPerSecond', type: 'quantitative', format: ',' },
+          },
+        },
       ],
     });
   }
@@ -100,5 +115,11 @@ export async function renderBenchChart(run: BenchRun): Promise<Buffer> {
   view.finalize();
   const fontDir = path.join(path.dirname(createRequire(import.meta.url).resolve('dejavu-fonts-ttf/package.json')), 'ttf');
   const fonts = ['DejaVuSans.ttf', 'DejaVuSans-Bold.ttf'].map((file) => path.join(fontDir, file));
-  return new Resvg(svg, { font: { fontFiles: fonts, loadSystemFonts: false, defaultFontFamily: 'DejaVu Sans' }, background: 'white', fitTo: { mode: 'zoom', value: 1.5 } }).render().asPng();
+  return new Resvg(svg, {
+    font: { fontFiles: fonts, loadSystemFonts: false, defaultFontFamily: 'DejaVu Sans' },
+    background: 'white',
+    fitTo: { mode: 'zoom', value: 1.5 },
+  })
+    .render()
+    .asPng();
 }

@@ -56,7 +56,13 @@ export async function sandboxPlan(request: Sandboxed, elasticsearch: Client, con
   const settings = planningSettings(config);
   const sources = endpoint.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const catalogs = await new FieldCatalogs(elasticsearch, 60_000, { now: Date.now }, config.QUERY_TIMEOUT_MS).forSources(request.indexPrefix, sources);
-  const context = { now: Date.now(), projects: null, indexPrefix: request.indexPrefix, partitionPeriods: settings.partitionPeriods, regexLimits: settings.regexLimits };
+  const context = {
+    now: Date.now(),
+    projects: null,
+    indexPrefix: request.indexPrefix,
+    partitionPeriods: settings.partitionPeriods,
+    regexLimits: settings.regexLimits,
+  };
   return planEndpointQuery(endpoint, validateParameters(endpoint, params), context, { language: 'sql', query, limits: settings.sandboxLimits, catalogs });
 }
 
@@ -99,7 +105,10 @@ export async function directPipeline(plan: Plan, elasticsearch: Client, database
   const fetchTables = () => Promise.all(taken.scans.map((scan) => scanRows(scan, elasticsearch)));
   const residual = taken.residual;
   if (!residual) {
-    return { describe: `${searches} search${searches === 1 ? '' : 'es'}`, run: async () => (await fetchTables()).reduce((count, rows) => count + rows.length, 0)};
+    return {
+      describe: `${searches} search${searches === 1 ? '' : 'es'}`,
+      run: async () => (await fetchTables()).reduce((count, rows) => count + rows.length, 0),
+    };
   }
   const first = await fetchTables();
   const schemas = taken.scans.map((scan, position) => schemaOf(scan, first[position]!));
@@ -127,7 +136,7 @@ export async function directPipeline(plan: Plan, elasticsearch: Client, database
       }
     });
   };
-  return { describe: `${searches} search${searches === 1 ? '' : 'es'} + DuckDB`, run};
+  return { describe: `${searches} search${searches === 1 ? '' : 'es'} + DuckDB`, run };
 }
 
 /** Searches a scan sends at least (event scans page on when a page comes back full). */
@@ -143,7 +152,10 @@ async function scanRows(scan: Scan, elasticsearch: Client): Promise<Rows> {
       return scan.rows;
     case 'request_counts': {
       const response = await elasticsearch.search(scan.search);
-      return bucketCounts(response.aggregations as Record<string, unknown> | undefined, scan.countColumns).map((row) => ({ ...row, timestamp: row.timestamp * 1000 }));
+      return bucketCounts(response.aggregations as Record<string, unknown> | undefined, scan.countColumns).map((row) => ({
+        ...row,
+        timestamp: row.timestamp * 1000,
+      }));
     }
     case 'aggregation': {
       const [irregular, groups] = await Promise.all([elasticsearch.search(scan.irregular), aggregationRows(scan, elasticsearch)]);
@@ -192,7 +204,10 @@ async function aggregationRows(scan: AggregationScan, elasticsearch: Client): Pr
   let after: Record<string, unknown> | undefined;
   for (;;) {
     const request = structuredClone(scan.search);
-    const container = at(request.aggs, scan.groupsAt.flatMap((name, step) => (step === 0 ? [name] : ['aggs', name]))) as estypes.AggregationsAggregationContainer;
+    const container = at(
+      request.aggs,
+      scan.groupsAt.flatMap((name, step) => (step === 0 ? [name] : ['aggs', name])),
+    ) as estypes.AggregationsAggregationContainer;
     if (container.composite && after) container.composite.after = after as Record<string, estypes.FieldValue>;
     const response = await elasticsearch.search(request);
     const groups = (at(response.aggregations, scan.groupsAt) ?? { doc_count: 0 }) as { buckets?: Bucket[]; after_key?: Record<string, unknown> } & Bucket;
@@ -251,7 +266,8 @@ export async function measureInProcess(
   let started = 0;
   const begin = performance.now();
   const until = settings.seconds === undefined ? Number.POSITIVE_INFINITY : begin + settings.seconds * 1000;
-  const more = (done: number) => (settings.requests === undefined ? performance.now() < until || done < (settings.minPerLoop ?? 0) : started < settings.requests);
+  const more = (done: number) =>
+    settings.requests === undefined ? performance.now() < until || done < (settings.minPerLoop ?? 0) : started < settings.requests;
   const loop = async () => {
     for (let done = 0; more(done); done += 1) {
       started += 1;

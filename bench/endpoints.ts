@@ -45,9 +45,17 @@ function table(result: QueryBenchResult): string {
     for (const point of ours.points) {
       const theirs = other?.points.find((candidate) => candidate.concurrency === point.concurrency);
       const cells = theirs
-        ? [other!.side, theirs.requestsPerSecond.toFixed(0), theirs.p50Ms.toFixed(2), (point.requestsPerSecond / theirs.requestsPerSecond).toFixed(2), (point.p50Ms / theirs.p50Ms).toFixed(2)]
+        ? [
+            other!.side,
+            theirs.requestsPerSecond.toFixed(0),
+            theirs.p50Ms.toFixed(2),
+            (point.requestsPerSecond / theirs.requestsPerSecond).toFixed(2),
+            (point.p50Ms / theirs.p50Ms).toFixed(2),
+          ]
         : ['', '', '', '', ''];
-      lines.push(`| ${ours.events.toLocaleString('en')} | ${ours.name} | ${point.concurrency} | ${point.requestsPerSecond.toFixed(0)} | ${point.p50Ms.toFixed(2)} | ${point.p99Ms.toFixed(2)} | ${point.errors} | ${cells.join(' | ')} |`);
+      lines.push(
+        `| ${ours.events.toLocaleString('en')} | ${ours.name} | ${point.concurrency} | ${point.requestsPerSecond.toFixed(0)} | ${point.p50Ms.toFixed(2)} | ${point.p99Ms.toFixed(2)} | ${point.errors} | ${cells.join(' | ')} |`,
+      );
     }
   }
   const [small, large] = [result.datasets[0], result.datasets[result.datasets.length - 1]];
@@ -62,7 +70,8 @@ function table(result: QueryBenchResult): string {
     }
   }
   lines.push('', '| events | query service peak RSS MB (with cache / without) |', '|---|---|');
-  for (const reading of result.serviceMemory ?? []) lines.push(`| ${reading.events.toLocaleString('en')} | ${reading.peakRssMb} (${reading.cachedPeakRssMb} / ${reading.uncachedPeakRssMb}) |`);
+  for (const reading of result.serviceMemory ?? [])
+    lines.push(`| ${reading.events.toLocaleString('en')} | ${reading.peakRssMb} (${reading.cachedPeakRssMb} / ${reading.uncachedPeakRssMb}) |`);
   return lines.join('\n');
 }
 

@@ -14,7 +14,11 @@ import type { Query } from '../src/sql/syntax.ts';
 import { initSqlParser } from '../src/sql/parse.ts';
 import { percentile } from './latency.ts';
 
-const p50 = (times: number[]) => percentile([...times].sort((a, b) => a - b), 50);
+const p50 = (times: number[]) =>
+  percentile(
+    [...times].sort((a, b) => a - b),
+    50,
+  );
 
 /**
  * Where the engine step of a sandboxed query spends its time (issue 20), without Elasticsearch: the
@@ -39,7 +43,13 @@ interface Case {
 /** The groups a pushed-down `timestamp_trunc(timestamp, hour), count(*)` hands over: one row per hour of a day. */
 function aggregationCase(): Case {
   const rows = Array.from({ length: 24 }, (_, hour) => ({ h: Date.UTC(2024, 0, 1) * 1000 + hour * HOUR_MICROS, n: 700 + hour }));
-  const schema = { name: 'hourly', columns: [{ name: 'h', type: { kind: 'timestamp' as const } }, { name: 'n', type: { kind: 'int64' as const } }] };
+  const schema = {
+    name: 'hourly',
+    columns: [
+      { name: 'h', type: { kind: 'timestamp' as const } },
+      { name: 'n', type: { kind: 'int64' as const } },
+    ],
+  };
   return { label: 'pushed-down aggregation (24 groups)', table: { schema, rows }, ...translate('select h, n from hourly order by h', schema) };
 }
 
@@ -51,12 +61,25 @@ function dashboardCase(): Case {
     event_message: `GET | 500 | https://default.supabase.co/rest/v1/items`,
     metadata: [
       {
-        request: [{ method: 'GET', path: '/rest/v1/items', search: '?select=*', url: 'https://default.supabase.co/rest/v1/items', headers: [{ user_agent: 'bench' }], cf: [{ country: 'DE' }] }],
+        request: [
+          {
+            method: 'GET',
+            path: '/rest/v1/items',
+            search: '?select=*',
+            url: 'https://default.supabase.co/rest/v1/items',
+            headers: [{ user_agent: 'bench' }],
+            cf: [{ country: 'DE' }],
+          },
+        ],
         response: [{ status_code: 500, origin_time: n, headers: [{ content_type: 'application/json' }] }],
       },
     ],
   }));
-  const schema = inferTableSchema('edge_logs', ['id', 'timestamp', 'event_message', 'metadata'].map((name) => ({ name, type: 'inferred' as const })), rows);
+  const schema = inferTableSchema(
+    'edge_logs',
+    ['id', 'timestamp', 'event_message', 'metadata'].map((name) => ({ name, type: 'inferred' as const })),
+    rows,
+  );
   const sql =
     'select id, timestamp, event_message, request.method, request.path, response.status_code from edge_logs cross join unnest(metadata) as m ' +
     'cross join unnest(m.request) as request cross join unnest(m.response) as response where response.status_code >= 400 order by timestamp desc limit 100';
@@ -104,7 +127,8 @@ async function loadTable(database: LockedDatabase, table: EngineTable): Promise<
 async function runQuery(database: LockedDatabase, sql: string): Promise<void> {
   const prepared = await database.connection.prepare(sql);
   const result = await prepared.stream();
-  for (let chunk = await result.fetchChunk(); chunk && chunk.rowCount > 0; chunk = await result.fetchChunk()) chunk.getRowObjects(result.deduplicatedColumnNames());
+  for (let chunk = await result.fetchChunk(); chunk && chunk.rowCount > 0; chunk = await result.fetchChunk())
+    chunk.getRowObjects(result.deduplicatedColumnNames());
 }
 
 /** Each in-process step alone, median of REQUESTS. */

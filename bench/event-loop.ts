@@ -81,7 +81,9 @@ for (const [name, text] of Object.entries(SQL_CASES)) {
   const delays: number[] = [];
   for (let run = 0; run < RUNS; run += 1) delays.push(await loopDelayDuring(() => thread.parse(text, options)));
   const worstDelay = Math.max(...delays);
-  console.log(`| ${name} | ${percentile(onLoop, 50).toFixed(1)} / ${onLoop.at(-1)!.toFixed(1)} ms | ${worstDelay.toFixed(1)} ms | ${(onLoop.at(-1)! / Math.max(worstDelay, 0.1)).toFixed(0)}x |`);
+  console.log(
+    `| ${name} | ${percentile(onLoop, 50).toFixed(1)} / ${onLoop.at(-1)!.toFixed(1)} ms | ${worstDelay.toFixed(1)} ms | ${(onLoop.at(-1)! / Math.max(worstDelay, 0.1)).toFixed(0)}x |`,
+  );
 }
 await thread.close();
 
@@ -89,33 +91,50 @@ const ordinaryRow = (i: number) => ({
   id: `e${i}`,
   timestamp: 1_704_067_200_000_000 + i,
   event_message: `GET | 200 | 203.0.113.${i % 256} | 2001:db8::${(i % 65535).toString(16)} | https://abc.supabase.co/rest/v1/t?select=*&limit=10`,
-  metadata: [{ request: [{ url: 'https://abc.supabase.co/rest/v1/t?ip=198%2E51%2E100%2E14', headers: [{ x_forwarded_for: '198.51.100.7, 10.0.0.1', cf_ray: '8f1d2c3b4a5e6f70-FRA' }] }], response: [{ status_code: 200 }] }],
+  metadata: [
+    {
+      request: [
+        {
+          url: 'https://abc.supabase.co/rest/v1/t?ip=198%2E51%2E100%2E14',
+          headers: [{ x_forwarded_for: '198.51.100.7, 10.0.0.1', cf_ray: '8f1d2c3b4a5e6f70-FRA' }],
+        },
+      ],
+      response: [{ status_code: 200 }],
+    },
+  ],
 });
-const hostileText = [
-  '1.'.repeat(30_000),
-  ':'.repeat(60_000),
-  'a:'.repeat(30_000),
-  'f'.repeat(60_000),
-  '%3A'.repeat(20_000),
-  '1:2:3:4:5:6:7:'.repeat(4000),
-];
-const hostileRow = (i: number) => ({ id: `h${i}`, event_message: hostileText[i % hostileText.length]!, metadata: [{ [hostileText[(i + 1) % hostileText.length]!.slice(0, 1000)]: 'key' }] });
+const hostileText = ['1.'.repeat(30_000), ':'.repeat(60_000), 'a:'.repeat(30_000), 'f'.repeat(60_000), '%3A'.repeat(20_000), '1:2:3:4:5:6:7:'.repeat(4000)];
+const hostileRow = (i: number) => ({
+  id: `h${i}`,
+  event_message: hostileText[i % hostileText.length]!,
+  metadata: [{ [hostileText[(i + 1) % hostileText.length]!.slice(0, 1000)]: 'key' }],
+});
 const rowsOf = (make: (i: number) => unknown) => Array.from({ length: 1000 }, (_, i) => make(i));
 
 console.log('\nredaction of 1000 rows');
 console.log('| rows | JSON size | redactPii p50 / max | JSON.stringify of the same rows | ratio |');
 console.log('|---|---|---|---|---|');
-for (const [name, rows] of [['ordinary log rows', rowsOf(ordinaryRow)], ['hostile rows (60 KB strings of dots, colons, hex, escapes)', rowsOf(hostileRow)]] as const) {
+for (const [name, rows] of [
+  ['ordinary log rows', rowsOf(ordinaryRow)],
+  ['hostile rows (60 KB strings of dots, colons, hex, escapes)', rowsOf(hostileRow)],
+] as const) {
   const redact = Array.from({ length: RUNS }, () => timed(() => redactPii(rows))).sort((a, b) => a - b);
   const serialise = Array.from({ length: RUNS }, () => timed(() => JSON.stringify(rows))).sort((a, b) => a - b);
   const size = JSON.stringify(rows).length;
-  console.log(`| ${name} | ${(size / 1e6).toFixed(1)} MB | ${percentile(redact, 50).toFixed(1)} / ${redact.at(-1)!.toFixed(1)} ms | ${percentile(serialise, 50).toFixed(1)} ms | ${(percentile(redact, 50) / percentile(serialise, 50)).toFixed(1)}x |`);
+  console.log(
+    `| ${name} | ${(size / 1e6).toFixed(1)} MB | ${percentile(redact, 50).toFixed(1)} / ${redact.at(-1)!.toFixed(1)} ms | ${percentile(serialise, 50).toFixed(1)} ms | ${(percentile(redact, 50) / percentile(serialise, 50)).toFixed(1)}x |`,
+  );
 }
 
-console.log('\nanswer bodies of 1000 rows, redacted: the event loop\'s worst delay while one is encoded');
-console.log('| rows | encoded in one piece (redactPii, then JSON.stringify) | encoded in slices (encodeAnswer), worst delay / total | JSON.parse of the same rows (the store client\'s parse, one piece) |');
+console.log("\nanswer bodies of 1000 rows, redacted: the event loop's worst delay while one is encoded");
+console.log(
+  "| rows | encoded in one piece (redactPii, then JSON.stringify) | encoded in slices (encodeAnswer), worst delay / total | JSON.parse of the same rows (the store client's parse, one piece) |",
+);
 console.log('|---|---|---|---|');
-for (const [name, rows] of [['ordinary log rows', rowsOf(ordinaryRow)], ['hostile rows', rowsOf(hostileRow)]] as const) {
+for (const [name, rows] of [
+  ['ordinary log rows', rowsOf(ordinaryRow)],
+  ['hostile rows', rowsOf(hostileRow)],
+] as const) {
   const whole = await loopDelayDuring(async () => JSON.stringify(redactPii(rows)));
   let total = 0;
   const sliced = await loopDelayDuring(async () => {
@@ -134,6 +153,8 @@ console.log('|---|---|');
 const lql = Array.from({ length: 100 }, (_, i) => `m.field${i}:~"^/rest/v1/[a-z]+(x|y)*\\d{3}"`).join(' ');
 console.log(`| LQL, 100 regex clauses (${lql.length} chars) | ${timed(() => parseLql(lql)).toFixed(1)} ms |`);
 console.log(`| project pattern of 1 MB (refused by length) | ${timed(() => luceneRegexpForContains('('.repeat(1_000_000), 'project')).toFixed(2)} ms |`);
-console.log(`| project pattern of 1000 chars, 32 nested groups | ${timed(() => luceneRegexpForContains('('.repeat(32) + 'a|b'.repeat(300) + ')'.repeat(32), 'project')).toFixed(2)} ms |`);
+console.log(
+  `| project pattern of 1000 chars, 32 nested groups | ${timed(() => luceneRegexpForContains('('.repeat(32) + 'a|b'.repeat(300) + ')'.repeat(32), 'project')).toFixed(2)} ms |`,
+);
 
 if (!process.argv.includes('--no-service')) await import('./hostile-requests.ts');

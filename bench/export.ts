@@ -66,7 +66,9 @@ async function exportAll(service: BenchProcess, format: 'ndjson' | 'csv'): Promi
     rows += format === 'csv' ? lines - 1 : lines;
     pages += 1;
     const seconds = (performance.now() - started) / 1000;
-    console.error(`${format}: page ${pages}, ${rows.toLocaleString('en')} rows, ${Math.round(rows / seconds).toLocaleString('en')} rows/s, service peak RSS ${service.peakRssMb()} MB`);
+    console.error(
+      `${format}: page ${pages}, ${rows.toLocaleString('en')} rows, ${Math.round(rows / seconds).toLocaleString('en')} rows/s, service peak RSS ${service.peakRssMb()} MB`,
+    );
   } while (cursor);
   return { format, rows, pages, bytes, seconds: (performance.now() - started) / 1000, rssBeforeMb, peakRssMb: service.peakRssMb() };
 }
@@ -75,7 +77,8 @@ const config = loadConfig(process.env);
 await withBenchStore(config, 'export', async (store) => {
   const endMs = Date.now();
   console.error(`loading ${EVENTS.toLocaleString('en')} edge events of one project over the last 7 days`);
-  const daily = (event: StoredEvent) => partitionIndexName(store.indexPrefix, 'edge_logs', 'daily', Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));
+  const daily = (event: StoredEvent) =>
+    partitionIndexName(store.indexPrefix, 'edge_logs', 'daily', Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));
   await bulkLoad(store.elasticsearch, daily, EVENTS, (n) => ({ ...edgeEvent(n, endMs), project: PROJECT }));
   const runs: ExportRun[] = [];
   for (const format of ['ndjson', 'csv'] as const) {
@@ -95,7 +98,11 @@ await withBenchStore(config, 'export', async (store) => {
     });
     try {
       // a first small export loads the code paths, so the baseline is the service at rest, ready
-      await (await fetch(`${service.address}/api/endpoints/query/logs.all?project=${PROJECT}&format=${format}&page_size=10`, { headers: { 'x-api-key': BOOTSTRAP_KEY } })).arrayBuffer();
+      await (
+        await fetch(`${service.address}/api/endpoints/query/logs.all?project=${PROJECT}&format=${format}&page_size=10`, {
+          headers: { 'x-api-key': BOOTSTRAP_KEY },
+        })
+      ).arrayBuffer();
       const run = await exportAll(service, format);
       if (run.rows !== EVENTS) throw new Error(`${format}: exported ${run.rows} rows of ${EVENTS}`);
       runs.push(run);
@@ -103,11 +110,22 @@ await withBenchStore(config, 'export', async (store) => {
       await service.stop();
     }
   }
-  console.log(`\nexport of ${EVENTS.toLocaleString('en')} events through logs.all, pages of ${PAGE_SIZE.toLocaleString('en')} (one query service process per format)`);
+  console.log(
+    `\nexport of ${EVENTS.toLocaleString('en')} events through logs.all, pages of ${PAGE_SIZE.toLocaleString('en')} (one query service process per format)`,
+  );
   console.log('| format | rows | pages | MB sent | seconds | rows/s | service RSS before | service peak RSS |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const run of runs) {
-    const cells = [run.format, run.rows.toLocaleString('en'), run.pages, (run.bytes / 1e6).toFixed(0), run.seconds.toFixed(1), Math.round(run.rows / run.seconds).toLocaleString('en'), `${run.rssBeforeMb} MB`, `${run.peakRssMb} MB`];
+    const cells = [
+      run.format,
+      run.rows.toLocaleString('en'),
+      run.pages,
+      (run.bytes / 1e6).toFixed(0),
+      run.seconds.toFixed(1),
+      Math.round(run.rows / run.seconds).toLocaleString('en'),
+      `${run.rssBeforeMb} MB`,
+      `${run.peakRssMb} MB`,
+    ];
     console.log(`| ${cells.join(' | ')} |`);
   }
 });

@@ -45,15 +45,29 @@ const INPUTS: HostileInput[] = [
     params: { sql: 'select a * 1000 + b as x from unnest(generate_array(1, 3000)) as a cross join unnest(generate_array(1, 1000)) as b' },
   },
   { finding: 3, name: '300 rows of a 1 MB string', params: { sql: "select repeat('x', 1000000) as s from unnest(generate_array(1, 300)) as x" } },
-  { finding: 5, name: '64 scans of edge_logs in one union all', params: { sql: Array.from({ length: 64 }, () => 'select id from edge_logs').join(' union all ') } },
-  { finding: 5, name: '32 scans of edge_logs in one union all', params: { sql: Array.from({ length: 32 }, () => 'select id from edge_logs').join(' union all ') } },
+  {
+    finding: 5,
+    name: '64 scans of edge_logs in one union all',
+    params: { sql: Array.from({ length: 64 }, () => 'select id from edge_logs').join(' union all ') },
+  },
+  {
+    finding: 5,
+    name: '32 scans of edge_logs in one union all',
+    params: { sql: Array.from({ length: 32 }, () => 'select id from edge_logs').join(' union all ') },
+  },
   {
     finding: 6,
     name: 'OR list of 100 record-field comparisons',
-    params: { sql: `select id from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where ${Array.from({ length: 100 }, (_, i) => `r.path = '/p${i}'`).join(' or ')}` },
+    params: {
+      sql: `select id from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where ${Array.from({ length: 100 }, (_, i) => `r.path = '/p${i}'`).join(' or ')}`,
+    },
   },
   { finding: 6, name: 'LQL regex on a field holding records', params: { lql: 'f:edge_logs m.request:~"ne-1"' } },
-  { finding: 10, name: 'LQL with 99 regex clauses (and f:, the 100-clause limit)', params: { lql: `f:edge_logs ${Array.from({ length: 99 }, (_, i) => `m.request.path:~"^/rest/v1/[a-z]+(x|y)*${i}"`).join(' ')}` } },
+  {
+    finding: 10,
+    name: 'LQL with 99 regex clauses (and f:, the 100-clause limit)',
+    params: { lql: `f:edge_logs ${Array.from({ length: 99 }, (_, i) => `m.request.path:~"^/rest/v1/[a-z]+(x|y)*${i}"`).join(' ')}` },
+  },
 ];
 
 /** A worker thread polling /health every 20 ms; the worst answer time while it ran is the loop's worst block. */
@@ -124,7 +138,8 @@ await withBenchStore(config, 'hostile', async (store) => {
   // every event in one project, so one request's scans can pass the scan limit
   const project = 'proj000';
   console.error(`loading ${EDGE_EVENTS.toLocaleString('en')} edge events of one project over the last 7 days`);
-  const daily = (event: StoredEvent) => partitionIndexName(store.indexPrefix, 'edge_logs', 'daily', Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));
+  const daily = (event: StoredEvent) =>
+    partitionIndexName(store.indexPrefix, 'edge_logs', 'daily', Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));
   await bulkLoad(store.elasticsearch, daily, EDGE_EVENTS, (n) => ({ ...edgeEvent(n, endMs), project }));
   const env = (extra: Record<string, string> = {}) => ({
     KAFKA_BROKERS: store.kafkaBrokers.join(','),
@@ -152,7 +167,9 @@ await withBenchStore(config, 'hostile', async (store) => {
     const stillAlive = alive(service);
     const rss = stillAlive ? `${service.peakRssMb()} MB` : 'n/a (died)';
     const answer = `${outcome.status}${outcome.code ? ` ${outcome.code}` : ''} after ${(outcome.ms / 1000).toFixed(1)} s`;
-    console.log(`| ${input.finding} | ${input.name} | ${answer} | ${outcome.bytes.toLocaleString('en')} | ${health.worstMs.toFixed(0)} ms (${health.failed} of ${health.polls} polls failed) | ${rss} | ${stillAlive ? 'yes' : 'no'} |`);
+    console.log(
+      `| ${input.finding} | ${input.name} | ${answer} | ${outcome.bytes.toLocaleString('en')} | ${health.worstMs.toFixed(0)} ms (${health.failed} of ${health.polls} polls failed) | ${rss} | ${stillAlive ? 'yes' : 'no'} |`,
+    );
     await service.stop();
   }
 
@@ -178,7 +195,11 @@ await withBenchStore(config, 'hostile', async (store) => {
   await service.stop();
   const tally = (outcomes: Outcome[]) => {
     const counts = new Map<string, number>();
-    for (const outcome of outcomes) counts.set(`${outcome.status}${outcome.code ? ` ${outcome.code}` : ''}`, (counts.get(`${outcome.status}${outcome.code ? ` ${outcome.code}` : ''}`) ?? 0) + 1);
+    for (const outcome of outcomes)
+      counts.set(
+        `${outcome.status}${outcome.code ? ` ${outcome.code}` : ''}`,
+        (counts.get(`${outcome.status}${outcome.code ? ` ${outcome.code}` : ''}`) ?? 0) + 1,
+      );
     return [...counts].map(([answer, count]) => `${count} x ${answer}`).join(', ');
   };
   const latencies = (outcomes: Outcome[]) => {

@@ -16,7 +16,19 @@ import '../ingest/codecs.ts';
 import { percentile } from './latency.ts';
 import type { IngestBenchResult, IngestRate } from './results.ts';
 import { rsyslogMissing, startRsyslogPeer, type PeerMode } from './rsyslog-peer.ts';
-import { cpuSeconds, describeMemory, peakRssBytes, sleep, startWorkerProcess, workerBulkTotals, workerCounter, workerMemory, type BenchLocations, type WorkerMemory, type WorkerProcess } from './worker-process.ts';
+import {
+  cpuSeconds,
+  describeMemory,
+  peakRssBytes,
+  sleep,
+  startWorkerProcess,
+  workerBulkTotals,
+  workerCounter,
+  workerMemory,
+  type BenchLocations,
+  type WorkerMemory,
+  type WorkerProcess,
+} from './worker-process.ts';
 
 type EsClient = ReturnType<typeof createElasticsearchClient>;
 
@@ -89,7 +101,9 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
   const result: IngestBenchResult = { events: options.events, bytes: 0, rates };
   const record = (rate: IngestRate) => {
     rates.push(rate);
-    say(`${rate.label}: ${Math.round(rate.eventsPerSecond)} events/s, ${rate.megabytesPerSecond.toFixed(1)} MB/s over ${rate.seconds.toFixed(1)} s${rate.cpuSecondsPer100k === undefined ? '' : `, ${rate.cpuSecondsPer100k.toFixed(2)} CPU s per 100k`}${rate.peakRssMb === undefined ? '' : `, peak RSS ${rate.peakRssMb.toFixed(0)} MB`}${rate.bulks === undefined ? '' : `; ${rate.bulks.requests} bulk requests of ${Math.round(rate.bulks.eventsPerRequest)} events, ${rate.bulks.meanInFlight.toFixed(2)} in flight on average`}`);
+    say(
+      `${rate.label}: ${Math.round(rate.eventsPerSecond)} events/s, ${rate.megabytesPerSecond.toFixed(1)} MB/s over ${rate.seconds.toFixed(1)} s${rate.cpuSecondsPer100k === undefined ? '' : `, ${rate.cpuSecondsPer100k.toFixed(2)} CPU s per 100k`}${rate.peakRssMb === undefined ? '' : `, peak RSS ${rate.peakRssMb.toFixed(0)} MB`}${rate.bulks === undefined ? '' : `; ${rate.bulks.requests} bulk requests of ${Math.round(rate.bulks.eventsPerRequest)} events, ${rate.bulks.meanInFlight.toFixed(2)} in flight on average`}`,
+    );
   };
   // letters only, so no prefix is the start of another (peer / peersameshape)
   const indexPrefix = (label: string) => {
@@ -99,7 +113,12 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
   };
 
   try {
-    await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS, config.INGEST_TOPIC_REPLICATION_FACTOR);
+    await ensureTopics(
+      admin,
+      routes.flatMap((route) => [route.topic, route.deadLetterTopic]),
+      config.INGEST_TOPIC_PARTITIONS,
+      config.INGEST_TOPIC_REPLICATION_FACTOR,
+    );
     say(`generating ${options.events} demo events for the nine sources`);
     const bySource = generate(options.events);
     const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
@@ -121,7 +140,17 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     });
 
     say('consume: a bare kafkajs consumer reading every topic');
-    record(rateOf('consume', await bareConsume(kafka, config, routes.map((route) => route.topic), options.events)));
+    record(
+      rateOf(
+        'consume',
+        await bareConsume(
+          kafka,
+          config,
+          routes.map((route) => route.topic),
+          options.events,
+        ),
+      ),
+    );
 
     say('ceiling: building the documents our worker would write (before the clock)');
     const ceilingPrefix = indexPrefix('ceiling');
@@ -130,10 +159,21 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     const warmUpPrefix = indexPrefix('warmup');
     const warmUpEvents = produced.slice(0, Math.min(WARM_UP_EVENTS, produced.length));
     say(`warming Elasticsearch up: ${warmUpEvents.length} of the events bulk-loaded into throwaway indices (not measured)`);
-    await loadCeiling(client, warmUpPrefix, ceilingBulks(warmUpEvents, config, warmUpPrefix, ceilingSettings), ceilingSettings.inFlight, warmUpEvents.length, config.ELASTICSEARCH_INDEX_REPLICAS);
+    await loadCeiling(
+      client,
+      warmUpPrefix,
+      ceilingBulks(warmUpEvents, config, warmUpPrefix, ceilingSettings),
+      ceilingSettings.inFlight,
+      warmUpEvents.length,
+      config.ELASTICSEARCH_INDEX_REPLICAS,
+    );
     await dropIndices(client, warmUpPrefix);
     say(`ceiling: ${bulks.bodies.length} bulk requests, ${ceilingSettings.inFlight} in flight, into ${bulks.indices.length} indices with refresh off`);
-    record(rateOf('ceiling', await loadCeiling(client, ceilingPrefix, bulks, ceilingSettings.inFlight, options.events, config.ELASTICSEARCH_INDEX_REPLICAS), { note: `${ceilingSettings.inFlight} bulks in flight of ≤${ceilingSettings.maxEvents} events / ${ceilingSettings.maxBytes / 1048576} MB, refresh off during the load` }));
+    record(
+      rateOf('ceiling', await loadCeiling(client, ceilingPrefix, bulks, ceilingSettings.inFlight, options.events, config.ELASTICSEARCH_INDEX_REPLICAS), {
+        note: `${ceilingSettings.inFlight} bulks in flight of ≤${ceilingSettings.maxEvents} events / ${ceilingSettings.maxBytes / 1048576} MB, refresh off during the load`,
+      }),
+    );
     await dropIndices(client, ceilingPrefix);
 
     const measureWorker = async (label: string, root?: string): Promise<void> => {
@@ -151,7 +191,14 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
       workers.push(worker);
       try {
         const measured = await drainByWorker(worker, client, prefix, options.events, (line) => say(`${label}: ${line}`));
-        record(rateOf(label, measured.seconds, { cpuSecondsPer100k: (measured.cpuSeconds / options.events) * 100_000, peakRssMb: measured.peakRssBytes / 1e6, bulks: measured.bulks, note: 'worker process (production build: node dist/ingest/main.js), from its first consumed event to the last searchable' }));
+        record(
+          rateOf(label, measured.seconds, {
+            cpuSecondsPer100k: (measured.cpuSeconds / options.events) * 100_000,
+            peakRssMb: measured.peakRssBytes / 1e6,
+            bulks: measured.bulks,
+            note: 'worker process (production build: node dist/ingest/main.js), from its first consumed event to the last searchable',
+          }),
+        );
       } finally {
         await worker.stop();
       }
@@ -168,12 +215,34 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
       for (const mode of ['raw', 'same-shape'] as PeerMode[]) {
         const label = mode === 'raw' ? 'peer' : 'peer-same-shape';
         const prefix = indexPrefix(label);
-        await createIndices(client, prefix, config.ELASTICSEARCH_INDEX_REPLICAS, mode === 'raw' ? routes.map((route) => `${prefix}${route.source}`) : renamed(bulks.indices, ceilingPrefix, prefix));
-        const peer = await startRsyslogPeer({ mode, brokers, elasticsearchUrl, topics: routes.map(({ source, topic }) => ({ source, topic })), indexPrefix: prefix, groupId: `${run}.${label}`, batchSize: 2000, workerThreads: 2 });
-        say(`${label}: rsyslogd ${peer.pid} (imkafka, omelasticsearch bulk mode, ${mode === 'raw' ? 'the raw JSON' : 'documents shaped like ours with explicit _id'})`);
+        await createIndices(
+          client,
+          prefix,
+          config.ELASTICSEARCH_INDEX_REPLICAS,
+          mode === 'raw' ? routes.map((route) => `${prefix}${route.source}`) : renamed(bulks.indices, ceilingPrefix, prefix),
+        );
+        const peer = await startRsyslogPeer({
+          mode,
+          brokers,
+          elasticsearchUrl,
+          topics: routes.map(({ source, topic }) => ({ source, topic })),
+          indexPrefix: prefix,
+          groupId: `${run}.${label}`,
+          batchSize: 2000,
+          workerThreads: 2,
+        });
+        say(
+          `${label}: rsyslogd ${peer.pid} (imkafka, omelasticsearch bulk mode, ${mode === 'raw' ? 'the raw JSON' : 'documents shaped like ours with explicit _id'})`,
+        );
         try {
           const measured = await drainByPeer(peer, client, prefix, options.events, (line) => say(`${label}: ${line}`));
-          record(rateOf(label, measured.seconds, { cpuSecondsPer100k: (measured.cpuSeconds / options.events) * 100_000, peakRssMb: measured.peakRssBytes / 1e6, note: 'rsyslogd, from its first indexed event to the last searchable' }));
+          record(
+            rateOf(label, measured.seconds, {
+              cpuSecondsPer100k: (measured.cpuSeconds / options.events) * 100_000,
+              peakRssMb: measured.peakRssBytes / 1e6,
+              note: 'rsyslogd, from its first indexed event to the last searchable',
+            }),
+          );
         } finally {
           await peer.stop();
         }
@@ -184,7 +253,21 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     const ours = rates.find((rate) => rate.label === 'ours')!;
     const steadyRate = Math.max(100, Math.round(ours.eventsPerSecond / 2));
     const freshnessAt = async (rate: number, name: string) => {
-      const fresh = await measureFreshness({ kafka, admin, config, brokers, elasticsearchUrl, client, run, name, rate, seconds: options.freshnessSeconds ?? 20, say, workers, indexPrefix: indexPrefix(name) });
+      const fresh = await measureFreshness({
+        kafka,
+        admin,
+        config,
+        brokers,
+        elasticsearchUrl,
+        client,
+        run,
+        name,
+        rate,
+        seconds: options.freshnessSeconds ?? 20,
+        say,
+        workers,
+        indexPrefix: indexPrefix(name),
+      });
       say(`freshness at ${rate} events/s: p50 ${Math.round(fresh.p50Ms)} ms, p99 ${Math.round(fresh.p99Ms)} ms over ${fresh.samples} markers`);
       return fresh;
     };
@@ -214,14 +297,25 @@ function generate(count: number): Map<SourceName, Buffer[]> {
 }
 
 /** Each partition gets its messages in order, one send at a time, so Kafka's answer gives every message's offset. */
-async function produceAll(producer: Producer, routes: { source: SourceName; topic: string }[], bySource: Map<SourceName, Buffer[]>, partitions: number, say: (line: string) => void): Promise<Produced[]> {
+async function produceAll(
+  producer: Producer,
+  routes: { source: SourceName; topic: string }[],
+  bySource: Map<SourceName, Buffer[]>,
+  partitions: number,
+  say: (line: string) => void,
+): Promise<Produced[]> {
   const total = [...bySource.values()].reduce((sum, values) => sum + values.length, 0);
   const bytes = [...bySource.values()].flat().reduce((sum, value) => sum + value.length, 0);
   say(`producing ${total} events (${(bytes / 1e6).toFixed(1)} MB) into ${routes.length} topics of ${partitions} partitions`);
   const produced: Produced[] = [];
   let done = 0;
   const lanes = routes.flatMap(({ source, topic }) =>
-    Array.from({ length: partitions }, (_, partition) => ({ source, topic, partition, values: (bySource.get(source) ?? []).filter((_, index) => index % partitions === partition) })),
+    Array.from({ length: partitions }, (_, partition) => ({
+      source,
+      topic,
+      partition,
+      values: (bySource.get(source) ?? []).filter((_, index) => index % partitions === partition),
+    })),
   );
   const started = performance.now();
   await Promise.all(
@@ -278,7 +372,9 @@ interface CeilingBulks {
 
 /** The documents our worker writes for these messages (decoded the same way, same ids and partitions), as NDJSON bulk bodies. */
 function ceilingBulks(produced: Produced[], config: Config, prefix: string, settings: { maxEvents: number; maxBytes: number }): CeilingBulks {
-  const partitionings = new Map(SOURCES.map(({ name }) => [name, eventPartitioning(prefix, name, partitionPeriodOf(config, name), retentionDaysOf(config, name))]));
+  const partitionings = new Map(
+    SOURCES.map(({ name }) => [name, eventPartitioning(prefix, name, partitionPeriodOf(config, name), retentionDaysOf(config, name))]),
+  );
   const fieldNames = new Map(SOURCES.map(({ name }) => [name, eventFieldNames(config.INGEST_FIELD_MAP, name)]));
   const bodies: Buffer[] = [];
   const indices = new Set<string>();
@@ -294,7 +390,11 @@ function ceilingBulks(produced: Produced[], config: Config, prefix: string, sett
   };
   const now = String(Date.now());
   for (const message of produced) {
-    for (const decoded of decodeMessage({ topic: message.topic, partition: message.partition, offset: message.offset, timestamp: now, value: message.value }, config.INGEST_MAX_MESSAGE_BYTES, fieldNames.get(message.source))) {
+    for (const decoded of decodeMessage(
+      { topic: message.topic, partition: message.partition, offset: message.offset, timestamp: now, value: message.value },
+      config.INGEST_MAX_MESSAGE_BYTES,
+      fieldNames.get(message.source),
+    )) {
       if (!decoded.ok) throw new Error(`a demo event did not decode: ${decoded.reason} ${decoded.detail}`);
       const index = partitionings.get(message.source)!.indexOf(decoded.event);
       indices.add(index);
@@ -371,7 +471,9 @@ async function drainByWorker(worker: WorkerProcess, client: EsClient, prefix: st
     if (memory && memory.rss > (atPeak?.rss ?? 0)) atPeak = memory;
     if (performance.now() - lastReport > 2000) {
       lastReport = performance.now();
-      say(`${((lastReport - started) / 1000).toFixed(0)} s: searchable ${count}, indexed ${await workerCounter(worker.port, 'ingest_events_indexed_total')}${memory ? `, ${describeMemory(memory)}` : ''}`);
+      say(
+        `${((lastReport - started) / 1000).toFixed(0)} s: searchable ${count}, indexed ${await workerCounter(worker.port, 'ingest_events_indexed_total')}${memory ? `, ${describeMemory(memory)}` : ''}`,
+      );
     }
     await sleep(50);
   }
@@ -388,9 +490,17 @@ async function drainByWorker(worker: WorkerProcess, client: EsClient, prefix: st
 }
 
 /** Elasticsearch's indexing counter moves before a refresh: the first event the peer indexed starts the clock. */
-async function drainByPeer(peer: Awaited<ReturnType<typeof startRsyslogPeer>>, client: EsClient, prefix: string, expected: number, say: (line: string) => void): Promise<Drained> {
+async function drainByPeer(
+  peer: Awaited<ReturnType<typeof startRsyslogPeer>>,
+  client: EsClient,
+  prefix: string,
+  expected: number,
+  say: (line: string) => void,
+): Promise<Drained> {
   const indexed = async () => {
-    const stats = await client.indices.stats({ index: `${prefix}*`, metric: 'indexing', filter_path: '_all.primaries.indexing.index_total' }).catch(() => undefined);
+    const stats = await client.indices
+      .stats({ index: `${prefix}*`, metric: 'indexing', filter_path: '_all.primaries.indexing.index_total' })
+      .catch(() => undefined);
     return stats?._all?.primaries?.indexing?.index_total ?? 0;
   };
   const deadline = performance.now() + 120_000;
@@ -456,8 +566,19 @@ async function measureFreshness(context: {
   const { client, rate, seconds, say } = context;
   const locations: BenchLocations = { indexPrefix: context.indexPrefix, topicPrefix: `${context.run}-${context.name}.` };
   const routes = sourceRoutes({ TOPIC_PREFIX: locations.topicPrefix, SOURCE_TOPICS: {} });
-  await ensureTopics(context.admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), context.config.INGEST_TOPIC_PARTITIONS, context.config.INGEST_TOPIC_REPLICATION_FACTOR);
-  const worker = await startWorkerProcess({ config: context.config, brokers: context.brokers, elasticsearchUrl: context.elasticsearchUrl, locations, env: { RETENTION_INTERVAL_SECONDS: '0' } });
+  await ensureTopics(
+    context.admin,
+    routes.flatMap((route) => [route.topic, route.deadLetterTopic]),
+    context.config.INGEST_TOPIC_PARTITIONS,
+    context.config.INGEST_TOPIC_REPLICATION_FACTOR,
+  );
+  const worker = await startWorkerProcess({
+    config: context.config,
+    brokers: context.brokers,
+    elasticsearchUrl: context.elasticsearchUrl,
+    locations,
+    env: { RETENTION_INTERVAL_SECONDS: '0' },
+  });
   context.workers.push(worker);
   const producer = context.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
@@ -466,7 +587,13 @@ async function measureFreshness(context: {
     const topicOf = new Map(routes.map((route) => [route.source, route.topic]));
     const warmUp = new Map<string, Message[]>();
     let warmUpCount = 0;
-    for (const { source, event } of demoEvents({ count: FRESHNESS_WARM_UP_EVENTS, from: new Date(Date.now() - 3_600_000), to: new Date(), projects: ['default'], seed: 11 })) {
+    for (const { source, event } of demoEvents({
+      count: FRESHNESS_WARM_UP_EVENTS,
+      from: new Date(Date.now() - 3_600_000),
+      to: new Date(),
+      projects: ['default'],
+      seed: 11,
+    })) {
       const messages = warmUp.get(topicOf.get(source)!) ?? [];
       messages.push({ value: JSON.stringify({ ...event, id: `warm-up-${(warmUpCount += 1)}` }) });
       warmUp.set(topicOf.get(source)!, messages);
@@ -484,7 +611,14 @@ async function measureFreshness(context: {
 }
 
 /** Produces at a fixed rate in 100 ms ticks; marker events are polled until searchable, their latency counted from the send. */
-export async function steadyLatencies(producer: Producer, client: EsClient, indexPrefix: string, topicOf: (source: SourceName) => string, rate: number, seconds: number): Promise<number[]> {
+export async function steadyLatencies(
+  producer: Producer,
+  client: EsClient,
+  indexPrefix: string,
+  topicOf: (source: SourceName) => string,
+  rate: number,
+  seconds: number,
+): Promise<number[]> {
   const pendingMarkers = new Map<string, number>();
   const latencies: number[] = [];
   let producing = true;
@@ -505,7 +639,13 @@ export async function steadyLatencies(producer: Producer, client: EsClient, inde
       await sleep(20);
     }
   })();
-  const events = demoEvents({ count: Math.ceil(rate * seconds) + rate, from: new Date(Date.now() - 3_600_000), to: new Date(), projects: ['default'], seed: 7 });
+  const events = demoEvents({
+    count: Math.ceil(rate * seconds) + rate,
+    from: new Date(Date.now() - 3_600_000),
+    to: new Date(),
+    projects: ['default'],
+    seed: 7,
+  });
   const tickMs = 100;
   const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
   let sequence = 0;
@@ -546,7 +686,9 @@ export function ingestTable(result: IngestBenchResult): string {
   const lines = ['| measured | events/s | MB/s | seconds | CPU s per 100k | peak RSS MB | ours / this |', '|---|---|---|---|---|---|---|'];
   for (const rate of result.rates) {
     const ratio = ours && rate.label !== 'ours' ? (ours.eventsPerSecond / rate.eventsPerSecond).toFixed(2) : '';
-    lines.push(`| ${rate.label} | ${Math.round(rate.eventsPerSecond)} | ${rate.megabytesPerSecond.toFixed(1)} | ${rate.seconds.toFixed(1)} | ${rate.cpuSecondsPer100k?.toFixed(2) ?? ''} | ${rate.peakRssMb?.toFixed(0) ?? ''} | ${ratio} |`);
+    lines.push(
+      `| ${rate.label} | ${Math.round(rate.eventsPerSecond)} | ${rate.megabytesPerSecond.toFixed(1)} | ${rate.seconds.toFixed(1)} | ${rate.cpuSecondsPer100k?.toFixed(2) ?? ''} | ${rate.peakRssMb?.toFixed(0) ?? ''} | ${ratio} |`,
+    );
   }
   if (result.peerSkipped) lines.push(`| peer | skipped: ${result.peerSkipped} | | | | | |`);
   lines.push('', 'ours (and ours-before): the worker as operators run it, its production build (`npm run build`, then `node dist/ingest/main.js`)');
@@ -556,7 +698,10 @@ export function ingestTable(result: IngestBenchResult): string {
   ];
   if (result.freshness) lines.push('');
   for (const { fresh, share } of freshness) {
-    if (fresh) lines.push(`produce-to-searchable at a steady ${fresh.eventsPerSecond} events/s (${share}): p50 ${Math.round(fresh.p50Ms)} ms, p99 ${Math.round(fresh.p99Ms)} ms (${fresh.samples} markers)`);
+    if (fresh)
+      lines.push(
+        `produce-to-searchable at a steady ${fresh.eventsPerSecond} events/s (${share}): p50 ${Math.round(fresh.p50Ms)} ms, p99 ${Math.round(fresh.p99Ms)} ms (${fresh.samples} markers)`,
+      );
   }
   return lines.join('\n');
 }

@@ -81,12 +81,21 @@ async function main(): Promise<void> {
   const events = Number(options.events);
   const per100k = (seconds: number) => ((seconds * 100_000) / events).toFixed(3);
   const header = ['stage (CPU s per 100k events)', ...results.map((result) => result.name), ...(results.length > 1 ? ['ratio'] : [])];
-  const rows = STAGES.map((stage) => [STAGE_NAMES[stage], ...results.map((result) => per100k(result.cpu[stage])), ...(results.length > 1 ? [ratio(results[0]!.cpu[stage], results[1]!.cpu[stage])] : [])]);
+  const rows = STAGES.map((stage) => [
+    STAGE_NAMES[stage],
+    ...results.map((result) => per100k(result.cpu[stage])),
+    ...(results.length > 1 ? [ratio(results[0]!.cpu[stage], results[1]!.cpu[stage])] : []),
+  ]);
   const total = (cpu: Record<Stage, number>) => STAGES.filter((stage) => stage !== 'parse').reduce((sum, stage) => sum + cpu[stage], 0);
-  rows.push(['total (without the reference)', ...results.map((result) => per100k(total(result.cpu))), ...(results.length > 1 ? [ratio(total(results[0]!.cpu), total(results[1]!.cpu))] : [])]);
+  rows.push([
+    'total (without the reference)',
+    ...results.map((result) => per100k(total(result.cpu))),
+    ...(results.length > 1 ? [ratio(total(results[0]!.cpu), total(results[1]!.cpu))] : []),
+  ]);
   const widths = header.map((_, column) => Math.max(...[header, ...rows].map((row) => row[column]!.length)));
   console.log(`${events} demo events, codec ${options.codec}, best of ${options.rounds} rounds`);
-  for (const row of [header, ...rows]) console.log(row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  '));
+  for (const row of [header, ...rows])
+    console.log(row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  '));
 }
 
 function ratio(after: number, before: number): string {
@@ -94,10 +103,14 @@ function ratio(after: number, before: number): string {
 }
 
 function runChild(root: string): Promise<Record<Stage, number>> {
-  const child = fork(path.join(repositoryRoot, 'bench', 'ingest-stages.ts'), ['--root', root, '--events', options.events!, '--codec', options.codec!, '--rounds', options.rounds!], {
-    execArgv: ['--import', 'tsx', '--expose-gc'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const child = fork(
+    path.join(repositoryRoot, 'bench', 'ingest-stages.ts'),
+    ['--root', root, '--events', options.events!, '--codec', options.codec!, '--rounds', options.rounds!],
+    {
+      execArgv: ['--import', 'tsx', '--expose-gc'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
   return new Promise((resolve, reject) => {
     child.on('message', (message) => resolve(message as Record<Stage, number>));
     child.on('exit', (code) => reject(new Error(`the measuring process exited with ${code}`)));
@@ -134,21 +147,30 @@ async function measureChild(root: string): Promise<void> {
   if (compression === undefined) throw new Error(`--codec: unknown codec "${codecName}"`);
   const codecTable = requireFromRoot('kafkajs').CompressionCodecs as Record<number, () => { compress(encoder: { buffer: Buffer }): Promise<Buffer> }>;
   // fzstd cannot compress: the zstd command line writes the bench's zstd batches
-  if (codecName === 'zstd') codecTable[Types.ZSTD] = () => ({ ...codecs.kafkaCodec('zstd'), compress: async (encoder) => execFileSync('zstd', ['-q', '-c', '-3'], { input: encoder.buffer }) });
+  if (codecName === 'zstd')
+    codecTable[Types.ZSTD] = () => ({
+      ...codecs.kafkaCodec('zstd'),
+      compress: async (encoder) => execFileSync('zstd', ['-q', '-c', '-3'], { input: encoder.buffer }),
+    });
 
   const topic = 'edge_logs';
   const from = new Date('2026-11-20T00:00:00Z');
   const values: Buffer[] = [];
-  for (const demo of demoEvents({ count: events, from, to: new Date('2026-11-21T00:00:00Z'), projects: ['default'], seed: 7 })) values.push(Buffer.from(JSON.stringify(demo.event)));
+  for (const demo of demoEvents({ count: events, from, to: new Date('2026-11-21T00:00:00Z'), projects: ['default'], seed: 7 }))
+    values.push(Buffer.from(JSON.stringify(demo.event)));
   const batches: Buffer[] = [];
   for (let start = 0; start < values.length; start += BATCH_RECORDS) {
-    const records = values.slice(start, start + BATCH_RECORDS).map((value, index) => Record({ offsetDelta: index, timestampDelta: 0, key: null, value, headers: {} }));
+    const records = values
+      .slice(start, start + BATCH_RECORDS)
+      .map((value, index) => Record({ offsetDelta: index, timestampDelta: 0, key: null, value, headers: {} }));
     const encoded = await RecordBatch({ compression, firstOffset: { toString: () => String(start) } as never, records, lastOffsetDelta: records.length - 1 });
     batches.push(encoded.buffer);
   }
   const inputBytes = values.reduce((sum, value) => sum + value.length, 0);
   const batchBytes = batches.reduce((sum, batch) => sum + batch.length, 0);
-  say(`${root}: ${events} events, ${(inputBytes / events).toFixed(0)} bytes each, ${batches.length} record batches of ${(batchBytes / 1e6).toFixed(1)} MB (${codecName})`);
+  say(
+    `${root}: ${events} events, ${(inputBytes / events).toFixed(0)} bytes each, ${batches.length} record batches of ${(batchBytes / 1e6).toFixed(1)} MB (${codecName})`,
+  );
 
   const fieldNames = fields.DEFAULT_EVENT_FIELD_NAMES;
   const partitioning = partition.eventPartitioning('bench-', topic, 'daily', 3650);
@@ -199,13 +221,24 @@ async function measureChild(root: string): Promise<void> {
 }
 
 /** The stored documents, in chunks of BULK_EVENTS, by the root's own decoding (decodeChunk when exported). */
-function decodeChunks(batchModule: Record<string, unknown>, event: Record<string, unknown>, messages: { offset: string; timestamp: string; value: Buffer; key: Buffer | null; headers: Record<string, unknown> }[], topic: string, partitioning: unknown, fieldNames: unknown, metrics: unknown): unknown[] {
+function decodeChunks(
+  batchModule: Record<string, unknown>,
+  event: Record<string, unknown>,
+  messages: { offset: string; timestamp: string; value: Buffer; key: Buffer | null; headers: Record<string, unknown> }[],
+  topic: string,
+  partitioning: unknown,
+  fieldNames: unknown,
+  metrics: unknown,
+): unknown[] {
   const chunks: unknown[] = [];
   for (let start = 0; start < messages.length; start += BULK_EVENTS) {
     const chunk = messages.slice(start, start + BULK_EVENTS);
     if (typeof batchModule.decodeChunk === 'function') {
       const route = { source: topic, partitioning, deadLetterTopic: `${topic}.dead`, fieldNames };
-      chunks.push(batchModule.decodeChunk(chunk, topic, 0, route, { metrics, settings: { maxMessageBytes: 1024 * 1024 }, expiredEvents: 'keep', now: () => Date.now() }).events);
+      chunks.push(
+        batchModule.decodeChunk(chunk, topic, 0, route, { metrics, settings: { maxMessageBytes: 1024 * 1024 }, expiredEvents: 'keep', now: () => Date.now() })
+          .events,
+      );
       continue;
     }
     // before decodeChunk was exported: what it did for each message
@@ -221,7 +254,13 @@ function decodeChunks(batchModule: Record<string, unknown>, event: Record<string
 }
 
 /** Each chunk through the root's bulk coalescer, one at a time, as one partition's writes would go. */
-async function writeChunks(coalescerModule: Record<string, unknown>, client: unknown, metrics: unknown, partitioning: { indexOf(event: unknown): string }, chunks: unknown[]): Promise<void> {
+async function writeChunks(
+  coalescerModule: Record<string, unknown>,
+  client: unknown,
+  metrics: unknown,
+  partitioning: { indexOf(event: unknown): string },
+  chunks: unknown[],
+): Promise<void> {
   const Coalescer = coalescerModule.BulkCoalescer as new (...args: unknown[]) => { write(...args: unknown[]): Promise<unknown> };
   const coalescer = new Coalescer(client, metrics, { maxBytes: 64 * 1024 * 1024, maxEvents: BULK_EVENTS, lingerMs: 0, maxInFlight: 1 });
   // before entries: write(indexOf, events, approximate bytes)
@@ -229,12 +268,19 @@ async function writeChunks(coalescerModule: Record<string, unknown>, client: unk
     if (chunk[0]?.entry !== undefined) {
       await coalescer.write(chunk.map((item) => item.entry));
     } else {
-      await coalescer.write(partitioning.indexOf, chunk.map((item) => item.event), chunk.reduce((sum, item) => sum + item.bytes, 0));
+      await coalescer.write(
+        partitioning.indexOf,
+        chunk.map((item) => item.event),
+        chunk.reduce((sum, item) => sum + item.bytes, 0),
+      );
     }
   }
 }
 
 function startStub(): Promise<{ port: number; child: ChildProcess }> {
-  const child = fork(path.join(repositoryRoot, 'bench', 'ingest-stages.ts'), ['--stub'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(path.join(repositoryRoot, 'bench', 'ingest-stages.ts'), ['--stub'], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return new Promise((resolve) => child.once('message', (message) => resolve({ port: (message as { port: number }).port, child })));
 }

@@ -60,14 +60,18 @@ const { values: options } = parseArgs({
     codecs: { type: 'string' },
   },
 });
-const CODECS = options.codecs?.split(',').map((codec) => codec.trim()).filter(Boolean);
+const CODECS = options.codecs
+  ?.split(',')
+  .map((codec) => codec.trim())
+  .filter(Boolean);
 for (const codec of CODECS ?? []) {
   if (!['none', 'gzip', 'snappy', 'lz4', 'zstd'].includes(codec)) throw new Error(`--codecs: unknown codec "${codec}"; use none, gzip, snappy, lz4, zstd`);
 }
 const EVENTS = Number(options.events ?? (options.quick ? 100_000 : CODECS ? 100_000 : 1_000_000));
 if (!Number.isInteger(EVENTS) || EVENTS < 1) throw new Error(`--events must be a positive integer, got ${options.events}`);
 const CEILING_IN_FLIGHT = Number(options['ceiling-in-flight']);
-if (!Number.isInteger(CEILING_IN_FLIGHT) || CEILING_IN_FLIGHT < 1) throw new Error(`--ceiling-in-flight must be a positive integer, got ${options['ceiling-in-flight']}`);
+if (!Number.isInteger(CEILING_IN_FLIGHT) || CEILING_IN_FLIGHT < 1)
+  throw new Error(`--ceiling-in-flight must be a positive integer, got ${options['ceiling-in-flight']}`);
 const logger = createLogger('bench', 'warn');
 const say = (line: string) => console.error(`bench: ${line}`);
 
@@ -94,7 +98,12 @@ async function main(): Promise<void> {
     workerNodeOptions: cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`] : undefined,
   });
   if (options.json) writeFileSync(options.json, `${JSON.stringify(result, null, 2)}\n`);
-  console.log(`\ningest benchmark: ${result.events} events (${(result.bytes / 1e6).toFixed(1)} MB), ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), load average at the end ${os.loadavg().map((load) => load.toFixed(1)).join(' ')}${result.peerSkipped ? '' : `, rsyslog ${rsyslogVersion() ?? '?'}`}`);
+  console.log(
+    `\ningest benchmark: ${result.events} events (${(result.bytes / 1e6).toFixed(1)} MB), ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), load average at the end ${os
+      .loadavg()
+      .map((load) => load.toFixed(1))
+      .join(' ')}${result.peerSkipped ? '' : `, rsyslog ${rsyslogVersion() ?? '?'}`}`,
+  );
   console.log(ingestTable(result));
 }
 
@@ -121,7 +130,12 @@ async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codec
       const prefix = `bench${randomBytes(3).toString('hex')}${codec}`;
       const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };
       const routes = sourceRoutes({ TOPIC_PREFIX: locations.topicPrefix, SOURCE_TOPICS: {} });
-      await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS, config.INGEST_TOPIC_REPLICATION_FACTOR);
+      await ensureTopics(
+        admin,
+        routes.flatMap((route) => [route.topic, route.deadLetterTopic]),
+        config.INGEST_TOPIC_PARTITIONS,
+        config.INGEST_TOPIC_REPLICATION_FACTOR,
+      );
       say(`${codec}: producing ${EVENTS} events (${(bytes / 1e6).toFixed(1)} MB) with kcat -z ${codec}`);
       await Promise.all(routes.map((route) => kcatProduce(brokers, route.topic, codec, path.join(folder, `${route.source}.ndjson`))));
       runs.push({ codec, locations });
@@ -148,7 +162,12 @@ async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codec
   await client.close();
 
   const baseline = rows.find((row) => row.codec === 'none');
-  console.log(`\ningest by codec: ${EVENTS} events (${(bytes / 1e6).toFixed(1)} MB), produced by kcat, drained by one worker each (load average at the end ${os.loadavg().map((load) => load.toFixed(1)).join(' ')} on ${os.cpus().length} cores)`);
+  console.log(
+    `\ningest by codec: ${EVENTS} events (${(bytes / 1e6).toFixed(1)} MB), produced by kcat, drained by one worker each (load average at the end ${os
+      .loadavg()
+      .map((load) => load.toFixed(1))
+      .join(' ')} on ${os.cpus().length} cores)`,
+  );
   console.log('| codec | events/s | vs none | worker CPU | worker peak RSS |');
   console.log('|---|---|---|---|---|');
   for (const row of rows) {
@@ -160,7 +179,9 @@ async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codec
 
 function kcatProduce(brokers: string[], topic: string, codec: string, file: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('kcat', ['-P', '-b', brokers.join(','), '-t', topic, '-z', codec, '-X', 'linger.ms=20', '-l', file], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn('kcat', ['-P', '-b', brokers.join(','), '-t', topic, '-z', codec, '-X', 'linger.ms=20', '-l', file], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     child.on('error', (error) => reject(new Error(`kcat could not run (${error.message}); install it (apt-get install kcat)`)));
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`kcat -z ${codec} to ${topic} exited ${code}`))));
   });

@@ -29,7 +29,8 @@ export async function probe(target: LoadTarget, i = 1): Promise<string> {
   const { path, body } = target.request(i);
   const response = await fetch(`${target.origin}${path}`, { method: target.method, headers: target.headers, body });
   const text = await response.text();
-  if (response.status < 200 || response.status > 299) throw new Error(`${target.method} ${path.slice(0, 200)}: status ${response.status}: ${text.slice(0, 300)}`);
+  if (response.status < 200 || response.status > 299)
+    throw new Error(`${target.method} ${path.slice(0, 200)}: status ${response.status}: ${text.slice(0, 300)}`);
   const problem = target.expect?.(text);
   if (problem) throw new Error(`${target.method} ${path.slice(0, 200)}: ${problem}`);
   return text;

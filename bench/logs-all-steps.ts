@@ -37,13 +37,19 @@ const BASELINE = process.argv.includes('--baseline') ? process.argv[process.argv
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
 /** One request over a kept-alive connection; its body as text, which a status other than 200 fails. */
-function send(url: string, options: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string }, onHeaders?: (headers: http.IncomingHttpHeaders) => void): Promise<string> {
+function send(
+  url: string,
+  options: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string },
+  onHeaders?: (headers: http.IncomingHttpHeaders) => void,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const request = http.request(url, { method: options.method, headers: options.headers, agent }, (response) => {
       onHeaders?.(response.headers);
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => (response.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`${url}: status ${response.statusCode}`))));
+      response.on('end', () =>
+        response.statusCode === 200 ? resolve(Buffer.concat(chunks).toString()) : reject(new Error(`${url}: status ${response.statusCode}`)),
+      );
       response.on('error', reject);
     });
     request.on('error', reject);
@@ -67,7 +73,13 @@ async function interleavedP50(steps: [string, () => Promise<unknown>][]): Promis
       latencies[position]!.push(performance.now() - started);
     }
   }
-  return steps.map(([name], position) => [name, percentile(latencies[position]!.sort((a, b) => a - b), 50)]);
+  return steps.map(([name], position) => [
+    name,
+    percentile(
+      latencies[position]!.sort((a, b) => a - b),
+      50,
+    ),
+  ]);
 }
 
 async function main(): Promise<void> {
@@ -89,31 +101,61 @@ async function main(): Promise<void> {
     // the service's own account of each answer (Server-Timing), per phase
     const phases = new Map<string, number[]>();
     const phasesOf = (headers: http.IncomingHttpHeaders) => {
-      for (const [, phase, ms] of String(headers['server-timing'] ?? '').matchAll(/(\w+);dur=([\d.]+)/g)) phases.set(phase!, [...(phases.get(phase!) ?? []), Number(ms)]);
+      for (const [, phase, ms] of String(headers['server-timing'] ?? '').matchAll(/(\w+);dur=([\d.]+)/g))
+        phases.set(phase!, [...(phases.get(phase!) ?? []), Number(ms)]);
     };
     const config: Config = { ...base, INDEX_PREFIX: indexPrefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: 0 };
     const logger = createLogger('query-service', 'silent');
-    const app = await buildServer({ config, logger, accessLogger: createLogger('query-service', 'info', { redact: false, buffered: true }), elasticsearch, kafkaBrokers });
+    const app = await buildServer({
+      config,
+      logger,
+      accessLogger: createLogger('query-service', 'info', { redact: false, buffered: true }),
+      elasticsearch,
+      kafkaBrokers,
+    });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     const baseline = BASELINE === undefined ? undefined : ((await import(path.join(BASELINE, 'src/server.ts'))) as typeof import('../src/server.ts'));
     // the baseline's access line as its src/main.ts wrote it
-    const before = await baseline?.buildServer({ config, logger, accessLogger: createLogger('query-service', 'info', { redact: false }), elasticsearch, kafkaBrokers });
+    const before = await baseline?.buildServer({
+      config,
+      logger,
+      accessLogger: createLogger('query-service', 'info', { redact: false }),
+      elasticsearch,
+      kafkaBrokers,
+    });
     const beforeAddress = await before?.listen({ host: '127.0.0.1', port: 0 });
     try {
       const url = `${address}/api/endpoints/query/logs.all?${new URLSearchParams(params)}`;
       const beforeUrl = `${beforeAddress}/api/endpoints/query/logs.all?${new URLSearchParams(params)}`;
       rows.push(
         ...(await interleavedP50([
-          ["the plan's search as raw HTTP (the direct side)", () => send(`${elasticsearchUrl}${raw.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw.body })],
+          [
+            "the plan's search as raw HTTP (the direct side)",
+            () => send(`${elasticsearchUrl}${raw.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw.body }),
+          ],
           ['the same through the Elasticsearch client', () => elasticsearch.search(request)],
           ['through our store wrapper (search)', () => search(request, store)],
           ['+ rows made (columnRows)', rowsOf],
           ['+ answer encoded (encodeAnswer)', async () => encodeAnswer(await rowsOf(), { redact: false })],
           ['our service over HTTP', () => send(url, { method: 'GET', headers: { 'x-api-key': BOOTSTRAP } }, phasesOf)],
-          ...(before ? [[`the baseline's service over HTTP (${BASELINE})`, () => send(beforeUrl, { method: 'GET', headers: { 'x-api-key': BOOTSTRAP } })] as [string, () => Promise<unknown>]] : []),
+          ...(before
+            ? [
+                [`the baseline's service over HTTP (${BASELINE})`, () => send(beforeUrl, { method: 'GET', headers: { 'x-api-key': BOOTSTRAP } })] as [
+                  string,
+                  () => Promise<unknown>,
+                ],
+              ]
+            : []),
         ])),
       );
-      for (const [phase, values] of phases) rows.push([`  of which Server-Timing ${phase}`, percentile(values.sort((a, b) => a - b), 50)]);
+      for (const [phase, values] of phases)
+        rows.push([
+          `  of which Server-Timing ${phase}`,
+          percentile(
+            values.sort((a, b) => a - b),
+            50,
+          ),
+        ]);
     } finally {
       await app.close();
       await before?.close();

@@ -76,14 +76,27 @@ async function main(): Promise<void> {
     const layouts = { partitioned: `${indexPrefix}daily-`, single: `${indexPrefix}single-` };
     const partitioning = eventPartitioning(layouts.partitioned, 'edge_logs', 'daily', 36_500);
     console.error(`loading ${EVENTS.toLocaleString('en')} events over ${DAYS} days into daily partitions, then into one index`);
-    const partitions = await bulkLoad(elasticsearch, (event) => partitioning.indexOf(event), EVENTS, (n) => edgeEvent(n, end));
+    const partitions = await bulkLoad(
+      elasticsearch,
+      (event) => partitioning.indexOf(event),
+      EVENTS,
+      (n) => edgeEvent(n, end),
+    );
     await bulkLoad(elasticsearch, legacyIndexName(layouts.single, 'edge_logs'), EVENTS, (n) => edgeEvent(n, end));
     console.error(`${partitions.length} partitions, 1 single index`);
 
     const services: Record<string, string> = {};
     const apps = [];
     for (const [layout, prefix] of Object.entries(layouts)) {
-      const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', CACHE_MAX_BYTES: 0, QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0 };
+      const config: Config = {
+        ...base,
+        INDEX_PREFIX: prefix,
+        BOOTSTRAP_API_KEY: BOOTSTRAP,
+        LOG_LEVEL: 'silent',
+        CACHE_MAX_BYTES: 0,
+        QUERY_TIMEOUT_MS: 120_000,
+        RATE_LIMIT_PER_MINUTE: 0,
+      };
       const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers });
       services[layout] = await app.listen({ host: '127.0.0.1', port: 0 });
       apps.push(app);
@@ -92,11 +105,12 @@ async function main(): Promise<void> {
       const cases: Record<string, (i: number) => string> = {
         // a different hour of the 30 days each time, one project
         'logs.all, 1-hour window': (i) => {
-          const start = end - 1 - ((i * 7237) % (DAYS * 24 - 1) + 1) * HOUR_MS;
+          const start = end - 1 - (((i * 7237) % (DAYS * 24 - 1)) + 1) * HOUR_MS;
           return `/api/endpoints/query/logs.all?project=${project(i % PROJECTS)}&iso_timestamp_start=${new Date(start).toISOString()}&iso_timestamp_end=${new Date(start + HOUR_MS).toISOString()}`;
         },
         // the last hour (the endpoint's own window); a never-matching alternative keeps each request out of the cache
-        'usage.api-counts hourly (last hour)': (i) => `/api/endpoints/query/usage.api-counts?interval=hourly&project=${encodeURIComponent(`${project(i % PROJECTS)}\\.supabase\\.co|zq${i}zq`)}`,
+        'usage.api-counts hourly (last hour)': (i) =>
+          `/api/endpoints/query/usage.api-counts?interval=hourly&project=${encodeURIComponent(`${project(i % PROJECTS)}\\.supabase\\.co|zq${i}zq`)}`,
       };
       for (const [label, pathOf] of Object.entries(cases)) {
         const latencies: Record<string, number[]> = { partitioned: [], single: [] };
@@ -115,7 +129,14 @@ async function main(): Promise<void> {
         }
         for (const [layout, values] of Object.entries(latencies)) {
           values.sort((a, b) => a - b);
-          rows.push({ endpoint: label, layout, requests: values.length, p50: percentile(values, 50), p90: percentile(values, 90), p99: percentile(values, 99) });
+          rows.push({
+            endpoint: label,
+            layout,
+            requests: values.length,
+            p50: percentile(values, 50),
+            p90: percentile(values, 90),
+            p99: percentile(values, 99),
+          });
         }
       }
     } finally {

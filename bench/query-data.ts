@@ -24,7 +24,6 @@ const STATUS = [200, 200, 200, 201, 204, 304, 400, 401, 404, 500, 503];
 
 export const projectName = (n: number) => `proj${String(n % PROJECTS).padStart(3, '0')}`;
 
-
 function micros(n: number, endMs: number): number {
   return (endMs - Math.floor((((n * 7919) % SPREAD) / SPREAD) * WEEK_MS)) * 1000 - (n % 1000);
 }
@@ -68,12 +67,23 @@ export function otherSourceEvent(source: SourceName, n: number, endMs: number, b
     project,
     status: String(STATUS[n % STATUS.length]),
   };
-  const eventMessage = source === 'auth_logs' ? JSON.stringify({ auth_event: { actor_id: `u${n % 50}`, action: 'login' } }) : `${source} ${n % 7 === 0 ? 'ObjectNotFound' : 'ok'} ${n}`;
-  const spread = Math.floor(((n * 7919) % OTHER_SOURCE_EVENTS) / OTHER_SOURCE_EVENTS * WEEK_MS);
-  return { id: `${source}-${n}`, timestamp: formatMicros((endMs - spread) * 1000), event_message: eventMessage, project, metadata, shape: eventShape(metadata) };
+  const eventMessage =
+    source === 'auth_logs'
+      ? JSON.stringify({ auth_event: { actor_id: `u${n % 50}`, action: 'login' } })
+      : `${source} ${n % 7 === 0 ? 'ObjectNotFound' : 'ok'} ${n}`;
+  const spread = Math.floor((((n * 7919) % OTHER_SOURCE_EVENTS) / OTHER_SOURCE_EVENTS) * WEEK_MS);
+  return {
+    id: `${source}-${n}`,
+    timestamp: formatMicros((endMs - spread) * 1000),
+    event_message: eventMessage,
+    project,
+    metadata,
+    shape: eventShape(metadata),
+  };
 }
 
-const dailyPartition = (prefix: string, source: SourceName) => (event: StoredEvent) => partitionIndexName(prefix, source, 'daily', Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));
+const dailyPartition = (prefix: string, source: SourceName) => (event: StoredEvent) =>
+  partitionIndexName(prefix, source, 'daily', Math.floor(microsecondsFromStoredTimestamp(event.timestamp) / 1000));
 
 /** Edge events numbered [from, to), straight into their daily partitions (bulk, not through Kafka). */
 export async function loadEdgeEvents(elasticsearch: Client, prefix: string, from: number, to: number, endMs: number): Promise<void> {

@@ -93,7 +93,8 @@ interface SeriesGroup {
 const encodePath = (endpoint: string, params: Record<string, string>) => `/api/endpoints/query/${endpoint}?${new URLSearchParams(params)}`;
 
 const hasResult = (body: string) => (body.startsWith('{"result":[') ? undefined : `expected {"result":[...]}, got ${body.slice(0, 200)}`);
-const searchAnswered = (body: string) => (body.includes('"timed_out":false') || body.includes('"hits"') ? undefined : `expected a search response, got ${body.slice(0, 200)}`);
+const searchAnswered = (body: string) =>
+  body.includes('"timed_out":false') || body.includes('"hits"') ? undefined : `expected a search response, got ${body.slice(0, 200)}`;
 
 /**
  * The studio queries moved in time onto the benchmark's data: each date shifts by whole days so
@@ -101,7 +102,8 @@ const searchAnswered = (body: string) => (body.includes('"timed_out":false') || 
  */
 export function shiftStudioQuery(query: StudioQuery, endMs: number): StudioQuery {
   const days = Math.round((Math.floor(endMs / DAY_MS) * DAY_MS - STUDIO_END_MS) / DAY_MS);
-  const shift = (text: string) => text.replace(/\b(\d{4}-\d{2}-\d{2})(?=[T' ]|\b)/g, (date) => new Date(Date.parse(`${date}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10));
+  const shift = (text: string) =>
+    text.replace(/\b(\d{4}-\d{2}-\d{2})(?=[T' ]|\b)/g, (date) => new Date(Date.parse(`${date}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10));
   const params = Object.fromEntries(Object.entries(query.params).map(([name, value]) => [name, name === 'project' ? BENCH_PROJECT : shift(value)]));
   return { id: query.id, sql: shift(query.sql), params };
 }
@@ -129,7 +131,10 @@ async function assertSameAsClient(elasticsearch: Client, search: estypes.SearchR
   const client = await sent;
   const ours = searchHttpRequest(search);
   const [oursPath, oursQuery = ''] = ours.path.split('?');
-  const same = client.path === oursPath && new URLSearchParams(client.querystring).toString() === oursQuery && isDeepStrictEqual(JSON.parse(client.body), JSON.parse(ours.body));
+  const same =
+    client.path === oursPath &&
+    new URLSearchParams(client.querystring).toString() === oursQuery &&
+    isDeepStrictEqual(JSON.parse(client.body), JSON.parse(ours.body));
   if (!same) throw new Error(`the direct request differs from the client's: ${JSON.stringify(client)} against ${JSON.stringify(ours)}`);
 }
 
@@ -153,10 +158,12 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
   const seconds = options.secondsPerPoint ?? 10;
   const base = loadConfig(process.env);
   let servers: BenchServers | undefined;
-  const urls = options.servers ?? (await (async () => {
-    servers = await benchServers(base, (line) => say(`stack: ${line}`));
-    return { elasticsearchUrl: servers.elasticsearchUrl, kafkaBrokers: servers.brokers };
-  })());
+  const urls =
+    options.servers ??
+    (await (async () => {
+      servers = await benchServers(base, (line) => say(`stack: ${line}`));
+      return { elasticsearchUrl: servers.elasticsearchUrl, kafkaBrokers: servers.brokers };
+    })());
   const elasticsearch = createElasticsearchClient({ ...elasticsearchConnection(base, urls.elasticsearchUrl), requestTimeoutMs: 600_000 });
   // the data's end time is part of the prefix, so a later run over the same data knows it
   const prefix = options.dataPrefix ?? `bench-query-${Date.now()}-${randomBytes(4).toString('hex')}-`;
@@ -208,14 +215,39 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
         SANDBOX_ENGINE_QUEUE_MAX: '1000',
       });
       const service = async (name: string, cache: boolean, root?: string) => {
-        const started = await startBenchProcess({ script: 'src/main.ts', root, env: serviceEnv(cache), announces: /^query: (http:\/\/\S+)$/, cpuProfileDir: options.cpuProfileDir, logFile: path.join(scratch, `${name}-${events}.log`) });
+        const started = await startBenchProcess({
+          script: 'src/main.ts',
+          root,
+          env: serviceEnv(cache),
+          announces: /^query: (http:\/\/\S+)$/,
+          cpuProfileDir: options.cpuProfileDir,
+          logFile: path.join(scratch, `${name}-${events}.log`),
+        });
         processes.push(started);
         return started;
       };
       const uncached = await service('uncached', false);
       const cached = await service('cached', true);
-      const before = options.baseline === undefined ? undefined : { uncached: await service('uncached-before', false, options.baseline), cached: await service('cached-before', true, options.baseline) };
-      const groups = await seriesGroups({ uncached, cached, headers, prefix, endMs, studio, elasticsearch, elasticsearchUrl: urls.elasticsearchUrl, concurrencies, sandboxConcurrencies, only: options.only, config: base, databases, before });
+      const before =
+        options.baseline === undefined
+          ? undefined
+          : { uncached: await service('uncached-before', false, options.baseline), cached: await service('cached-before', true, options.baseline) };
+      const groups = await seriesGroups({
+        uncached,
+        cached,
+        headers,
+        prefix,
+        endMs,
+        studio,
+        elasticsearch,
+        elasticsearchUrl: urls.elasticsearchUrl,
+        concurrencies,
+        sandboxConcurrencies,
+        only: options.only,
+        config: base,
+        databases,
+        before,
+      });
       const bare = await startBare(groups, scratch, events, processes);
       for (const group of groups) {
         const measured = new Map<string, QuerySeries>();
@@ -234,10 +266,16 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
               point = await measureInProcess(pipeline.run, { concurrency, seconds, minPerLoop: 2 });
             } else {
               if (series.points.length === 0) await warmUp(resolved, side, counter, options.warmUpSeconds ?? 1);
-              point = await runLoad(resolved, { concurrency, seconds, minPerConnection: 2, knownRate: series.points.length > 0 ? knownRate : undefined }, counter);
+              point = await runLoad(
+                resolved,
+                { concurrency, seconds, minPerConnection: 2, knownRate: series.points.length > 0 ? knownRate : undefined },
+                counter,
+              );
             }
             series.points.push(point);
-            say(`${events.toLocaleString('en')} | ${group.name} | ${side} | c=${concurrency} | ${point.requestsPerSecond.toFixed(0)} req/s | p50 ${point.p50Ms.toFixed(2)} ms | p99 ${point.p99Ms.toFixed(2)} ms | ${point.requests} requests | ${point.errors} errors`);
+            say(
+              `${events.toLocaleString('en')} | ${group.name} | ${side} | c=${concurrency} | ${point.requestsPerSecond.toFixed(0)} req/s | p50 ${point.p50Ms.toFixed(2)} ms | p99 ${point.p99Ms.toFixed(2)} ms | ${point.requests} requests | ${point.errors} errors`,
+            );
           }
         }
         result.series.push(...measured.values());
@@ -313,11 +351,20 @@ async function startBare(groups: SeriesGroup[], scratch: string, events: number,
 async function seriesGroups(context: SeriesContext): Promise<SeriesGroup[]> {
   const usage = findEndpoint('usage.api-counts')!;
   const logs = findEndpoint('logs.all')!;
-  const ours = (service: BenchProcess, request: LoadTarget['request']): Side => ({ side: 'ours', target: { origin: service.address, method: 'GET', headers: context.headers, request, expect: hasResult } });
+  const ours = (service: BenchProcess, request: LoadTarget['request']): Side => ({
+    side: 'ours',
+    target: { origin: service.address, method: 'GET', headers: context.headers, request, expect: hasResult },
+  });
   const direct = (search: (i: number) => estypes.SearchRequest): Side => ({
     side: 'direct',
     search,
-    target: { origin: context.elasticsearchUrl, method: 'POST', headers: { 'content-type': 'application/json' }, request: (i) => searchHttpRequest(search(i)), expect: searchAnswered },
+    target: {
+      origin: context.elasticsearchUrl,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      request: (i) => searchHttpRequest(search(i)),
+      expect: searchAnswered,
+    },
   });
   const groups: SeriesGroup[] = [];
   const pattern = `${BENCH_PROJECT}\\.supabase\\.co`;
@@ -325,21 +372,34 @@ async function seriesGroups(context: SeriesContext): Promise<SeriesGroup[]> {
     const fixed = encodePath('usage.api-counts', { interval, project: pattern });
     groups.push({
       name: `usage.api-counts ${interval} cached`,
-      sides: [ours(context.cached, () => ({ path: fixed })), { side: 'bare', target: { origin: '', method: 'GET', headers: {}, request: () => ({ path: '/bare' }), expect: hasResult } }],
+      sides: [
+        ours(context.cached, () => ({ path: fixed })),
+        { side: 'bare', target: { origin: '', method: 'GET', headers: {}, request: () => ({ path: '/bare' }), expect: hasResult } },
+      ],
       concurrencies: context.concurrencies,
     });
     // a never-matching alternative per request: neither our cache, nor its single flight, nor Elasticsearch's request cache answers
     const distinct = (i: number) => ({ interval, project: `${pattern}|zq${i}zq` });
     groups.push({
       name: `usage.api-counts ${interval} uncached`,
-      sides: [ours(context.uncached, (i) => ({ path: encodePath('usage.api-counts', distinct(i)) })), direct((i) => savedSearch(usage, distinct(i), context.prefix))],
+      sides: [
+        ours(context.uncached, (i) => ({ path: encodePath('usage.api-counts', distinct(i)) })),
+        direct((i) => savedSearch(usage, distinct(i), context.prefix)),
+      ],
       concurrencies: context.concurrencies,
     });
   }
   const hourWindow = { iso_timestamp_start: new Date(context.endMs - HOUR_MS).toISOString(), iso_timestamp_end: new Date(context.endMs).toISOString() };
-  for (const [name, params] of [['logs.all', { project: BENCH_PROJECT }], ['logs.all 1h', { project: BENCH_PROJECT, ...hourWindow }]] as const) {
+  for (const [name, params] of [
+    ['logs.all', { project: BENCH_PROJECT }],
+    ['logs.all 1h', { project: BENCH_PROJECT, ...hourWindow }],
+  ] as const) {
     const search = savedSearch(logs, params, context.prefix);
-    groups.push({ name, sides: [ours(context.uncached, () => ({ path: encodePath('logs.all', params) })), direct(() => search)], concurrencies: context.concurrencies });
+    groups.push({
+      name,
+      sides: [ours(context.uncached, () => ({ path: encodePath('logs.all', params) })), direct(() => search)],
+      concurrencies: context.concurrencies,
+    });
   }
   // the saved endpoints' series again against the baseline's services, each beside its own direct or bare side
   const before = context.before;
@@ -352,11 +412,16 @@ async function seriesGroups(context: SeriesContext): Promise<SeriesGroup[]> {
       ...groups.map((group) => ({
         ...group,
         name: `${group.name} [before]`,
-        sides: group.sides.map((side) => (side.side === 'ours' ? { ...side, target: { ...side.target, origin: origins.get(side.target.origin) ?? side.target.origin } } : { ...side })),
+        sides: group.sides.map((side) =>
+          side.side === 'ours' ? { ...side, target: { ...side.target, origin: origins.get(side.target.origin) ?? side.target.origin } } : { ...side },
+        ),
       })),
     );
   }
-  const sandboxed = [...context.studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })), ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: BENCH_PROJECT, sql } }))];
+  const sandboxed = [
+    ...context.studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })),
+    ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: BENCH_PROJECT, sql } })),
+  ];
   for (const { name, params } of sandboxed) {
     if (context.only && !context.only.test(name)) continue;
     const request = encodePath('logs.all', params);
@@ -369,7 +434,8 @@ async function seriesGroups(context: SeriesContext): Promise<SeriesGroup[]> {
     ['lql filter 1h', { project: BENCH_PROJECT, ...hourWindow, lql: 'f:edge_logs m.request.path:~"^/rest" m.response.status_code:>=500' }],
     ['lql chart 7d', { project: BENCH_PROJECT, lql: 'f:edge_logs c:count(*) c:group_by(t::hour) m.response.status_code:>=500' }],
   ];
-  for (const [name, params] of lql) groups.push({ name, sides: [ours(context.uncached, () => ({ path: encodePath('logs.all', params) }))], concurrencies: context.sandboxConcurrencies });
+  for (const [name, params] of lql)
+    groups.push({ name, sides: [ours(context.uncached, () => ({ path: encodePath('logs.all', params) }))], concurrencies: context.sandboxConcurrencies });
   const chosen = groups.filter((group) => !context.only || context.only.test(group.name));
   // the direct side must be the very request our service sends
   for (const group of chosen) {

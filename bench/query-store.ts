@@ -21,7 +21,10 @@ export async function withBenchStore(base: Config, label: string, run: (store: B
   let stack: LocalStack | undefined;
   let urls = { elasticsearch: base.ELASTICSEARCH_URL, kafka: base.KAFKA_BROKERS };
   if (!urls.elasticsearch || !urls.kafka) {
-    stack = await startLocalStack({ ...base, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, (line) => console.error(`stack: ${line}`));
+    stack = await startLocalStack(
+      { ...base, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 },
+      (line) => console.error(`stack: ${line}`),
+    );
     urls = { elasticsearch: stack.elasticsearchUrl, kafka: stack.kafkaBrokers };
   }
   const indexPrefix = `bench-${label}-${randomBytes(4).toString('hex')}-`;
@@ -44,16 +47,24 @@ const BULK_EVENTS = 5000;
  * flight, refresh off during the load, one segment per index at the end. Progress goes to stderr
  * every 100,000 events.
  */
-export async function bulkLoad(elasticsearch: Client, indexOf: string | ((event: StoredEvent) => string), count: number, make: (n: number) => StoredEvent): Promise<string[]> {
+export async function bulkLoad(
+  elasticsearch: Client,
+  indexOf: string | ((event: StoredEvent) => string),
+  count: number,
+  make: (n: number) => StoredEvent,
+): Promise<string[]> {
   const target = typeof indexOf === 'string' ? () => indexOf : indexOf;
   const label = typeof indexOf === 'string' ? indexOf : 'partitions';
   const created = new Map<string, Promise<void>>();
   const prepare = (index: string) => {
     if (!created.has(index)) {
-      created.set(index, (async () => {
-        await ensureEventIndex(elasticsearch, index, 0);
-        await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '-1' } });
-      })());
+      created.set(
+        index,
+        (async () => {
+          await ensureEventIndex(elasticsearch, index, 0);
+          await elasticsearch.indices.putSettings({ index, settings: { refresh_interval: '-1' } });
+        })(),
+      );
     }
     return created.get(index)!;
   };
@@ -78,7 +89,9 @@ export async function bulkLoad(elasticsearch: Client, indexOf: string | ((event:
       const before = indexed;
       indexed += operations.length / 2;
       if (Math.floor(indexed / 100_000) > Math.floor(before / 100_000) || indexed === count) {
-        console.error(`${label}: ${indexed.toLocaleString('en')} / ${count.toLocaleString('en')} events (${Math.round(indexed / ((Date.now() - started) / 1000))} events/s)`);
+        console.error(
+          `${label}: ${indexed.toLocaleString('en')} / ${count.toLocaleString('en')} events (${Math.round(indexed / ((Date.now() - started) / 1000))} events/s)`,
+        );
       }
     }
   };

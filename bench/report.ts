@@ -30,12 +30,16 @@ function ingestTable(run: BenchRun): Table | undefined {
   const notes = [`${number(ingest.events)} events, ${number(ingest.bytes / 1e6, 1)} MB of JSON, produced into Kafka before the clock starts`];
   if (ingest.peerSkipped) notes.push(`peer not measured: ${ingest.peerSkipped}`);
   for (const fresh of [ingest.freshnessSlow, ingest.freshness]) {
-    if (fresh) notes.push(`produce-to-searchable at ${number(fresh.eventsPerSecond)} events/s: p50 ${number(fresh.p50Ms)} ms, p99 ${number(fresh.p99Ms)} ms (${number(fresh.samples)} markers)`);
+    if (fresh)
+      notes.push(
+        `produce-to-searchable at ${number(fresh.eventsPerSecond)} events/s: p50 ${number(fresh.p50Ms)} ms, p99 ${number(fresh.p99Ms)} ms (${number(fresh.samples)} markers)`,
+      );
   }
   return { title: 'Ingest', head: ['side', 'events/s', 'MB/s', 'seconds', 'CPU s / 100k', 'peak RSS MB', 'ours / this', 'note'], rows, notes };
 }
 
-const pointAt = (series: QuerySeries | undefined, concurrency: number): LoadPoint | undefined => series?.points.find((point) => point.concurrency === concurrency);
+const pointAt = (series: QuerySeries | undefined, concurrency: number): LoadPoint | undefined =>
+  series?.points.find((point) => point.concurrency === concurrency);
 
 /** The comparison series for `series`: same name and data set, the other side. */
 function counterpart(all: QuerySeries[], series: QuerySeries, side: QuerySeries['side']): QuerySeries | undefined {
@@ -95,19 +99,22 @@ export function pipelineComparisons(series: QuerySeries[]): PipelineComparison[]
     .flatMap((ours) => {
       const direct = counterpart(series, ours, 'direct');
       if (!direct || !ours.name.startsWith('sql ')) return [];
-      return [{
-        name: ours.name,
-        events: ours.events,
-        oursP50: pointAt(ours, 1)?.p50Ms,
-        directP50: pointAt(direct, 1)?.p50Ms,
-        oursRate: pointAt(ours, 16)?.requestsPerSecond,
-        directRate: pointAt(direct, 16)?.requestsPerSecond,
-      }];
+      return [
+        {
+          name: ours.name,
+          events: ours.events,
+          oursP50: pointAt(ours, 1)?.p50Ms,
+          directP50: pointAt(direct, 1)?.p50Ms,
+          oursRate: pointAt(ours, 16)?.requestsPerSecond,
+          directRate: pointAt(direct, 16)?.requestsPerSecond,
+        },
+      ];
     });
 }
 
 const quotient = (top: number | undefined, bottom: number | undefined) => (top === undefined || bottom === undefined ? undefined : top / bottom);
-const verdict = (value: number | undefined, met: (value: number) => boolean) => (value === undefined || !Number.isFinite(value) ? '' : met(value) ? 'met' : 'not met');
+const verdict = (value: number | undefined, met: (value: number) => boolean) =>
+  value === undefined || !Number.isFinite(value) ? '' : met(value) ? 'met' : 'not met';
 const optional = (value: number | undefined, format: (value: number) => string) => (value === undefined ? '' : format(value));
 
 /** The comparison as a table: p50 at c=1 and req/s at c=16, ours and direct, their ratios and whether each target is met. */
@@ -129,9 +136,20 @@ export function pipelineTable(series: QuerySeries[]): Table | undefined {
   if (rows.length === 0) return undefined;
   return {
     title: 'Sandboxed SQL against its direct pipeline',
-    head: ['series', 'events', 'ours p50 ms c=1', 'direct p50 ms c=1', `ours / direct p50 (target <= ${PIPELINE_TARGETS.p50Ratio}x)`, 'ours req/s c=16', 'direct req/s c=16', `ours / direct req/s (target >= ${PIPELINE_TARGETS.rateRatio}x)`],
+    head: [
+      'series',
+      'events',
+      'ours p50 ms c=1',
+      'direct p50 ms c=1',
+      `ours / direct p50 (target <= ${PIPELINE_TARGETS.p50Ratio}x)`,
+      'ours req/s c=16',
+      'direct req/s c=16',
+      `ours / direct req/s (target >= ${PIPELINE_TARGETS.rateRatio}x)`,
+    ],
     rows,
-    notes: ['direct: the Elasticsearch requests of the query\'s plan sent straight with the client, then DuckDB in-process over their rows when the plan has a residual step'],
+    notes: [
+      "direct: the Elasticsearch requests of the query's plan sent straight with the client, then DuckDB in-process over their rows when the plan has a residual step",
+    ],
   };
 }
 
@@ -165,11 +183,17 @@ function growthTable(run: BenchRun): Table | undefined {
 
 function memoryTable(run: BenchRun): Table | undefined {
   if (run.memory.length === 0) return undefined;
-  return { title: 'Memory', head: ['process', 'phase', 'peak RSS MB'], rows: run.memory.map((reading) => [reading.process, reading.phase, number(reading.peakRssMb)]) };
+  return {
+    title: 'Memory',
+    head: ['process', 'phase', 'peak RSS MB'],
+    rows: run.memory.map((reading) => [reading.process, reading.phase, number(reading.peakRssMb)]),
+  };
 }
 
 function tables(run: BenchRun): Table[] {
-  return [ingestTable(run), queryTable(run), run.queries ? pipelineTable(run.queries.series) : undefined, growthTable(run), memoryTable(run)].filter((table): table is Table => table !== undefined);
+  return [ingestTable(run), queryTable(run), run.queries ? pipelineTable(run.queries.series) : undefined, growthTable(run), memoryTable(run)].filter(
+    (table): table is Table => table !== undefined,
+  );
 }
 
 export function describeMachine(run: BenchRun): string {
@@ -182,8 +206,19 @@ export function formatBenchText(run: BenchRun): string {
   const lines = [`npm run bench${run.quick ? ' -- --quick' : ''}, ${run.startedAt}`, describeMachine(run)];
   for (const table of tables(run)) {
     const widths = table.head.map((cell, column) => Math.max(cell.length, ...table.rows.map((row) => (row[column] ?? '').length)));
-    const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd();
-    lines.push('', table.title, line(table.head), line(widths.map((width) => '-'.repeat(width))), ...table.rows.map(line), ...(table.notes ?? []).map((note) => `  ${note}`));
+    const line = (cells: string[]) =>
+      cells
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd();
+    lines.push(
+      '',
+      table.title,
+      line(table.head),
+      line(widths.map((width) => '-'.repeat(width))),
+      ...table.rows.map(line),
+      ...(table.notes ?? []).map((note) => `  ${note}`),
+    );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -196,7 +231,13 @@ export function formatBenchMarkdown(run: BenchRun): string {
 /** One table as Markdown: its title in bold, the table, then its notes. */
 export function markdownTable(table: Table): string {
   const escape = (cell: string) => cell.replace(/\|/g, '\\|');
-  const lines = [`**${table.title}**`, '', `| ${table.head.map(escape).join(' | ')} |`, `|${table.head.map(() => '---').join('|')}|`, ...table.rows.map((row) => `| ${row.map(escape).join(' | ')} |`)];
+  const lines = [
+    `**${table.title}**`,
+    '',
+    `| ${table.head.map(escape).join(' | ')} |`,
+    `|${table.head.map(() => '---').join('|')}|`,
+    ...table.rows.map((row) => `| ${row.map(escape).join(' | ')} |`),
+  ];
   for (const note of table.notes ?? []) lines.push('', note);
   return lines.join('\n');
 }

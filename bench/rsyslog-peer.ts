@@ -31,7 +31,9 @@ export function rsyslogMissing(elasticsearchUrl: string): string | undefined {
   const version = spawnSync(RSYSLOGD, ['-v'], { encoding: 'utf8' });
   if (version.error || version.status !== 0) return `rsyslog is not installed (${RSYSLOGD} not found); install it with: ${RSYSLOG_INSTALL}`;
   // Debian keeps the modules under the multiarch folder (/usr/lib/x86_64-linux-gnu/rsyslog)
-  const folders = ['/usr/lib/rsyslog', ...readdirSync('/usr/lib').map((entry) => path.join('/usr/lib', entry, 'rsyslog'))].filter((folder) => existsSync(folder));
+  const folders = ['/usr/lib/rsyslog', ...readdirSync('/usr/lib').map((entry) => path.join('/usr/lib', entry, 'rsyslog'))].filter((folder) =>
+    existsSync(folder),
+  );
   const missing = MODULES.filter((name) => !folders.some((folder) => existsSync(path.join(folder, `${name}.so`))));
   if (missing.length > 0) return `rsyslog modules missing (${missing.join(', ')}); install them with: ${RSYSLOG_INSTALL}`;
   const url = new URL(elasticsearchUrl);

@@ -48,8 +48,26 @@ if (options.only !== undefined && !['ingest', 'queries'].includes(options.only))
 
 // quick: every phase and every kind of series, at sizes and lengths that fit in about five minutes
 const SIZES = options.quick
-  ? { ingest: 50_000, freshnessSeconds: 10, datasets: [50_000, 250_000], secondsPerPoint: 1, warmUpSeconds: 0, concurrencies: [1, 16], sandboxConcurrencies: [1, 16], studioQueries: 5 }
-  : { ingest: 1_000_000, freshnessSeconds: 30, datasets: [1_000_000, 10_000_000], secondsPerPoint: 10, warmUpSeconds: 1, concurrencies: [1, 16, 64], sandboxConcurrencies: undefined, studioQueries: undefined };
+  ? {
+      ingest: 50_000,
+      freshnessSeconds: 10,
+      datasets: [50_000, 250_000],
+      secondsPerPoint: 1,
+      warmUpSeconds: 0,
+      concurrencies: [1, 16],
+      sandboxConcurrencies: [1, 16],
+      studioQueries: 5,
+    }
+  : {
+      ingest: 1_000_000,
+      freshnessSeconds: 30,
+      datasets: [1_000_000, 10_000_000],
+      secondsPerPoint: 10,
+      warmUpSeconds: 1,
+      concurrencies: [1, 16, 64],
+      sandboxConcurrencies: undefined,
+      studioQueries: undefined,
+    };
 const started = new Date();
 const say = (line: string) => console.error(`bench: ${line}`);
 
@@ -75,14 +93,31 @@ try {
   const run: BenchRun = {
     startedAt: started.toISOString(),
     quick: options.quick,
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, kafka: KAFKA_VERSION, elasticsearch: ELASTICSEARCH_VERSION, peer: options['no-peer'] ? undefined : peerVersion() },
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+      memoryGb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      kafka: KAFKA_VERSION,
+      elasticsearch: ELASTICSEARCH_VERSION,
+      peer: options['no-peer'] ? undefined : peerVersion(),
+    },
     memory: [],
   };
   if (options.only !== 'queries') {
     say(`phase 1 of 2: ingest, ${SIZES.ingest.toLocaleString('en-US')} events`);
-    run.ingest = await runIngestPhase({ config, brokers: servers.brokers, elasticsearchUrl: servers.elasticsearchUrl, events: SIZES.ingest, freshnessSeconds: SIZES.freshnessSeconds, say: (line) => say(`ingest: ${line}`), peer: !options['no-peer'] });
+    run.ingest = await runIngestPhase({
+      config,
+      brokers: servers.brokers,
+      elasticsearchUrl: servers.elasticsearchUrl,
+      events: SIZES.ingest,
+      freshnessSeconds: SIZES.freshnessSeconds,
+      say: (line) => say(`ingest: ${line}`),
+      peer: !options['no-peer'],
+    });
     const ours = run.ingest.rates.find((rate) => rate.label === 'ours');
-    if (ours?.peakRssMb !== undefined) run.memory.push({ process: 'worker', phase: `ingest ${SIZES.ingest.toLocaleString('en-US')} events`, peakRssMb: ours.peakRssMb });
+    if (ours?.peakRssMb !== undefined)
+      run.memory.push({ process: 'worker', phase: `ingest ${SIZES.ingest.toLocaleString('en-US')} events`, peakRssMb: ours.peakRssMb });
   }
   if (options.only !== 'ingest') {
     say(`phase 2 of 2: queries over ${SIZES.datasets.map((size) => size.toLocaleString('en-US')).join(' and ')} edge events`);
@@ -97,7 +132,11 @@ try {
       progress: (line) => say(`queries: ${line}`),
     });
     for (const reading of run.queries.serviceMemory ?? []) {
-      const memory: MemoryReading = { process: 'query-service', phase: `queries over ${reading.events.toLocaleString('en-US')} events`, peakRssMb: reading.peakRssMb };
+      const memory: MemoryReading = {
+        process: 'query-service',
+        phase: `queries over ${reading.events.toLocaleString('en-US')} events`,
+        peakRssMb: reading.peakRssMb,
+      };
       run.memory.push(memory);
     }
   }
@@ -110,7 +149,11 @@ try {
   say('drawing the chart');
   writeFileSync(files.chart, await renderBenchChart(run));
   process.stdout.write(formatBenchText(run));
-  say(`wrote ${Object.values(files).map((file) => path.relative(process.cwd(), file)).join(', ')}`);
+  say(
+    `wrote ${Object.values(files)
+      .map((file) => path.relative(process.cwd(), file))
+      .join(', ')}`,
+  );
 } catch (error) {
   say(`failed: ${(error as Error).stack ?? String(error)}`);
   process.exitCode = 1;

@@ -60,8 +60,20 @@ async function main(): Promise<void> {
   await withBenchStore(base, 'sandbox-partitions', async ({ elasticsearch, kafkaBrokers, indexPrefix }) => {
     const partitioning = eventPartitioning(indexPrefix, 'edge_logs', 'daily', 36_500);
     console.error(`loading ${EVENTS.toLocaleString('en')} events over ${DAYS} days into daily partitions`);
-    const partitions = await bulkLoad(elasticsearch, (event) => partitioning.indexOf(event), EVENTS, (n) => edgeEvent(n, end));
-    const config: Config = { ...base, INDEX_PREFIX: indexPrefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', CACHE_MAX_BYTES: 0, RATE_LIMIT_PER_MINUTE: 0 };
+    const partitions = await bulkLoad(
+      elasticsearch,
+      (event) => partitioning.indexOf(event),
+      EVENTS,
+      (n) => edgeEvent(n, end),
+    );
+    const config: Config = {
+      ...base,
+      INDEX_PREFIX: indexPrefix,
+      BOOTSTRAP_API_KEY: BOOTSTRAP,
+      LOG_LEVEL: 'silent',
+      CACHE_MAX_BYTES: 0,
+      RATE_LIMIT_PER_MINUTE: 0,
+    };
     const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers });
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
     lines.push(`${EVENTS.toLocaleString('en')} edge events over ${DAYS} days in ${partitions.length} daily partitions; concurrency 1, uncached`, '');
@@ -87,7 +99,11 @@ async function main(): Promise<void> {
           }
           if (answers.narrowed !== answers.whole) console.error(`${label}: answers differ at request ${i}`);
         }
-        const p50 = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+        const p50 = (values: number[]) =>
+          percentile(
+            [...values].sort((a, b) => a - b),
+            50,
+          );
         for (const variant of ['narrowed', 'whole'] as const) {
           const sorted = [...latencies[variant]!].sort((a, b) => a - b);
           const ratio = variant === 'narrowed' ? (p50(latencies.whole!) / p50(latencies.narrowed!)).toFixed(2) : '';

@@ -48,7 +48,11 @@ const STATUS = [200, 200, 200, 201, 204, 304, 400, 401, 404, 500, 503];
 
 /** An LQL filter query and an LQL chart, over the same edge events. */
 const LQL_CASES: [string, string, Record<string, string>][] = [
-  ['filter, 1 hour', 'f:edge_logs m.request.path:~"^/rest" m.response.status_code:>=500', { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00.000Z', iso_timestamp_end: '2024-01-01T01:00:00.000Z' }],
+  [
+    'filter, 1 hour',
+    'f:edge_logs m.request.path:~"^/rest" m.response.status_code:>=500',
+    { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00.000Z', iso_timestamp_end: '2024-01-01T01:00:00.000Z' },
+  ],
   ['filter, 7 days (newest 1000)', 'f:edge_logs m.request.path:~"^/rest" m.response.status_code:>=500', { project: 'default' }],
   ['chart, 7 days by hour', 'f:edge_logs c:count(*) c:group_by(t::hour) m.response.status_code:>=500', { project: 'default' }],
   ['chart p95, 7 days by day', 'f:edge_logs c:p95(m.response.origin_time) c:group_by(t::day)', { project: 'default' }],
@@ -79,10 +83,24 @@ function edgeEvent(n: number, total: number): StoredEvent {
   const path = PATHS[n % PATHS.length]!;
   const status = STATUS[(n * 31) % STATUS.length]!;
   const metadata = {
-    request: { method: n % 3 === 0 ? 'POST' : 'GET', path, search: n % 4 === 0 ? '?select=*' : '', url: `https://${project}.supabase.co${path}`, headers: { user_agent: 'bench' }, cf: { country: ['DE', 'US', 'FR', 'BR'][n % 4] } },
+    request: {
+      method: n % 3 === 0 ? 'POST' : 'GET',
+      path,
+      search: n % 4 === 0 ? '?select=*' : '',
+      url: `https://${project}.supabase.co${path}`,
+      headers: { user_agent: 'bench' },
+      cf: { country: ['DE', 'US', 'FR', 'BR'][n % 4] },
+    },
     response: { status_code: status, origin_time: n % 400, headers: { content_type: 'application/json' } },
   };
-  return { id: `edge-${n}`, timestamp: formatMicros(micros), event_message: `${metadata.request.method} | ${status} | ${metadata.request.url}`, project, metadata, shape: eventShape(metadata) };
+  return {
+    id: `edge-${n}`,
+    timestamp: formatMicros(micros),
+    event_message: `${metadata.request.method} | ${status} | ${metadata.request.url}`,
+    project,
+    metadata,
+    shape: eventShape(metadata),
+  };
 }
 
 /** REQUESTS requests from `concurrency` loops over HTTP, as a load point. */
@@ -90,7 +108,14 @@ async function httpPoint(url: string, concurrency: number): Promise<LoadPoint> {
   const started = performance.now();
   const latencies = await measureHttp({ url: () => url, headers: { 'x-api-key': BOOTSTRAP }, requests: Math.max(REQUESTS, concurrency * 2), concurrency });
   const seconds = (performance.now() - started) / 1000;
-  return { concurrency, requestsPerSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), requests: latencies.length, errors: 0 };
+  return {
+    concurrency,
+    requestsPerSecond: latencies.length / seconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    requests: latencies.length,
+    errors: 0,
+  };
 }
 
 /** One query's row count (from a first request that must succeed), then REQUESTS sequential latencies. */
@@ -133,29 +158,52 @@ async function main(): Promise<void> {
   const pipelines: QuerySeries[] = [];
   await withBenchStore(base, 'sandbox', async ({ elasticsearch, kafkaBrokers, indexPrefix: prefix }) => {
     await bulkLoad(elasticsearch, legacyIndexName(prefix, 'edge_logs'), EVENTS, (n) => edgeEvent(n, EVENTS));
-    for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) await bulkLoad(elasticsearch, legacyIndexName(prefix, source), OTHER_SOURCE_EVENTS, (n) => otherSourceEvent(source, n, END, 'default'));
-    const config: Config = { ...base, INDEX_PREFIX: prefix, BOOTSTRAP_API_KEY: BOOTSTRAP, LOG_LEVEL: 'silent', QUERY_TIMEOUT_MS: 120_000, RATE_LIMIT_PER_MINUTE: 0,
+    for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs'))
+      await bulkLoad(elasticsearch, legacyIndexName(prefix, source), OTHER_SOURCE_EVENTS, (n) => otherSourceEvent(source, n, END, 'default'));
+    const config: Config = {
+      ...base,
+      INDEX_PREFIX: prefix,
+      BOOTSTRAP_API_KEY: BOOTSTRAP,
+      LOG_LEVEL: 'silent',
+      QUERY_TIMEOUT_MS: 120_000,
+      RATE_LIMIT_PER_MINUTE: 0,
       // one key sends every request at c=16: its engine share is the whole engine, so what is measured is capacity, not fairness
-      SANDBOX_ENGINE_PER_KEY: base.SANDBOX_ENGINE_PROCESSES, SANDBOX_ENGINE_QUEUE_PER_KEY: 1000, SANDBOX_ENGINE_QUEUE_MAX: 1000 };
+      SANDBOX_ENGINE_PER_KEY: base.SANDBOX_ENGINE_PROCESSES,
+      SANDBOX_ENGINE_QUEUE_PER_KEY: 1000,
+      SANDBOX_ENGINE_QUEUE_MAX: 1000,
+    };
     const app = await buildServer({ config, logger: createLogger('bench', 'silent'), elasticsearch, kafkaBrokers });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     const databases = new DatabasePool({ memoryLimit: config.SANDBOX_ENGINE_MEMORY_LIMIT, threads: config.SANDBOX_ENGINE_THREADS });
     const logsAll = findEndpoint('logs.all')!;
     try {
-      const sandboxed = [...studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })), ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: 'default', sql } }))];
+      const sandboxed = [
+        ...studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })),
+        ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: 'default', sql } })),
+      ];
       for (const { name, params } of sandboxed) {
         const url = `${address}/api/endpoints/query/logs.all?${new URLSearchParams(params)}`;
-        const pipeline = await directPipeline(await sandboxPlan({ endpoint: logsAll, params, indexPrefix: prefix }, elasticsearch, config), elasticsearch, databases);
+        const pipeline = await directPipeline(
+          await sandboxPlan({ endpoint: logsAll, params, indexPrefix: prefix }, elasticsearch, config),
+          elasticsearch,
+          databases,
+        );
         const ours: QuerySeries = { name, side: 'ours', events: EVENTS, points: [await httpPoint(url, 1), await httpPoint(url, 16)] };
         const direct: QuerySeries = { name, side: 'direct', events: EVENTS, points: [] };
         // a first run that must succeed: the measured runs count failures, they do not stop on one
         await pipeline.run();
-        for (const concurrency of [1, 16]) direct.points.push(await measureInProcess(pipeline.run, { concurrency, requests: Math.max(REQUESTS, concurrency * 2) }));
+        for (const concurrency of [1, 16])
+          direct.points.push(await measureInProcess(pipeline.run, { concurrency, requests: Math.max(REQUESTS, concurrency * 2) }));
         pipelines.push(ours, direct);
-        console.error(`| ${name} | ${pipeline.describe} | ours p50 ${ours.points[0]!.p50Ms.toFixed(1)} ms | direct p50 ${direct.points[0]!.p50Ms.toFixed(1)} ms |`);
+        console.error(
+          `| ${name} | ${pipeline.describe} | ours p50 ${ours.points[0]!.p50Ms.toFixed(1)} ms | direct p50 ${direct.points[0]!.p50Ms.toFixed(1)} ms |`,
+        );
       }
       for (const query of studio) {
-        const { rows, latencies } = await measureQuery(`${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...query.params, sql: query.sql })}`, query.id);
+        const { rows, latencies } = await measureQuery(
+          `${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...query.params, sql: query.sql })}`,
+          query.id,
+        );
         all.push(...latencies);
         table.push(`| ${query.id} | ${rows} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
         console.error(table[table.length - 1]);
@@ -178,13 +226,16 @@ async function main(): Promise<void> {
     }
   });
   all.sort((a, b) => a - b);
-  console.log(`\n${EVENTS.toLocaleString('en')} edge events over 7 days (half of project default), ${OTHER_SOURCE_EVENTS.toLocaleString('en')} per other source; ${REQUESTS} sequential uncached requests per query, HTTP on 127.0.0.1\n`);
+  console.log(
+    `\n${EVENTS.toLocaleString('en')} edge events over 7 days (half of project default), ${OTHER_SOURCE_EVENTS.toLocaleString('en')} per other source; ${REQUESTS} sequential uncached requests per query, HTTP on 127.0.0.1\n`,
+  );
   console.log('| query | rows | p50 ms | p99 ms |\n|---|---|---|---|');
   for (const row of table) console.log(row);
   console.log(`| all 20 | | ${percentile(all, 50).toFixed(1)} | ${percentile(all, 99).toFixed(1)} |`);
   const before = pushdownTable.find((row) => row.label.endsWith('(before)'))!;
   console.log(`\n\`${DASHBOARD}\`, project default, 7 days\n\n| plan | rows | p50 ms | p99 ms | p50 / before |\n|---|---|---|---|---|`);
-  for (const row of pushdownTable) console.log(`| ${row.label} | ${row.rows} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${(row.p50 / before.p50).toFixed(3)} |`);
+  for (const row of pushdownTable)
+    console.log(`| ${row.label} | ${row.rows} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${(row.p50 / before.p50).toFixed(3)} |`);
   console.log('\n| LQL | query | rows | p50 ms | p99 ms |\n|---|---|---|---|---|');
   for (const row of lqlTable) console.log(row);
   const comparison = pipelineTable(pipelines);

@@ -12,6 +12,9 @@ export interface BenchServers {
 export async function benchServers(config: Config, say: (line: string) => void): Promise<BenchServers> {
   if (config.KAFKA_BROKERS && config.ELASTICSEARCH_URL) return { brokers: config.KAFKA_BROKERS, elasticsearchUrl: config.ELASTICSEARCH_URL };
   say('starting a local stack (KAFKA_BROKERS / ELASTICSEARCH_URL not both set)');
-  const stack = await startLocalStack({ ...config, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 }, say);
+  const stack = await startLocalStack(
+    { ...config, STACK_KAFKA_PORT: 0, STACK_KAFKA_CONTROLLER_PORT: 0, STACK_ELASTICSEARCH_PORT: 0, STACK_ELASTICSEARCH_TRANSPORT_PORT: 0 },
+    say,
+  );
   return { brokers: stack.kafkaBrokers, elasticsearchUrl: stack.elasticsearchUrl, stack };
 }

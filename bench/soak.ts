@@ -49,13 +49,22 @@ const QUERIES: Array<{ kind: string; path: string; redact?: boolean }> = [
   { kind: 'usage minutely, redacted', path: '/api/endpoints/query/usage.api-counts?interval=minutely&project=%5Ehttps', redact: true },
   { kind: 'logs.all saved', path: '/api/endpoints/query/logs.all?project=default' },
   { kind: 'logs.all saved, redacted', path: '/api/endpoints/query/logs.all?project=soak', redact: true },
-  { kind: 'sql aggregation (pushed down)', path: `/api/endpoints/query/logs.all?project=default&sql=${encodeURIComponent('select timestamp_trunc(timestamp, minute) as t, count(*) as n from edge_logs group by t order by t')}` },
-  { kind: 'sql limit (pushed down)', path: `/api/endpoints/query/logs.all?project=default&sql=${encodeURIComponent('select id, event_message from postgres_logs order by timestamp desc limit 20')}` },
+  {
+    kind: 'sql aggregation (pushed down)',
+    path: `/api/endpoints/query/logs.all?project=default&sql=${encodeURIComponent('select timestamp_trunc(timestamp, minute) as t, count(*) as n from edge_logs group by t order by t')}`,
+  },
+  {
+    kind: 'sql limit (pushed down)',
+    path: `/api/endpoints/query/logs.all?project=default&sql=${encodeURIComponent('select id, event_message from postgres_logs order by timestamp desc limit 20')}`,
+  },
   {
     kind: 'sql unnest (engine)',
     path: `/api/endpoints/query/logs.all?project=default&iso_timestamp_start=${encodeURIComponent(new Date(Date.now() - 120_000).toISOString())}&sql=${encodeURIComponent('select r.path, count(*) as n from edge_logs t cross join unnest(t.metadata) as m cross join unnest(m.request) as r group by r.path order by n desc limit 10')}`,
   },
-  { kind: 'sql on usage (cached)', path: `/api/endpoints/query/usage.api-counts?interval=hourly&project=default&sql=${encodeURIComponent('select timestamp, total_rest_requests from chart_counts order by timestamp')}` },
+  {
+    kind: 'sql on usage (cached)',
+    path: `/api/endpoints/query/usage.api-counts?interval=hourly&project=default&sql=${encodeURIComponent('select timestamp, total_rest_requests from chart_counts order by timestamp')}`,
+  },
   { kind: 'lql filter', path: `/api/endpoints/query/logs.all?project=default&lql=${encodeURIComponent('f:edge_logs m.request.path:~"^/rest"')}` },
   { kind: 'lql chart', path: `/api/endpoints/query/logs.all?project=default&lql=${encodeURIComponent('f:edge_logs c:count(*) c:group_by(t::minute)')}` },
 ];
@@ -67,7 +76,11 @@ let ownIndices: { elasticsearchUrl: string; pattern: string } | undefined;
 
 /** Starts `entry` with tsx and waits for the line matching `ready` on its stdout. */
 async function startProcess(entry: string, env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repositoryRoot, entry)], { cwd: repositoryRoot, env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repositoryRoot, entry)], {
+    cwd: repositoryRoot,
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -82,7 +95,9 @@ async function startProcess(entry: string, env: Record<string, string>, ready: R
 }
 
 function rssBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith('VmRSS:'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith('VmRSS:'));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
 }
 
@@ -93,13 +108,22 @@ async function main(): Promise<void> {
   const prefix = `soak${randomBytes(3).toString('hex')}`;
   ownIndices = { elasticsearchUrl, pattern: `${prefix}-*` };
   const locations = { indexPrefix: `${prefix}-`, topicPrefix: `${prefix}.` };
-  const shared = { KAFKA_BROKERS: brokers.join(','), ELASTICSEARCH_URL: elasticsearchUrl, INDEX_PREFIX: locations.indexPrefix, TOPIC_PREFIX: locations.topicPrefix };
+  const shared = {
+    KAFKA_BROKERS: brokers.join(','),
+    ELASTICSEARCH_URL: elasticsearchUrl,
+    INDEX_PREFIX: locations.indexPrefix,
+    TOPIC_PREFIX: locations.topicPrefix,
+  };
   await startProcess('ingest/main.ts', { ...shared, INGEST_GROUP_ID: `${prefix}-ingest`, INGEST_PORT: '0' }, /ingest: (http:\S+)/);
   const service = await startProcess('src/main.ts', { ...shared, BOOTSTRAP_API_KEY: KEY, PORT: '0', RATE_LIMIT_PER_MINUTE: '0' }, /^query: (http:\S+)$/m);
   const address = service.match[1]!;
   const servicePid = service.child.pid!;
 
-  const producer = createKafka({ brokers }, 'logplatform-soak', createLogger('soak', 'warn')).producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+  const producer = createKafka({ brokers }, 'logplatform-soak', createLogger('soak', 'warn')).producer({
+    createPartitioner: Partitioners.DefaultPartitioner,
+    idempotent: true,
+    maxInFlightRequests: 1,
+  });
   await producer.connect();
   const started = Date.now();
   const deadline = started + DURATION_MS;
@@ -108,7 +132,13 @@ async function main(): Promise<void> {
     for (let second = 0; Date.now() < deadline; second += 1) {
       const now = new Date();
       const batch = new Map<string, { value: string }[]>();
-      for (const { source, event } of demoEvents({ count: EVENTS_PER_SECOND, from: new Date(now.getTime() - 1000), to: now, projects: ['default', 'soak'], seed: started + second })) {
+      for (const { source, event } of demoEvents({
+        count: EVENTS_PER_SECOND,
+        from: new Date(now.getTime() - 1000),
+        to: now,
+        projects: ['default', 'soak'],
+        seed: started + second,
+      })) {
         const topic = topicName(locations, source);
         const messages = batch.get(topic) ?? [];
         messages.push({ value: JSON.stringify(event) });
@@ -132,10 +162,13 @@ async function main(): Promise<void> {
       const begun = performance.now();
       let status = 0;
       try {
-        const response = await fetch(`${address}${query.path}`, { headers: { 'x-api-key': KEY, ...(query.redact ? { 'svc-endpoint-redact-pii': 'true' } : {}) } });
+        const response = await fetch(`${address}${query.path}`, {
+          headers: { 'x-api-key': KEY, ...(query.redact ? { 'svc-endpoint-redact-pii': 'true' } : {}) },
+        });
         const body = await response.text();
         status = response.status;
-        if (status >= 500 && failures.length < 10) failures.push(`${Math.round((Date.now() - started) / 1000)} s, ${query.kind}: ${status} ${body.slice(0, 300)}`);
+        if (status >= 500 && failures.length < 10)
+          failures.push(`${Math.round((Date.now() - started) / 1000)} s, ${query.kind}: ${status} ${body.slice(0, 300)}`);
       } catch (error) {
         if (failures.length < 10) failures.push(`${Math.round((Date.now() - started) / 1000)} s, ${query.kind}: ${(error as Error).message}`);
       }
@@ -160,7 +193,9 @@ async function main(): Promise<void> {
       rssSamples.push({ atMs: Date.now() - started, rss });
       if (!rssAfterWarmUp && Date.now() - started >= WARM_UP_MS) rssAfterWarmUp = rss;
       const elapsed = Math.round((Date.now() - started) / 1000);
-      say(`${elapsed} s: ${sent} requests, ${produced} events produced, service RSS ${(rss / 1e6).toFixed(0)} MB, 5xx ${[...statuses].filter(([status]) => status >= 500 || status === 0).reduce((sum, [, count]) => sum + count, 0)}`);
+      say(
+        `${elapsed} s: ${sent} requests, ${produced} events produced, service RSS ${(rss / 1e6).toFixed(0)} MB, 5xx ${[...statuses].filter(([status]) => status >= 500 || status === 0).reduce((sum, [, count]) => sum + count, 0)}`,
+      );
     }
   })();
   await Promise.all([ingest, sampler, ...Array.from({ length: CONCURRENCY }, client)]);
@@ -173,13 +208,24 @@ async function main(): Promise<void> {
   const loopMax = metric(/^nodejs_eventloop_lag_max_seconds (\S+)/m) * 1000;
   const loopSamples = metric(/^event_loop_delay_seconds_count (\d+)/m);
   const loopWithin50 = metric(/^event_loop_delay_seconds_bucket\{le="0.05"\} (\d+)/m);
-  const searchableText = await (await fetch(`${address}/api/endpoints/query/logs.all?project=default&sql=${encodeURIComponent('select count(*) as n from edge_logs')}`, { headers: { 'x-api-key': KEY } })).text();
+  const searchableText = await (
+    await fetch(`${address}/api/endpoints/query/logs.all?project=default&sql=${encodeURIComponent('select count(*) as n from edge_logs')}`, {
+      headers: { 'x-api-key': KEY },
+    })
+  ).text();
 
   const serverErrors = [...statuses].filter(([status]) => status >= 500 || status === 0).reduce((sum, [, count]) => sum + count, 0);
   // RSS saws up and down with each collection (±5% between samples 5 s apart here), so growth compares
   // the median of a window right after warm-up with the median of the same length at the end
   const windowMs = Math.min(60_000, (DURATION_MS - WARM_UP_MS) / 4);
-  const medianRss = (from: number, to: number) => percentile(rssSamples.filter((sample) => sample.atMs >= from && sample.atMs < to).map((sample) => sample.rss).sort((a, b) => a - b), 50);
+  const medianRss = (from: number, to: number) =>
+    percentile(
+      rssSamples
+        .filter((sample) => sample.atMs >= from && sample.atMs < to)
+        .map((sample) => sample.rss)
+        .sort((a, b) => a - b),
+      50,
+    );
   const rssEarly = medianRss(WARM_UP_MS, WARM_UP_MS + windowMs);
   const rssLate = medianRss(DURATION_MS - windowMs, Infinity);
   const growth = rssEarly ? (rssLate - rssEarly) / rssEarly : NaN;
@@ -188,11 +234,20 @@ async function main(): Promise<void> {
     ['duration', `${MINUTES} min (warm-up ${(WARM_UP_MS / 1000).toFixed(0)} s)`],
     ['ingest', `${produced} events at ${EVENTS_PER_SECOND}/s (edge_logs count now: ${searchableText.slice(0, 60)})`],
     ['requests', `${sent} at concurrency ${CONCURRENCY}, ${QUERIES.length} kinds`],
-    ['answers by status', [...statuses].sort(([a], [b]) => a - b).map(([status, count]) => `${status || 'no answer'}: ${count}`).join(', ')],
+    [
+      'answers by status',
+      [...statuses]
+        .sort(([a], [b]) => a - b)
+        .map(([status, count]) => `${status || 'no answer'}: ${count}`)
+        .join(', '),
+    ],
     ['5xx or no answer', String(serverErrors)],
     ['request latency p50 / p99', `${percentile(sorted, 50).toFixed(0)} / ${percentile(sorted, 99).toFixed(0)} ms`],
     ['service RSS after warm-up / at end / peak', `${(rssAfterWarmUp / 1e6).toFixed(0)} / ${(rssAtEnd / 1e6).toFixed(0)} / ${(rssPeak / 1e6).toFixed(0)} MB`],
-    [`service RSS median, ${(windowMs / 1000).toFixed(0)} s after warm-up / last ${(windowMs / 1000).toFixed(0)} s`, `${(rssEarly / 1e6).toFixed(0)} / ${(rssLate / 1e6).toFixed(0)} MB`],
+    [
+      `service RSS median, ${(windowMs / 1000).toFixed(0)} s after warm-up / last ${(windowMs / 1000).toFixed(0)} s`,
+      `${(rssEarly / 1e6).toFixed(0)} / ${(rssLate / 1e6).toFixed(0)} MB`,
+    ],
     ['RSS growth after warm-up (medians)', `${(growth * 100).toFixed(1)}% (bound 10%)`],
     ['event-loop delay p99 / max (prom-client, since start)', `${loopP99.toFixed(1)} / ${loopMax.toFixed(1)} ms`],
     ['event-loop samples over 50 ms late', `${loopSamples - loopWithin50} of ${loopSamples}`],
@@ -202,7 +257,12 @@ async function main(): Promise<void> {
     rows.push([`  ${kind} p50 / p99`, `${percentile(ordered, 50).toFixed(0)} / ${percentile(ordered, 99).toFixed(0)} ms (${ordered.length})`]);
   }
   const width = Math.max(...rows.map(([name]) => name.length));
-  console.log(`\nsoak (${brokers.join(',')}, ${elasticsearchUrl}; load average at the end ${os.loadavg().map((load) => load.toFixed(1)).join(' ')} on ${os.cpus().length} cores)`);
+  console.log(
+    `\nsoak (${brokers.join(',')}, ${elasticsearchUrl}; load average at the end ${os
+      .loadavg()
+      .map((load) => load.toFixed(1))
+      .join(' ')} on ${os.cpus().length} cores)`,
+  );
   console.log(`${'metric'.padEnd(width)} | value`);
   console.log(`${'-'.repeat(width)}-|-${'-'.repeat(30)}`);
   for (const [name, value] of rows) console.log(`${name.padEnd(width)} | ${value}`);

@@ -73,7 +73,11 @@ async function stop(child: ChildProcess): Promise<void> {
 
 async function measure(mode: Mode, role: Role, env: NodeJS.ProcessEnv): Promise<Sample> {
   const started = performance.now();
-  const child = spawn(process.execPath, command(mode, role), { cwd: repositoryRoot, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, command(mode, role), {
+    cwd: repositoryRoot,
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   try {
     let stdout = '';
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -84,7 +88,10 @@ async function measure(mode: Mode, role: Role, env: NodeJS.ProcessEnv): Promise<
       const url = /^(?:query|ingest): (http:\/\/\S+)$/m.exec(stdout)?.[1];
       if (url) {
         const health = role === 'query' ? `${url}/health` : url;
-        const ok = await fetch(health, { signal: AbortSignal.timeout(2000) }).then((response) => response.ok, () => false);
+        const ok = await fetch(health, { signal: AbortSignal.timeout(2000) }).then(
+          (response) => response.ok,
+          () => false,
+        );
         if (ok) readyMs = performance.now() - started;
       }
       if (readyMs === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -140,7 +147,11 @@ async function main(): Promise<void> {
     await stack?.stop();
   }
 
-  const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+  const median = (values: number[]) =>
+    percentile(
+      [...values].sort((a, b) => a - b),
+      50,
+    );
   console.log(`\n${RUNS} starts of each, median; ready = /health 200 from spawn; RSS ${SETTLE_MS / 1000} s after ready\n`);
   console.log('| process | ready compiled | ready tsx | compiled / tsx | RSS compiled | RSS tsx | compiled / tsx |');
   console.log('|---|---|---|---|---|---|---|');
@@ -150,7 +161,9 @@ async function main(): Promise<void> {
     const [readyC, readyT] = [median(compiled.map((s) => s.readyMs)), median(tsx.map((s) => s.readyMs))];
     const [rssC, rssT] = [median(compiled.map((s) => s.rssMb)), median(tsx.map((s) => s.rssMb))];
     const name = role === 'query' ? 'query service' : 'ingest worker';
-    console.log(`| ${name} | ${readyC.toFixed(0)} ms | ${readyT.toFixed(0)} ms | ${(readyC / readyT).toFixed(2)} | ${rssC.toFixed(0)} MB | ${rssT.toFixed(0)} MB | ${(rssC / rssT).toFixed(2)} |`);
+    console.log(
+      `| ${name} | ${readyC.toFixed(0)} ms | ${readyT.toFixed(0)} ms | ${(readyC / readyT).toFixed(2)} | ${rssC.toFixed(0)} MB | ${rssT.toFixed(0)} MB | ${(rssC / rssT).toFixed(2)} |`,
+    );
   }
 }
 
@@ -170,7 +183,9 @@ async function cleanUp(brokers: string[], elasticsearchUrl: string, env: NodeJS.
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());
-    const topics = sourceRoutes(runConfig).flatMap((route) => [route.topic, route.deadLetterTopic]).filter((topic) => existing.has(topic));
+    const topics = sourceRoutes(runConfig)
+      .flatMap((route) => [route.topic, route.deadLetterTopic])
+      .filter((topic) => existing.has(topic));
     if (topics.length > 0) await admin.deleteTopics({ topics });
     await admin.deleteGroups([runConfig.INGEST_GROUP_ID]).catch(() => undefined);
   } finally {

@@ -96,7 +96,9 @@ export function productionBuild(root: string): Promise<string> {
     build = new Promise<string>((resolve, reject) => {
       const child = spawn('npm', ['run', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
       child.once('error', reject);
-      child.once('exit', (code) => (code === 0 ? resolve(path.join(root, 'dist', 'ingest', 'main.js')) : reject(new Error(`npm run build in ${root} exited with ${code}`))));
+      child.once('exit', (code) =>
+        code === 0 ? resolve(path.join(root, 'dist', 'ingest', 'main.js')) : reject(new Error(`npm run build in ${root} exited with ${code}`)),
+      );
     });
     builds.set(root, build);
   }
@@ -115,7 +117,12 @@ export async function workerMemory(port: number): Promise<WorkerMemory | undefin
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const gauge = (name: string) => Number(new RegExp(`^ingest_${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)`, 'm').exec(text)?.[1] ?? NaN);
-    return { rss: gauge('process_resident_memory_bytes'), heapUsed: gauge('nodejs_heap_size_used_bytes'), heapTotal: gauge('nodejs_heap_size_total_bytes'), external: gauge('nodejs_external_memory_bytes') };
+    return {
+      rss: gauge('process_resident_memory_bytes'),
+      heapUsed: gauge('nodejs_heap_size_used_bytes'),
+      heapTotal: gauge('nodejs_heap_size_total_bytes'),
+      external: gauge('nodejs_external_memory_bytes'),
+    };
   } catch {
     return undefined;
   }
@@ -138,12 +145,18 @@ export async function workerCounter(port: number, name: 'ingest_events_consumed_
 /** The worker's bulk requests so far (every outcome): how many, and their summed duration in seconds. */
 export async function workerBulkTotals(port: number): Promise<{ requests: number; seconds: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const sum = (series: string) => [...text.matchAll(new RegExp(`^ingest_bulk_duration_seconds_${series}\\{[^}]*\\} ([0-9.e+-]+)`, 'gm'))].reduce((total, match) => total + Number(match[1]), 0);
+  const sum = (series: string) =>
+    [...text.matchAll(new RegExp(`^ingest_bulk_duration_seconds_${series}\\{[^}]*\\} ([0-9.e+-]+)`, 'gm'))].reduce(
+      (total, match) => total + Number(match[1]),
+      0,
+    );
   return { requests: sum('count'), seconds: sum('sum') };
 }
 
 function statusField(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith(`${field}:`));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith(`${field}:`));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
 }
 

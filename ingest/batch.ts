@@ -86,7 +86,13 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     const decoded = decodeChunk(chunk, batch.topic, batch.partition, route, dependencies);
     const bytes = chunk.reduce((sum, message) => sum + (message.value?.length ?? 0) + 64, 0);
     const queued: QueuedChunk = { decoded, bytes };
-    pipeline.enqueueJoining(key, bytes, queued, (open) => joinChunk(open, queued, settings), (item, work) => writeChunk(payload, route, item.decoded, work, dependencies));
+    pipeline.enqueueJoining(
+      key,
+      bytes,
+      queued,
+      (open) => joinChunk(open, queued, settings),
+      (item, work) => writeChunk(payload, route, item.decoded, work, dependencies),
+    );
     // kafkajs fetches from the resolved offset on; the commit waits for Elasticsearch (writeChunk)
     payload.resolveOffset(chunk[chunk.length - 1]!.offset);
     await pipeline.admit(payload.heartbeat);
@@ -158,7 +164,13 @@ export function decodeChunk(
       } else if (result.ok) {
         events.push({ entry: bulkEntry(route.partitioning.indexOf(result.event), result.event), message, element });
       } else {
-        letters.push({ reason: result.reason, detail: result.detail, key: message.key, value: result.value, source: sourceOf(topic, partition, message, element) });
+        letters.push({
+          reason: result.reason,
+          detail: result.detail,
+          key: message.key,
+          value: result.value,
+          source: sourceOf(topic, partition, message, element),
+        });
       }
     }
   }
@@ -208,18 +220,34 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
       return;
     }
     // the letters and the chunk's commit are one transaction: a chunk delivered again cannot write its letters twice
-    const sent = (await dependencies.deadLetters.send({ topic: batch.topic, partition: batch.partition }, route.deadLetterTopic, letters.map((letter) => ({ offset: letter.source.offset, message: deadLetterMessage(letter), letter })), nextOffset)).map(
-      (entry) => entry.letter,
-    );
+    const sent = (
+      await dependencies.deadLetters.send(
+        { topic: batch.topic, partition: batch.partition },
+        route.deadLetterTopic,
+        letters.map((letter) => ({ offset: letter.source.offset, message: deadLetterMessage(letter), letter })),
+        nextOffset,
+      )
+    ).map((entry) => entry.letter);
     for (const letter of sent) metrics.deadLettered.inc({ source: route.source, reason: letter.reason }, letter.records ?? 1);
-    if (sent.length > 0) logger.warn({ topic: batch.topic, partition: batch.partition, reasons: [...new Set(sent.map((letter) => letter.reason))], count: sent.length }, 'events dead-lettered');
+    if (sent.length > 0)
+      logger.warn(
+        { topic: batch.topic, partition: batch.partition, reasons: [...new Set(sent.map((letter) => letter.reason))], count: sent.length },
+        'events dead-lettered',
+      );
     for (const group of chunk.undecodable.groups) {
       // a batch seen again after a restart mid-batch is counted once, by the part holding its first record
       if (group.containsFirstRecord && sent.some((letter) => letter.reason === 'undecodable_batch' && letter.source.offset === group.firstOffset)) {
         metrics.undecodableBatches.inc({ source: route.source, codec: group.marker.codec });
       }
       logger.error(
-        { topic: batch.topic, partition: batch.partition, codec: group.marker.codec, offsets: `${group.firstOffset}..${group.lastOffset}`, batchOffsets: `${group.marker.firstOffset}..${group.marker.lastOffset}`, reason: group.marker.detail },
+        {
+          topic: batch.topic,
+          partition: batch.partition,
+          codec: group.marker.codec,
+          offsets: `${group.firstOffset}..${group.lastOffset}`,
+          batchOffsets: `${group.marker.firstOffset}..${group.marker.lastOffset}`,
+          reason: group.marker.detail,
+        },
         'undecodable record batch dead-lettered',
       );
     }
@@ -230,7 +258,10 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
     }
     if (!work.mayCommit()) return;
     dependencies.pipeline.failed(`${batch.topic}|${batch.partition}`);
-    logger.error({ err: error, topic: batch.topic, partition: batch.partition, from: chunk.firstOffset }, 'chunk not stored; the partition is read again from it');
+    logger.error(
+      { err: error, topic: batch.topic, partition: batch.partition, from: chunk.firstOffset },
+      'chunk not stored; the partition is read again from it',
+    );
     await new Promise((resolve) => setTimeout(resolve, settings.retryInitialMs));
     dependencies.rewind(batch.topic, batch.partition, chunk.firstOffset);
   }
@@ -265,7 +296,9 @@ class UndecodableGroups {
 /** One dead letter for (the part in this chunk of) an undecodable batch: the stored batch bytes, and the offsets it covered. */
 function undecodableLetter(group: UndecodableGroup, topic: string, partition: number): DeadLetter {
   const { marker } = group;
-  const part = group.containsFirstRecord ? '' : ` (offsets ${group.firstOffset}..${group.lastOffset} of it; its bytes are in the dead letter of offset ${marker.firstOffset})`;
+  const part = group.containsFirstRecord
+    ? ''
+    : ` (offsets ${group.firstOffset}..${group.lastOffset} of it; its bytes are in the dead letter of offset ${marker.firstOffset})`;
   return {
     reason: 'undecodable_batch',
     detail: `${marker.codec} record batch at offsets ${marker.firstOffset}..${marker.lastOffset} (${marker.records} records) could not be decoded: ${marker.detail}${part}`,
@@ -275,4 +308,3 @@ function undecodableLetter(group: UndecodableGroup, topic: string, partition: nu
     records: group.records,
   };
 }
-

@@ -95,14 +95,19 @@ export interface KafkaCodec {
   decompress(data: Buffer): Promise<Buffer>;
 }
 
-export const KAFKA_CODECS: Record<CodecName, { id: number; compress(data: Buffer): Promise<Buffer> | Buffer; decompress(data: Buffer): Promise<Buffer> | Buffer }> = {
+export const KAFKA_CODECS: Record<
+  CodecName,
+  { id: number; compress(data: Buffer): Promise<Buffer> | Buffer; decompress(data: Buffer): Promise<Buffer> | Buffer }
+> = {
   gzip: { id: CompressionTypes.GZIP, compress: (data) => gzipAsync(data), decompress: (data) => gunzipAsync(data) },
   snappy: { id: CompressionTypes.Snappy, compress: snappyCompress, decompress: snappyDecompress },
   lz4: { id: CompressionTypes.LZ4, compress: lz4Compress, decompress: lz4Decompress },
   zstd: {
     id: CompressionTypes.ZSTD,
     compress: () => {
-      throw new Error('zstd compression is not available: fzstd only decompresses; produce with gzip, snappy or lz4 (the worker reads zstd from other producers)');
+      throw new Error(
+        'zstd compression is not available: fzstd only decompresses; produce with gzip, snappy or lz4 (the worker reads zstd from other producers)',
+      );
     },
     decompress: zstdDecompressBuffer,
   },
@@ -113,7 +118,10 @@ export function kafkaCodec(name: CodecName): KafkaCodec {
   const codec = KAFKA_CODECS[name];
   return {
     compress: async (encoder) => codec.compress(encoder.buffer),
-    decompress: budgetedDecompress(name, guardDecompress(name, async (data) => codec.decompress(data))),
+    decompress: budgetedDecompress(
+      name,
+      guardDecompress(name, async (data) => codec.decompress(data)),
+    ),
   };
 }
 

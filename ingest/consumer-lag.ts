@@ -62,10 +62,13 @@ export function startConsumerLagPoll({ kafka, groupId, topics, gauge, intervalMs
         await admin.connect();
       }
       const committed = await admin.fetchOffsets({ groupId, topics: [...topics] });
-      const committedByTopic = new Map(committed.map(({ topic, partitions }) => [topic, new Map(partitions.map(({ partition, offset }) => [partition, offset]))]));
+      const committedByTopic = new Map(
+        committed.map(({ topic, partitions }) => [topic, new Map(partitions.map(({ partition, offset }) => [partition, offset]))]),
+      );
       for (const topic of topics) {
         const bounds = await admin.fetchTopicOffsets(topic);
-        for (const { partition, lag } of partitionLags(bounds, committedByTopic.get(topic) ?? new Map())) gauge.set({ topic, partition: String(partition) }, lag);
+        for (const { partition, lag } of partitionLags(bounds, committedByTopic.get(topic) ?? new Map()))
+          gauge.set({ topic, partition: String(partition) }, lag);
       }
       if (failing) logger.info('consumer lag readable again');
       failing = false;

@@ -7,10 +7,29 @@ import { backoffMs } from './bulk.ts';
  * stops for good. Left alone the worker would exit; these crashes are restarted in process instead,
  * within a budget, and anything else (a configuration or authorisation error) still ends the worker.
  */
-const TRANSIENT_ERROR_NAMES = new Set(['KafkaJSGroupCoordinatorNotFound', 'KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound', 'KafkaJSNoBrokerAvailableError', 'KafkaJSLockTimeout']);
+const TRANSIENT_ERROR_NAMES = new Set([
+  'KafkaJSGroupCoordinatorNotFound',
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSNoBrokerAvailableError',
+  'KafkaJSLockTimeout',
+]);
 
 /** Protocol errors (by kafkajs type) that a broker answers while it starts or moves leadership. */
-const TRANSIENT_PROTOCOL_TYPES = new Set(['COORDINATOR_NOT_AVAILABLE', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'NOT_COORDINATOR', 'NOT_COORDINATOR_FOR_GROUP', 'COORDINATOR_LOAD_IN_PROGRESS', 'GROUP_LOAD_IN_PROGRESS', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'REQUEST_TIMED_OUT', 'NETWORK_EXCEPTION']);
+const TRANSIENT_PROTOCOL_TYPES = new Set([
+  'COORDINATOR_NOT_AVAILABLE',
+  'GROUP_COORDINATOR_NOT_AVAILABLE',
+  'NOT_COORDINATOR',
+  'NOT_COORDINATOR_FOR_GROUP',
+  'COORDINATOR_LOAD_IN_PROGRESS',
+  'GROUP_LOAD_IN_PROGRESS',
+  'LEADER_NOT_AVAILABLE',
+  'NOT_LEADER_FOR_PARTITION',
+  'REQUEST_TIMED_OUT',
+  'NETWORK_EXCEPTION',
+]);
 
 interface KafkaLikeError {
   name?: string;

@@ -37,11 +37,19 @@ export class DeadLetterTransactions {
    * partition, atomically. Returns the letters sent: at a partition's first letters in an assignment,
    * those below the offset another owner committed meanwhile are dropped (that owner sent them).
    */
-  async send<T extends { offset: string; message: Message }>(source: { topic: string; partition: number }, deadLetterTopic: string, letters: T[], nextOffset: string): Promise<T[]> {
+  async send<T extends { offset: string; message: Message }>(
+    source: { topic: string; partition: number },
+    deadLetterTopic: string,
+    letters: T[],
+    nextOffset: string,
+  ): Promise<T[]> {
     const floor = await this.claim(source.topic, source.partition);
     const fresh = floor === undefined ? letters : letters.filter((letter) => BigInt(letter.offset) >= floor);
     if (floor !== undefined && floor >= BigInt(nextOffset)) {
-      this.logger.info({ topic: source.topic, partition: source.partition, committed: String(floor), nextOffset }, 'chunk already committed by the previous owner; its dead letters are not sent again');
+      this.logger.info(
+        { topic: source.topic, partition: source.partition, committed: String(floor), nextOffset },
+        'chunk already committed by the previous owner; its dead letters are not sent again',
+      );
       return [];
     }
     const key = `${source.topic}\u0000${source.partition}`;
@@ -50,7 +58,10 @@ export class DeadLetterTransactions {
       const transaction = await producer.transaction();
       try {
         if (fresh.length > 0) await transaction.send({ topic: deadLetterTopic, acks: -1, messages: fresh.map((letter) => letter.message) });
-        await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic: source.topic, partitions: [{ partition: source.partition, offset: nextOffset }] }] });
+        await transaction.sendOffsets({
+          consumerGroupId: this.groupId,
+          topics: [{ topic: source.topic, partitions: [{ partition: source.partition, offset: nextOffset }] }],
+        });
         await transaction.commit();
       } catch (error) {
         await transaction.abort().catch(() => undefined);

@@ -31,9 +31,7 @@ export interface KafkaRecord {
   headers?: IHeaders;
 }
 
-export type DecodedEvent =
-  | { ok: true; event: StoredEvent }
-  | { ok: false; reason: PoisonReason; detail: string; value: Buffer; element?: number };
+export type DecodedEvent = { ok: true; event: StoredEvent } | { ok: false; reason: PoisonReason; detail: string; value: Buffer; element?: number };
 
 /** Elasticsearch refuses `_id`s longer than 512 bytes. */
 const MAX_ID_BYTES = 512;
@@ -55,7 +53,9 @@ export function decodeMessage(record: KafkaRecord, maxMessageBytes: number, fiel
     return [{ ok: false, reason: 'empty_message', detail: 'the message has no value', value: value ?? Buffer.alloc(0) }];
   }
   if (value.length > maxMessageBytes) {
-    return [{ ok: false, reason: 'too_large', detail: `the message is ${value.length} bytes, the limit is ${maxMessageBytes} (INGEST_MAX_MESSAGE_BYTES)`, value }];
+    return [
+      { ok: false, reason: 'too_large', detail: `the message is ${value.length} bytes, the limit is ${maxMessageBytes} (INGEST_MAX_MESSAGE_BYTES)`, value },
+    ];
   }
   const idHeader = headerText(record.headers, ID_HEADER);
   const context: EventContext = { record, fieldNames, idHeader, key: record.key ?? null };
@@ -71,7 +71,13 @@ export function decodeMessage(record: KafkaRecord, maxMessageBytes: number, fiel
       try {
         element = JSON.parse(line);
       } catch (lineError) {
-        return { ok: false, reason: 'invalid_json', detail: `line ${index + 1} of the NDJSON message is not JSON: ${(lineError as Error).message}`, value: Buffer.from(line), element: index };
+        return {
+          ok: false,
+          reason: 'invalid_json',
+          detail: `line ${index + 1} of the NDJSON message is not JSON: ${(lineError as Error).message}`,
+          value: Buffer.from(line),
+          element: index,
+        };
       }
       return withElement(normaliseEvent(element, context, index), element, index);
     });
@@ -85,7 +91,10 @@ export function decodeMessage(record: KafkaRecord, maxMessageBytes: number, fiel
 
 /** The lines of an NDJSON message, when it has several and the first is a JSON object; else undefined. */
 function ndjsonLines(text: string): string[] | undefined {
-  const lines = text.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+  const lines = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
   if (lines.length < 2) return undefined;
   try {
     const first: unknown = JSON.parse(lines[0]!);
@@ -119,7 +128,11 @@ const EVENT_FIELD_ORDER: readonly MappableEventField[] = ['event_message', 'time
  */
 export function normaliseEvent(input: unknown, context: EventContext, element: number | undefined): Normalised {
   if (!isRecord(input)) {
-    return { ok: false, reason: 'not_an_object', detail: `an event must be a JSON object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}` };
+    return {
+      ok: false,
+      reason: 'not_an_object',
+      detail: `an event must be a JSON object, got ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}`,
+    };
   }
   const claimed = new Set<string>();
   const chosen = {} as Record<MappableEventField, { name: string; value: unknown } | undefined>;
@@ -146,7 +159,8 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
     return { ok: false, reason: 'event_message_not_string', detail: `the message field "${message.name}" must be a string, got ${describe(message.value)}` };
   }
   const timestamp = chosen.timestamp === undefined ? parseTimestamp(Number(context.record.timestamp)) : eventTimestamp(chosen.timestamp.value);
-  if (!timestamp.ok) return { ok: false, reason: 'invalid_timestamp', detail: chosen.timestamp ? `"${chosen.timestamp.name}": ${timestamp.reason}` : timestamp.reason };
+  if (!timestamp.ok)
+    return { ok: false, reason: 'invalid_timestamp', detail: chosen.timestamp ? `"${chosen.timestamp.name}": ${timestamp.reason}` : timestamp.reason };
 
   const id = eventId(chosen.id, context, element);
   if (!id.ok) return id;
@@ -176,7 +190,11 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
   return { ok: true, event };
 }
 
-function eventId(chosen: { name: string; value: unknown } | undefined, context: EventContext, element: number | undefined): { ok: true; id: string } | { ok: false; reason: 'invalid_id'; detail: string } {
+function eventId(
+  chosen: { name: string; value: unknown } | undefined,
+  context: EventContext,
+  element: number | undefined,
+): { ok: true; id: string } | { ok: false; reason: 'invalid_id'; detail: string } {
   let id: string;
   if (chosen !== undefined && chosen.value !== '') {
     if (typeof chosen.value !== 'string' && !(typeof chosen.value === 'number' && Number.isFinite(chosen.value))) {
@@ -184,7 +202,8 @@ function eventId(chosen: { name: string; value: unknown } | undefined, context: 
     }
     id = String(chosen.value);
   } else if (context.idHeader !== undefined) {
-    if (Array.isArray(context.idHeader)) return { ok: false, reason: 'invalid_id', detail: `the message has ${context.idHeader.length} "${ID_HEADER}" headers; give one` };
+    if (Array.isArray(context.idHeader))
+      return { ok: false, reason: 'invalid_id', detail: `the message has ${context.idHeader.length} "${ID_HEADER}" headers; give one` };
     if (context.idHeader === '') return { ok: false, reason: 'invalid_id', detail: `the "${ID_HEADER}" header is empty` };
     // the events of a several-event message each need their own id
     id = element === undefined ? context.idHeader : `${context.idHeader}/${element}`;

@@ -37,7 +37,13 @@ export interface RetentionRun {
  * event is (or, empty, it has nothing to keep). Safe to run from several workers at once: each
  * deletes by exact name, and an index another worker deleted first is simply gone.
  */
-export async function applyRetention(client: Client, policy: RetentionPolicy, nowMs: number, logger: Logger, onDeleted: (source: SourceName) => void = () => {}): Promise<RetentionRun> {
+export async function applyRetention(
+  client: Client,
+  policy: RetentionPolicy,
+  nowMs: number,
+  logger: Logger,
+  onDeleted: (source: SourceName) => void = () => {},
+): Promise<RetentionRun> {
   const listed = await client.cat.indices({ index: `${policy.indexPrefix}*`, format: 'json', h: 'index', expand_wildcards: 'open' });
   const indices = listed.map((row) => row.index).filter((index): index is string => typeof index === 'string');
   const doomed: { index: string; source: SourceName; reason: string }[] = expiredPartitions(indices, policy, nowMs).map((partition) => ({
@@ -50,7 +56,14 @@ export async function applyRetention(client: Client, policy: RetentionPolicy, no
     if (!indices.includes(legacy)) continue;
     const newest = await newestEventMs(client, legacy);
     if (newest === undefined || newest < nowMs - policy.retentionDays(source) * DAY_MS) {
-      doomed.push({ index: legacy, source, reason: newest === undefined ? 'the legacy index is empty' : `the legacy index's newest event (${new Date(newest).toISOString()}) is older than ${policy.retentionDays(source)} days` });
+      doomed.push({
+        index: legacy,
+        source,
+        reason:
+          newest === undefined
+            ? 'the legacy index is empty'
+            : `the legacy index's newest event (${new Date(newest).toISOString()}) is older than ${policy.retentionDays(source)} days`,
+      });
     }
   }
   const deleted: string[] = [];
@@ -76,7 +89,14 @@ export interface RetentionSchedule {
 }
 
 /** Runs retention soon after start and then every `intervalMs`; a failed run is logged, counted and tried again next time. */
-export function startRetentionSchedule(options: { client: Client; policy: RetentionPolicy; intervalMs: number; logger: Logger; metrics: IngestMetrics; now(): number }): RetentionSchedule {
+export function startRetentionSchedule(options: {
+  client: Client;
+  policy: RetentionPolicy;
+  intervalMs: number;
+  logger: Logger;
+  metrics: IngestMetrics;
+  now(): number;
+}): RetentionSchedule {
   const { client, policy, logger, metrics } = options;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;

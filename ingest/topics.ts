@@ -31,7 +31,7 @@ export async function ensureTopics(admin: Admin, topics: string[], partitions: n
   } catch (error) {
     const errors = (error as { errors?: { type?: string }[] }).errors;
     // another worker created them between our list and our create
-    if (errors && errors.every((entry) => entry.type === 'TOPIC_ALREADY_EXISTS')) return missing;
+    if (errors?.every((entry) => entry.type === 'TOPIC_ALREADY_EXISTS')) return missing;
     // created, but a KRaft broker may leave a new topic out of metadata for a moment, and kafkajs
     // waits for leaders only on LEADER_NOT_AVAILABLE
     if ((error as { type?: string }).type === 'UNKNOWN_TOPIC_OR_PARTITION') await waitForLeaders(admin, missing);

@@ -49,7 +49,10 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const brokers = config.KAFKA_BROKERS;
   const elasticsearchUrl = config.ELASTICSEARCH_URL;
   if (!brokers || !elasticsearchUrl) {
-    throw new ConfigError([...(brokers ? [] : ['KAFKA_BROKERS: required by the ingest worker']), ...(elasticsearchUrl ? [] : ['ELASTICSEARCH_URL: required by the ingest worker'])]);
+    throw new ConfigError([
+      ...(brokers ? [] : ['KAFKA_BROKERS: required by the ingest worker']),
+      ...(elasticsearchUrl ? [] : ['ELASTICSEARCH_URL: required by the ingest worker']),
+    ]);
   }
   const routes = sourceRoutes(config);
   const kafkaServer = kafkaConnection(config);
@@ -64,8 +67,14 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const created = await ensureTopics(admin, routes.flatMap((route) => [route.topic, route.deadLetterTopic]), config.INGEST_TOPIC_PARTITIONS, config.INGEST_TOPIC_REPLICATION_FACTOR);
-    if (created.length > 0) logger.info({ topics: created, partitions: config.INGEST_TOPIC_PARTITIONS, replicationFactor: config.INGEST_TOPIC_REPLICATION_FACTOR }, 'topics created');
+    const created = await ensureTopics(
+      admin,
+      routes.flatMap((route) => [route.topic, route.deadLetterTopic]),
+      config.INGEST_TOPIC_PARTITIONS,
+      config.INGEST_TOPIC_REPLICATION_FACTOR,
+    );
+    if (created.length > 0)
+      logger.info({ topics: created, partitions: config.INGEST_TOPIC_PARTITIONS, replicationFactor: config.INGEST_TOPIC_REPLICATION_FACTOR }, 'topics created');
   } finally {
     await admin.disconnect();
   }
@@ -86,7 +95,12 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
           now: () => Date.now(),
         })
       : undefined;
-  const bulk = new BulkCoalescer(client, metrics, { maxBytes: config.INGEST_BULK_MAX_BYTES, maxEvents: config.INGEST_BULK_MAX_EVENTS, lingerMs: BULK_LINGER_MS, maxInFlight: config.INGEST_BULK_MAX_IN_FLIGHT });
+  const bulk = new BulkCoalescer(client, metrics, {
+    maxBytes: config.INGEST_BULK_MAX_BYTES,
+    maxEvents: config.INGEST_BULK_MAX_EVENTS,
+    lingerMs: BULK_LINGER_MS,
+    maxInFlight: config.INGEST_BULK_MAX_IN_FLIGHT,
+  });
   let status: HealthReport['status'] = 'starting';
   let heldPartitions = 0;
   // kept connected: a partition's first dead letters after an assignment read its committed offset
@@ -143,11 +157,18 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     status = 'starting';
     restartTimer = setTimeout(() => {
       restartTimer = undefined;
-      if (!stopRequested) consumer.run(runOptions).catch((runError: unknown) => failForGood(runError instanceof Error ? runError : new Error(String(runError))));
+      if (!stopRequested)
+        consumer.run(runOptions).catch((runError: unknown) => failForGood(runError instanceof Error ? runError : new Error(String(runError))));
     }, delay);
   });
 
-  const statusServer = await startStatusServer(config.INGEST_HOST, config.INGEST_PORT, () => ({ status, heldPartitions }), metrics.registry, opsAccess(config.OPS_TOKEN));
+  const statusServer = await startStatusServer(
+    config.INGEST_HOST,
+    config.INGEST_PORT,
+    () => ({ status, heldPartitions }),
+    metrics.registry,
+    opsAccess(config.OPS_TOKEN),
+  );
   await offsetsAdmin.connect();
   await consumer.connect();
   await consumer.subscribe({ topics: routes.map((route) => route.topic), fromBeginning: true });
@@ -201,7 +222,14 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   await consumer.run(runOptions);
   const lagPoll: ConsumerLagPoll | undefined =
     config.INGEST_LAG_POLL_MS > 0
-      ? startConsumerLagPoll({ kafka, groupId: config.INGEST_GROUP_ID, topics: [...new Set(routes.map((route) => route.topic))], gauge: metrics.consumerLag, intervalMs: config.INGEST_LAG_POLL_MS, logger })
+      ? startConsumerLagPoll({
+          kafka,
+          groupId: config.INGEST_GROUP_ID,
+          topics: [...new Set(routes.map((route) => route.topic))],
+          gauge: metrics.consumerLag,
+          intervalMs: config.INGEST_LAG_POLL_MS,
+          logger,
+        })
       : undefined;
   const retention: RetentionSchedule | undefined =
     config.RETENTION_INTERVAL_SECONDS > 0
@@ -242,7 +270,14 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
 }
 
 /** Elasticsearch may still be starting next to us: retry for a while before giving up. */
-async function ensureIndices(client: Client, store: ElasticsearchConnection, indexPrefix: string, replicas: number, logger: Logger, timeoutMs = 120_000): Promise<void> {
+async function ensureIndices(
+  client: Client,
+  store: ElasticsearchConnection,
+  indexPrefix: string,
+  replicas: number,
+  logger: Logger,
+  timeoutMs = 120_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt += 1) {
     try {

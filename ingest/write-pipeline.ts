@@ -73,7 +73,7 @@ export class WritePipeline {
    */
   enqueueJoining<T>(key: string, bytes: number, item: T, join: (queued: T) => boolean, run: (item: T, chunk: ChunkWork) => Promise<void>): void {
     const open = this.open.get(key) as OpenWork<T> | undefined;
-    if (open && open.queued.chunk.isCurrent() && join(open.item)) {
+    if (open?.queued.chunk.isCurrent() && join(open.item)) {
       open.queued.bytes += bytes;
       this.queuedBytes += bytes;
       return;

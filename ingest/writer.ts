@@ -85,7 +85,10 @@ export async function writeEvents<T extends { entry: BulkEntry }>(context: Write
         const delay = backoffMs(attempt, context.retryInitialMs, context.retryMaxMs);
         attempt += 1;
         if (!held) context.onHold((held = true));
-        context.logger.warn({ source: context.source, events: pending.length, cause: retryCause, retryInMs: delay, attempt }, 'elasticsearch unavailable, holding the partition');
+        context.logger.warn(
+          { source: context.source, events: pending.length, cause: retryCause, retryInMs: delay, attempt },
+          'elasticsearch unavailable, holding the partition',
+        );
         await waitAlive(context, delay);
       }
     }

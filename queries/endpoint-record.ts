@@ -15,7 +15,10 @@ const RESERVED_PARAMETERS = ['sql', 'lql', 'stats', 'format', 'cursor', 'page_si
 const parameterName = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'a parameter name is a letter or _ then letters, digits or _ (at most 64)')
-  .refine((name) => !RESERVED_PARAMETERS.includes(name.toLowerCase()), `${RESERVED_PARAMETERS.join(', ')} are read by the query route itself (the sandbox parameters, statistics and exports) and cannot be declared`);
+  .refine(
+    (name) => !RESERVED_PARAMETERS.includes(name.toLowerCase()),
+    `${RESERVED_PARAMETERS.join(', ')} are read by the query route itself (the sandbox parameters, statistics and exports) and cannot be declared`,
+  );
 
 export const parameterDeclarationSchema = z
   .strictObject({

@@ -31,7 +31,12 @@ const usageRecord: SeededEndpoint['record'] = {
       allowedValues: [...USAGE_INTERVALS],
       description: 'Look-back window and bucket size: hourly = last hour by hour, daily = last 7 days by day, minutely = last 60 minutes by minute.',
     },
-    { name: 'project', type: 'string', required: true, description: 'Regular expression (JavaScript / RE2 syntax) matched anywhere in the request URL of each log record.' },
+    {
+      name: 'project',
+      type: 'string',
+      required: true,
+      description: 'Regular expression (JavaScript / RE2 syntax) matched anywhere in the request URL of each log record.',
+    },
   ],
   maxRows: 1000,
   cacheSeconds: 900,

@@ -69,8 +69,10 @@ const SQL_TYPES: Readonly<Record<ParameterType, Exclude<ParameterValue, string>[
 
 /** The BigQuery type each declared parameter other than text reaches the SQL with. */
 function sqlTypesOf(parameters: readonly ParameterDeclaration[]): NonNullable<EndpointDefinition['parameterTypes']> {
-  return Object.fromEntries(parameters.flatMap((parameter) => {
-    const type = SQL_TYPES[parameter.type];
-    return type ? [[parameter.name, type]] : [];
-  }));
+  return Object.fromEntries(
+    parameters.flatMap((parameter) => {
+      const type = SQL_TYPES[parameter.type];
+      return type ? [[parameter.name, type]] : [];
+    }),
+  );
 }

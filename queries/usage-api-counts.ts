@@ -40,7 +40,12 @@ export const usageApiCounts: EndpointDefinition<UsageParameters> = {
   description: 'Counts of requests per time bucket for one project, split by API area (rest, storage, auth, realtime).',
   parameters,
   parameterDocs: [
-    { name: 'interval', required: true, description: 'Look-back window and bucket size: hourly = last hour by hour, daily = last 7 days by day, minutely = last 60 minutes by minute.', allowedValues: USAGE_INTERVALS },
+    {
+      name: 'interval',
+      required: true,
+      description: 'Look-back window and bucket size: hourly = last hour by hour, daily = last 7 days by day, minutely = last 60 minutes by minute.',
+      allowedValues: USAGE_INTERVALS,
+    },
     { name: 'project', required: true, description: 'Regular expression (JavaScript / RE2 syntax) matched anywhere in the request URL of each log record.' },
   ],
   ctes: [

@@ -80,11 +80,21 @@ function edgeRequest(random: Random): { path: string; method: string; search: st
     return { path: `/rest/v1/${pick(random, TABLES)}`, method, search: method === 'GET' ? `?select=*&limit=${integer(random, 1, 100)}` : '', status };
   }
   if (roll < 0.7) {
-    return { path: `/auth/v1/${pick(random, ['token', 'user', 'signup', 'logout', 'verify'])}`, method: pick(random, ['GET', 'POST']), search: roll < 0.6 ? '?grant_type=password' : '', status: pick(random, [200, 200, 200, 400, 401, 422, 429]) };
+    return {
+      path: `/auth/v1/${pick(random, ['token', 'user', 'signup', 'logout', 'verify'])}`,
+      method: pick(random, ['GET', 'POST']),
+      search: roll < 0.6 ? '?grant_type=password' : '',
+      status: pick(random, [200, 200, 200, 400, 401, 422, 429]),
+    };
   }
   if (roll < 0.85) {
     const method = pick(random, ['GET', 'GET', 'POST', 'PUT']);
-    return { path: `/storage/v1/object/${pick(random, ['public/', 'sign/', ''])}${pick(random, BUCKETS)}/${hex(random, 8)}.png`, method, search: '', status: pick(random, [200, 200, 200, 400, 404, 500]) };
+    return {
+      path: `/storage/v1/object/${pick(random, ['public/', 'sign/', ''])}${pick(random, BUCKETS)}/${hex(random, 8)}.png`,
+      method,
+      search: '',
+      status: pick(random, [200, 200, 200, 400, 404, 500]),
+    };
   }
   if (roll < 0.95) return { path: '/realtime/v1/websocket', method: 'GET', search: '?apikey=<redacted>&vsn=1.0.0', status: pick(random, [101, 101, 101, 403]) };
   return { path: `/functions/v1/${pick(random, FUNCTIONS)}`, method: 'POST', search: '', status: pick(random, [200, 200, 500, 546]) };
@@ -153,10 +163,19 @@ function postgresEvent(random: Random, project: string): Record<string, unknown>
   const severity = pick(random, ['LOG', 'LOG', 'LOG', 'LOG', 'WARNING', 'ERROR', 'FATAL']);
   const message =
     severity === 'ERROR'
-      ? pick(random, ['relation "public.todo" does not exist', 'duplicate key value violates unique constraint "profiles_pkey"', 'permission denied for table orders'])
+      ? pick(random, [
+          'relation "public.todo" does not exist',
+          'duplicate key value violates unique constraint "profiles_pkey"',
+          'permission denied for table orders',
+        ])
       : severity === 'FATAL'
         ? `password authentication failed for user "postgres" from ${ipv4(random)}`
-        : pick(random, ['connection received: host=10.0.0.12 port=53482', 'checkpoint complete: wrote 312 buffers (1.9%)', 'PgBouncer auth request: postgres', 'statement: SELECT 1']);
+        : pick(random, [
+            'connection received: host=10.0.0.12 port=53482',
+            'checkpoint complete: wrote 312 buffers (1.9%)',
+            'PgBouncer auth request: postgres',
+            'statement: SELECT 1',
+          ]);
   return {
     event_message: message,
     project,
@@ -206,7 +225,10 @@ function functionEdgeEvent(random: Random, project: string): Record<string, unkn
 function functionEvent(random: Random, project: string, at: Date): Record<string, unknown> {
   const level = pick(random, ['info', 'info', 'info', 'log', 'warning', 'error']);
   return {
-    event_message: level === 'error' ? `Error: request to ${ipv4(random)} timed out` : pick(random, ['booted (time: 23ms)', 'Listening on http://localhost:9999/', 'sending welcome email', 'shutdown']),
+    event_message:
+      level === 'error'
+        ? `Error: request to ${ipv4(random)} timed out`
+        : pick(random, ['booted (time: 23ms)', 'Listening on http://localhost:9999/', 'sending welcome email', 'shutdown']),
     metadata: {
       deployment_id: `${project}-${uuid(random)}`,
       event_type: pick(random, ['log', 'log', 'Boot', 'Shutdown']),
@@ -224,20 +246,44 @@ function authEvent(random: Random, project: string, at: Date): Record<string, un
   const path = pick(random, ['/token', '/user', '/signup', '/logout', '/verify']);
   const status = pick(random, [200, 200, 200, 400, 401, 422]);
   const remote = clientIp(random);
-  const fields = { component: 'api', level: status >= 400 ? 'error' : 'info', method: pick(random, ['GET', 'POST']), msg: status >= 400 ? 'request failed' : 'request completed', path, remote_addr: remote, status, time: at.toISOString() };
+  const fields = {
+    component: 'api',
+    level: status >= 400 ? 'error' : 'info',
+    method: pick(random, ['GET', 'POST']),
+    msg: status >= 400 ? 'request failed' : 'request completed',
+    path,
+    remote_addr: remote,
+    status,
+    time: at.toISOString(),
+  };
   return {
     event_message: JSON.stringify(fields),
     project,
-    metadata: { ...fields, host: `db-${project}`, request_id: uuid(random), duration: integer(random, 1000, 900000), error: status >= 400 ? 'invalid login credentials' : undefined },
+    metadata: {
+      ...fields,
+      host: `db-${project}`,
+      request_id: uuid(random),
+      duration: integer(random, 1000, 900000),
+      error: status >= 400 ? 'invalid login credentials' : undefined,
+    },
   };
 }
 
 function realtimeEvent(random: Random, project: string): Record<string, unknown> {
   const level = pick(random, ['info', 'info', 'error', 'warning']);
   return {
-    event_message: level === 'error' ? 'Subscribing to PostgreSQL failed: {:error, "Subscription insert failed with 0 rows"}' : pick(random, ['Connected to tenant database', 'Channel joined: realtime:public:messages', 'Billing metrics: 42 messages']),
+    event_message:
+      level === 'error'
+        ? 'Subscribing to PostgreSQL failed: {:error, "Subscription insert failed with 0 rows"}'
+        : pick(random, ['Connected to tenant database', 'Channel joined: realtime:public:messages', 'Billing metrics: 42 messages']),
     metadata: {
-      context: { application: 'realtime', file: 'lib/realtime_web/channels/realtime_channel.ex', line: integer(random, 10, 600), pid: `<0.${integer(random, 100, 9999)}.0>`, vm: { node: `realtime-prod@${ipv6(random)}` } },
+      context: {
+        application: 'realtime',
+        file: 'lib/realtime_web/channels/realtime_channel.ex',
+        line: integer(random, 10, 600),
+        pid: `<0.${integer(random, 100, 9999)}.0>`,
+        vm: { node: `realtime-prod@${ipv6(random)}` },
+      },
       external_id: project,
       level,
       project,
@@ -249,7 +295,10 @@ function storageEvent(random: Random, project: string): Record<string, unknown> 
   return {
     event_message: pick(random, ['content-type is image/png', 'Object uploaded', 'Object not found', 'Bucket created', 'signed url generated']),
     metadata: {
-      context: { host: `ip-10-${integer(random, 0, 255)}-${integer(random, 0, 255)}-${integer(random, 0, 255)}.eu-central-1.compute.internal`, pid: integer(random, 1, 64) },
+      context: {
+        host: `ip-10-${integer(random, 0, 255)}-${integer(random, 0, 255)}-${integer(random, 0, 255)}.eu-central-1.compute.internal`,
+        pid: integer(random, 1, 64),
+      },
       level: pick(random, ['info', 'info', 'warn', 'error']),
       project,
       reqId: `${hex(random, 16)}-DUB`,
@@ -260,7 +309,13 @@ function storageEvent(random: Random, project: string): Record<string, unknown> 
 
 function restApiEvent(random: Random, project: string): Record<string, unknown> {
   return {
-    event_message: pick(random, ['Attempting to connect to the database...', 'Connection successful', 'Listening on port 3000', 'Schema cache loaded', `${ipv4(random)} - - "GET /${pick(random, TABLES)} HTTP/1.1" 200 - "" "${pick(random, USER_AGENTS)}"`]),
+    event_message: pick(random, [
+      'Attempting to connect to the database...',
+      'Connection successful',
+      'Listening on port 3000',
+      'Schema cache loaded',
+      `${ipv4(random)} - - "GET /${pick(random, TABLES)} HTTP/1.1" 200 - "" "${pick(random, USER_AGENTS)}"`,
+    ]),
     metadata: { host: project },
     project,
   };

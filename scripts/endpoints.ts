@@ -7,7 +7,14 @@ import { createLogger } from '../shared/logger.ts';
 import { checkElasticsearch } from '../shared/startup-checks.ts';
 import { SystemClock } from '../src/cache/clock.ts';
 import { EndpointCatalog } from '../src/endpoints/catalog.ts';
-import { ENDPOINTS_USAGE, EndpointsUsageError, endpointTable, parseEndpointsCommand, versionTable, type JsonSource } from '../src/endpoints/endpoints-command.ts';
+import {
+  ENDPOINTS_USAGE,
+  EndpointsUsageError,
+  endpointTable,
+  parseEndpointsCommand,
+  versionTable,
+  type JsonSource,
+} from '../src/endpoints/endpoints-command.ts';
 import { EndpointManagement } from '../src/endpoints/management.ts';
 import { EndpointStore } from '../src/endpoints/store.ts';
 import { parseExposition, usageRows, usageTable } from '../src/endpoints/usage-table.ts';
@@ -55,7 +62,8 @@ async function main(): Promise<number> {
     console.log(command.json ? JSON.stringify(rows, null, 2) : usageTable(rows));
     return 0;
   }
-  if (!config.ELASTICSEARCH_URL) throw new EndpointsUsageError('no Elasticsearch to use: run npm start in another terminal, or set ELASTICSEARCH_URL to the one the query service uses');
+  if (!config.ELASTICSEARCH_URL)
+    throw new EndpointsUsageError('no Elasticsearch to use: run npm start in another terminal, or set ELASTICSEARCH_URL to the one the query service uses');
   if (source) console.error(`using ${source}`);
   const connection = elasticsearchConnection(config);
   const elasticsearch = createElasticsearchClient(connection);
@@ -110,7 +118,9 @@ async function main(): Promise<number> {
       }
       case 'delete': {
         const record = await management.remove(command.endpoint);
-        console.error(`deleted endpoint ${record.name} (${record.id}) as version ${record.version}; ${refreshNote}; restoring a version by its id brings it back`);
+        console.error(
+          `deleted endpoint ${record.name} (${record.id}) as version ${record.version}; ${refreshNote}; restoring a version by its id brings it back`,
+        );
         return 0;
       }
       case 'versions': {

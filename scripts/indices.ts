@@ -21,10 +21,20 @@ Uses the Elasticsearch of a running npm start, else ELASTICSEARCH_URL.`);
   if (serversSource) console.error(`using ${serversSource}`);
   const elasticsearch = createElasticsearchClient(elasticsearchConnection(config));
   try {
-    const rows = await elasticsearch.cat.indices({ index: `${config.INDEX_PREFIX}*`, format: 'json', bytes: 'b', h: 'index,docs.count,store.size', expand_wildcards: 'open' });
+    const rows = await elasticsearch.cat.indices({
+      index: `${config.INDEX_PREFIX}*`,
+      format: 'json',
+      bytes: 'b',
+      h: 'index,docs.count,store.size',
+      expand_wildcards: 'open',
+    });
     const listed = rows.map((row) => ({ index: String(row.index), docs: Number(row['docs.count'] ?? 0), bytes: Number(row['store.size'] ?? 0) }));
     const now = Date.now();
-    const reports = partitionReport(listed, { indexPrefix: config.INDEX_PREFIX, sources: SOURCE_NAMES, retentionDays: (source) => retentionDaysOf(config, source) }, now);
+    const reports = partitionReport(
+      listed,
+      { indexPrefix: config.INDEX_PREFIX, sources: SOURCE_NAMES, retentionDays: (source) => retentionDaysOf(config, source) },
+      now,
+    );
     process.stdout.write(json ? `${JSON.stringify(reports, null, 2)}\n` : reportText(reports, now));
     return 0;
   } finally {

@@ -18,7 +18,8 @@ async function main(): Promise<number> {
   const offline = limitsEndpoints ? undefined : parseKeysCommand(argv, ENDPOINTS);
   const { env, source } = environmentWithStartState(process.env);
   const config = loadConfig(env);
-  if (!config.ELASTICSEARCH_URL) throw new KeysUsageError('no Elasticsearch to use: run npm start in another terminal, or set ELASTICSEARCH_URL to the one the query service uses');
+  if (!config.ELASTICSEARCH_URL)
+    throw new KeysUsageError('no Elasticsearch to use: run npm start in another terminal, or set ELASTICSEARCH_URL to the one the query service uses');
   if (source) console.error(`using ${source}`);
   const connection = elasticsearchConnection(config);
   const elasticsearch = createElasticsearchClient(connection);
@@ -46,7 +47,9 @@ async function main(): Promise<number> {
           console.error(`no key with id ${command.keyId} (see npm run keys -- list)`);
           return 1;
         }
-        console.error(`key ${record.keyId} revoked at ${record.revokedAt}; running query services refuse it within API_KEY_CACHE_SECONDS (${config.API_KEY_CACHE_SECONDS} s)`);
+        console.error(
+          `key ${record.keyId} revoked at ${record.revokedAt}; running query services refuse it within API_KEY_CACHE_SECONDS (${config.API_KEY_CACHE_SECONDS} s)`,
+        );
         return 0;
       }
     }

@@ -37,13 +37,29 @@ export function partitionReport(listed: readonly ListedIndex[], policy: Retentio
     const partitions: PartitionRow[] = [];
     for (const entry of listed) {
       const partition = parsePartitionName(policy.indexPrefix, [source], entry.index);
-      if (partition) partitions.push({ source, index: entry.index, period: partition.period, startMs: partition.startMs, docs: entry.docs, bytes: entry.bytes, deletedAtMs: expiresAt(partition, policy) });
-      else if (entry.index === legacyIndexName(policy.indexPrefix, source)) partitions.push({ source, index: entry.index, period: 'legacy', docs: entry.docs, bytes: entry.bytes });
+      if (partition)
+        partitions.push({
+          source,
+          index: entry.index,
+          period: partition.period,
+          startMs: partition.startMs,
+          docs: entry.docs,
+          bytes: entry.bytes,
+          deletedAtMs: expiresAt(partition, policy),
+        });
+      else if (entry.index === legacyIndexName(policy.indexPrefix, source))
+        partitions.push({ source, index: entry.index, period: 'legacy', docs: entry.docs, bytes: entry.bytes });
     }
     partitions.sort((a, b) => (a.startMs ?? -Infinity) - (b.startMs ?? -Infinity));
     const due = partitions.filter((row) => row.deletedAtMs !== undefined && row.deletedAtMs <= nowMs).map((row) => row.index);
     const upcoming = partitions.filter((row) => row.deletedAtMs !== undefined && row.deletedAtMs > nowMs).sort((a, b) => a.deletedAtMs! - b.deletedAtMs!)[0];
-    return { source, retentionDays: policy.retentionDays(source), partitions, due, ...(upcoming ? { next: { index: upcoming.index, atMs: upcoming.deletedAtMs! } } : {}) };
+    return {
+      source,
+      retentionDays: policy.retentionDays(source),
+      partitions,
+      due,
+      ...(upcoming ? { next: { index: upcoming.index, atMs: upcoming.deletedAtMs! } } : {}),
+    };
   });
 }
 
@@ -76,14 +92,20 @@ export function reportText(reports: readonly SourceReport[], nowMs: number): str
       row.docs.toLocaleString('en'),
       size(row.bytes),
       row.startMs === undefined ? '-' : age(nowMs - row.startMs),
-      row.deletedAtMs === undefined ? 'when its newest event expires' : row.deletedAtMs <= nowMs ? 'next run' : new Date(row.deletedAtMs).toISOString().slice(0, 16).replace('T', ' '),
+      row.deletedAtMs === undefined
+        ? 'when its newest event expires'
+        : row.deletedAtMs <= nowMs
+          ? 'next run'
+          : new Date(row.deletedAtMs).toISOString().slice(0, 16).replace('T', ' '),
     ]);
     const header = ['index', 'period', 'from (UTC)', 'docs', 'size', 'age', 'deleted'];
     const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-    const line = (cells: string[]) => `  ${cells.map((cell, column) => (column === 3 || column === 4 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ')}`.trimEnd();
+    const line = (cells: string[]) =>
+      `  ${cells.map((cell, column) => (column === 3 || column === 4 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ')}`.trimEnd();
     lines.push(line(header), ...rows.map(line));
     if (report.due.length > 0) lines.push(`  retention deletes at its next run: ${report.due.join(', ')}`);
-    else if (report.next) lines.push(`  next to expire: ${report.next.index} at ${new Date(report.next.atMs).toISOString().slice(0, 16).replace('T', ' ')} UTC`);
+    else if (report.next)
+      lines.push(`  next to expire: ${report.next.index} at ${new Date(report.next.atMs).toISOString().slice(0, 16).replace('T', ' ')} UTC`);
     lines.push('');
   }
   return lines.length === 0 ? 'no source indices yet\n' : lines.join('\n');

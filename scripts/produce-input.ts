@@ -45,6 +45,7 @@ export function parseProduceArguments(argv: string[]): ProduceArguments {
     else throw new Error(`only one file may be given, got ${file} and ${argument}`);
   }
   if (!source) throw new Error(`--source is required\n${PRODUCE_USAGE}`);
-  if (!(PRODUCE_COMPRESSIONS as readonly string[]).includes(compression)) throw new Error(`--compression must be one of ${PRODUCE_COMPRESSIONS.join(', ')}, got "${compression}"`);
+  if (!(PRODUCE_COMPRESSIONS as readonly string[]).includes(compression))
+    throw new Error(`--compression must be one of ${PRODUCE_COMPRESSIONS.join(', ')}, got "${compression}"`);
   return { source, file, compression: compression as ProduceCompression };
 }

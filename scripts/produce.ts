@@ -38,7 +38,9 @@ if (serversSource) console.error(`using ${serversSource}`);
 const text = options.file ? readFileSync(options.file, 'utf8') : readFileSync(0, 'utf8');
 const events = eventsFromText(text);
 const topic = sourceTopic(config, source.name);
-const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4 }[options.compression];
+const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4 }[
+  options.compression
+];
 const connection = kafkaConnection(config);
 try {
   // a refused credential or certificate is reported as such, before kafkajs retries it

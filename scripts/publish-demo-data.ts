@@ -22,7 +22,11 @@ const MESSAGES_PER_SEND = 1000;
 
 /** Publishes realistic events for all nine sources, spread over [from, to], to the source topics. */
 export async function publishDemoData(options: DemoDataOptions): Promise<{ published: number }> {
-  const producer = createKafka(options.kafka, 'logplatform-demo-data', options.logger).producer({ createPartitioner: Partitioners.DefaultPartitioner, idempotent: true, maxInFlightRequests: 1 });
+  const producer = createKafka(options.kafka, 'logplatform-demo-data', options.logger).producer({
+    createPartitioner: Partitioners.DefaultPartitioner,
+    idempotent: true,
+    maxInFlightRequests: 1,
+  });
   await producer.connect();
   let published = 0;
   const pending = new Map<SourceName, Message[]>();

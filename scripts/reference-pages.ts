@@ -44,7 +44,7 @@ export function configurationPage(): string {
   return [
     '# Configuration',
     '',
-    generatedNote('shared/config.ts (the zod schema: each variable\'s default and description)'),
+    generatedNote("shared/config.ts (the zod schema: each variable's default and description)"),
     '',
     'Both processes (the query service and the ingest worker) and every `npm run` command read their configuration from',
     'environment variables only, validated at start-up by one schema: a wrong value stops the process with a message',

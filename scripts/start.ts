@@ -142,7 +142,9 @@ async function main(runConfig: Config): Promise<void> {
   }
   const security = securityVariablesSet(runConfig);
   if (!external && security.length > 0) {
-    throw new Error(`${security.join(', ')} set, but no KAFKA_BROKERS / ELASTICSEARCH_URL: the local stack is plaintext and unauthenticated; name your secured servers or unset these`);
+    throw new Error(
+      `${security.join(', ')} set, but no KAFKA_BROKERS / ELASTICSEARCH_URL: the local stack is plaintext and unauthenticated; name your secured servers or unset these`,
+    );
   }
   let brokers = runConfig.KAFKA_BROKERS;
   let elasticsearchUrl = runConfig.ELASTICSEARCH_URL;

@@ -24,7 +24,10 @@ export interface ElasticsearchClientOptions extends ElasticsearchConnection {
 
 /** The node URLs of a connection's `url`. */
 export function elasticsearchNodes(url: string): string[] {
-  return url.split(',').map((node) => node.trim()).filter(Boolean);
+  return url
+    .split(',')
+    .map((node) => node.trim())
+    .filter(Boolean);
 }
 
 type ElasticsearchSettings = Pick<

@@ -81,9 +81,7 @@ export const EVENT_INDEX_MAPPINGS: estypes.MappingTypeMapping = {
   dynamic: true,
   date_detection: false,
   numeric_detection: false,
-  dynamic_templates: [
-    { strings_as_keywords: { match_mapping_type: 'string', mapping: { ...keyword } } },
-  ],
+  dynamic_templates: [{ strings_as_keywords: { match_mapping_type: 'string', mapping: { ...keyword } } }],
   properties: {
     id: { type: 'keyword' },
     timestamp: { type: 'date_nanos', format: 'strict_date_optional_time_nanos' },
@@ -158,5 +156,10 @@ export async function ensureEventIndexTemplate(client: Client, indexPrefix: stri
  * started; true when this call created it. Safe to call from several processes at once.
  */
 export async function ensureEventIndex(client: Client, index: string, replicas: number): Promise<boolean> {
-  return createIndexUnlessExists(client, { index, settings: { index: eventIndexSettings(replicas) }, mappings: EVENT_INDEX_MAPPINGS, wait_for_active_shards: 1 });
+  return createIndexUnlessExists(client, {
+    index,
+    settings: { index: eventIndexSettings(replicas) },
+    mappings: EVENT_INDEX_MAPPINGS,
+    wait_for_active_shards: 1,
+  });
 }

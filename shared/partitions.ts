@@ -163,7 +163,8 @@ export function partitionsOverlapping(indexPrefix: string, source: SourceName, p
       const partial = from > day || to < day + DAY_MS - 1;
       if (partial && period === 'hourly') {
         names.push(`${base}${dayText(day)}`);
-        for (let hour = Math.max(day, Math.floor(from / HOUR_MS) * HOUR_MS); hour <= Math.min(day + DAY_MS - 1, to); hour += HOUR_MS) names.push(`${base}${suffix('hourly', hour)}`);
+        for (let hour = Math.max(day, Math.floor(from / HOUR_MS) * HOUR_MS); hour <= Math.min(day + DAY_MS - 1, to); hour += HOUR_MS)
+          names.push(`${base}${suffix('hourly', hour)}`);
       } else {
         names.push(`${base}${dayText(day)}*`);
       }

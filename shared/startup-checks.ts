@@ -32,7 +32,10 @@ const CERTIFICATE_PROBLEMS: Array<{ test: RegExp; problem: (caVariable: string) 
     test: /self[- ]signed certificate|unable to verify the first certificate|unable to get (local )?issuer certificate|certificate signature failure/i,
     problem: (caVariable) => `presented a certificate this client does not trust: set ${caVariable} to the PEM file of the CA that signed it`,
   },
-  { test: /altnames|does not match certificate|ERR_TLS_CERT_ALTNAME_INVALID/i, problem: () => 'presented a certificate issued for another host name: connect by a name or address the certificate lists' },
+  {
+    test: /altnames|does not match certificate|ERR_TLS_CERT_ALTNAME_INVALID/i,
+    problem: () => 'presented a certificate issued for another host name: connect by a name or address the certificate lists',
+  },
   { test: /certificate has expired|CERT_HAS_EXPIRED/i, problem: () => 'presented an expired certificate' },
   { test: /certificate is not yet valid|CERT_NOT_YET_VALID/i, problem: () => 'presented a certificate that is not valid yet (check the clocks)' },
 ];
@@ -50,7 +53,13 @@ function errorChain(error: unknown): ErrorChain {
   const messages: string[] = [];
   let current: unknown = error;
   for (let depth = 0; current && depth < 5; depth += 1) {
-    const { name, message, code, originalError, cause } = current as { name?: string; message?: string; code?: string; originalError?: unknown; cause?: unknown };
+    const { name, message, code, originalError, cause } = current as {
+      name?: string;
+      message?: string;
+      code?: string;
+      originalError?: unknown;
+      cause?: unknown;
+    };
     if (message) parts.push(message);
     if (message && !messages.includes(message)) messages.push(message);
     if (name && name !== 'Error') parts.push(name);
@@ -96,7 +105,10 @@ export function kafkaFailure(error: unknown, connection: KafkaConnection): Acces
   const server = `Kafka at ${connection.brokers.join(',')} (${describeKafkaSecurity(connection)})`;
   const { text, summary } = errorChain(error);
   if (/SASLAuthenticationError|SASL .*(authentication failed|Invalid username or password)|Authentication failed/i.test(text)) {
-    return { fatal: true, message: `${server}: SASL authentication failed: check KAFKA_SASL_USERNAME / KAFKA_SASL_PASSWORD and KAFKA_SASL_MECHANISM (${summary})` };
+    return {
+      fatal: true,
+      message: `${server}: SASL authentication failed: check KAFKA_SASL_USERNAME / KAFKA_SASL_PASSWORD and KAFKA_SASL_MECHANISM (${summary})`,
+    };
   }
   if (/mechanism is not supported|UNSUPPORTED_SASL_MECHANISM/i.test(text)) {
     return { fatal: true, message: `${server} does not offer this SASL mechanism: check KAFKA_SASL_MECHANISM (${summary})` };
@@ -104,7 +116,10 @@ export function kafkaFailure(error: unknown, connection: KafkaConnection): Acces
   const certificate = certificateProblem(text, 'KAFKA_CA_FILE');
   if (certificate) return { fatal: true, message: `${server} ${certificate} (${summary})` };
   if (/CERTIFICATE_REQUIRED|alert (certificate|handshake|bad certificate|unknown ca)|sslv3 alert/i.test(text)) {
-    return { fatal: true, message: `${server} refused the TLS handshake (${summary}): the listener may require a client certificate the broker trusts (KAFKA_CLIENT_CERT_FILE / KAFKA_CLIENT_KEY_FILE)` };
+    return {
+      fatal: true,
+      message: `${server} refused the TLS handshake (${summary}): the listener may require a client certificate the broker trusts (KAFKA_CLIENT_CERT_FILE / KAFKA_CLIENT_KEY_FILE)`,
+    };
   }
   if (connection.tls && /before secure TLS connection was established|wrong version number|EPROTO/i.test(text)) {
     return { fatal: true, message: `${server}: the listener does not answer TLS (${summary}): check KAFKA_SECURITY_PROTOCOL and the port` };
@@ -125,7 +140,11 @@ export interface CheckOptions {
  * when it will not. Resolves with undefined when the server answered, or with the last reason when
  * it never did and the caller may carry on without it (`waitMs` spent, `required` false).
  */
-async function retryUntilAnswered(attempt: () => Promise<void>, classify: (error: unknown) => AccessFailure, options: CheckOptions & { required: boolean }): Promise<string | undefined> {
+async function retryUntilAnswered(
+  attempt: () => Promise<void>,
+  classify: (error: unknown) => AccessFailure,
+  options: CheckOptions & { required: boolean },
+): Promise<string | undefined> {
   const deadline = Date.now() + options.waitMs;
   for (let round = 0; ; round += 1) {
     try {
@@ -135,7 +154,8 @@ async function retryUntilAnswered(attempt: () => Promise<void>, classify: (error
       const failure = classify(error);
       if (failure.fatal) throw new ServerAccessError(failure.message);
       if (Date.now() >= deadline) {
-        if (options.required) throw new ServerAccessError(options.waitMs > 0 ? `${failure.message}; gave up after ${Math.round(options.waitMs / 1000)} s` : failure.message);
+        if (options.required)
+          throw new ServerAccessError(options.waitMs > 0 ? `${failure.message}; gave up after ${Math.round(options.waitMs / 1000)} s` : failure.message);
         return failure.message;
       }
       options.onRetry?.(failure.message);
@@ -149,7 +169,11 @@ async function retryUntilAnswered(attempt: () => Promise<void>, classify: (error
  * reason when Elasticsearch was unreachable and `required` is false (the query service answers 503
  * until it comes back).
  */
-export function checkElasticsearch(client: Client, connection: ElasticsearchConnection, options: CheckOptions & { required: boolean }): Promise<string | undefined> {
+export function checkElasticsearch(
+  client: Client,
+  connection: ElasticsearchConnection,
+  options: CheckOptions & { required: boolean },
+): Promise<string | undefined> {
   return retryUntilAnswered(
     async () => {
       // cluster health needs only the `monitor` privilege (the minimal distribution has no GET /)

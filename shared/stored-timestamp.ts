@@ -25,7 +25,14 @@ export function isoToNanosText(text: string): string | undefined {
   const utc = Date.UTC(...fields);
   const check = new Date(utc);
   // Date.UTC rolls 2024-02-30 over to March; a real calendar date survives the round trip
-  if (check.getUTCFullYear() !== fields[0] || check.getUTCMonth() !== fields[1] || check.getUTCDate() !== fields[2] || fields[3] > 23 || fields[4] > 59 || fields[5] > 59) {
+  if (
+    check.getUTCFullYear() !== fields[0] ||
+    check.getUTCMonth() !== fields[1] ||
+    check.getUTCDate() !== fields[2] ||
+    fields[3] > 23 ||
+    fields[4] > 59 ||
+    fields[5] > 59
+  ) {
     return undefined;
   }
   let offsetMinutes = 0;
@@ -116,8 +123,7 @@ const MILLISECONDS_BELOW = 1e14;
 const MICROSECONDS_BELOW = 1e17;
 const NANOSECONDS_BELOW = 1e20;
 
-const ISO_PATTERN =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?\s*(Z|UTC|[+-]\d{2}(?::?\d{2})?)?$/i;
+const ISO_PATTERN = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?\s*(Z|UTC|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 export type TimestampResult = { ok: true; micros: number } | { ok: false; reason: string };
 

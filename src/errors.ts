@@ -20,11 +20,13 @@ export const ERROR_CODES = {
   query_too_broad: 'the query would pull more events out of the store than the sandbox allows (SANDBOX_MAX_SCAN_EVENTS)',
   query_too_expensive: 'the query needs more than the store or the engine allows one request (the reason and the variable are in the message)',
   lql_syntax: 'the `lql` text does not parse (where, and what was expected there)',
-  invalid_cursor: 'an export cursor that is not a previous page\'s X-Next-Cursor unchanged, or sent with other parameters, another endpoint '
-    + 'or another key\'s projects, or to an export that is not paged',
+  invalid_cursor:
+    "an export cursor that is not a previous page's X-Next-Cursor unchanged, or sent with other parameters, another endpoint " +
+    "or another key's projects, or to an export that is not paged",
   invalid_endpoint: 'a saved endpoint sent to the management API cannot be stored as it is (what is wrong, and where in its SQL)',
-  bad_request: 'the request cannot be read: a body that is not a JSON object, a bad header value, a bad percent-escape in the path, '
-    + 'malformed HTTP, or a body of another content type than application/json',
+  bad_request:
+    'the request cannot be read: a body that is not a JSON object, a bad header value, a bad percent-escape in the path, ' +
+    'malformed HTTP, or a body of another content type than application/json',
   unauthorized: 'no key, an unknown or revoked key, or an Authorization scheme other than Bearer',
   forbidden: 'the key may not do this: an endpoint or project outside its scope, or management without an operator key',
   endpoint_not_found: 'no endpoint with that UUID or name',
@@ -34,13 +36,14 @@ export const ERROR_CODES = {
   endpoint_changed: 'the endpoint was saved by someone else meanwhile; read it again and repeat the change',
   too_many_endpoints: 'the store holds as many endpoints as it serves; delete one first',
   request_timeout: 'the headers or the whole request were not received within HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS',
-  request_too_large: 'a body over HTTP_MAX_BODY_BYTES (413), or a request line and headers over HTTP_MAX_HEADER_BYTES or a path segment '
-    + 'over the router\'s limit (414)',
-  rate_limited: 'the key spent its rate limit or its export budget, the address failed authentication too often, or the key has its share of '
-    + 'engine queries; '
-    + 'Retry-After gives the seconds to wait',
-  store_unavailable: 'Elasticsearch or the query engine cannot answer now (unreachable, overloaded, a shard not started, the engine queue '
-    + 'full); Retry-After when known',
+  request_too_large:
+    'a body over HTTP_MAX_BODY_BYTES (413), or a request line and headers over HTTP_MAX_HEADER_BYTES or a path segment ' + "over the router's limit (414)",
+  rate_limited:
+    'the key spent its rate limit or its export budget, the address failed authentication too often, or the key has its share of ' +
+    'engine queries; ' +
+    'Retry-After gives the seconds to wait',
+  store_unavailable:
+    'Elasticsearch or the query engine cannot answer now (unreachable, overloaded, a shard not started, the engine queue ' + 'full); Retry-After when known',
   not_ready: 'the service runs but cannot answer queries yet (source indices not created)',
   query_timeout: 'the query ran longer than QUERY_TIMEOUT_MS',
   internal_error: 'a bug: the message gives the request id to look up in the service log (also in x-request-id)',
@@ -147,28 +150,41 @@ function at(message: string, position?: QueryPosition): string {
 
 /** The sandboxed SQL does not parse. */
 export class SqlSyntax extends BadParameter {
-  constructor(message: string, readonly position?: QueryPosition) {
+  constructor(
+    message: string,
+    readonly position?: QueryPosition,
+  ) {
     super(at(message, position), 'sql_syntax');
   }
 }
 
 /** The sandboxed query parses but uses something the sandbox does not allow (statement kind, function, construct, size). */
 export class SandboxViolation extends BadParameter {
-  constructor(message: string, readonly position?: QueryPosition) {
+  constructor(
+    message: string,
+    readonly position?: QueryPosition,
+  ) {
     super(at(message, position), 'sandbox_violation');
   }
 }
 
 /** The sandboxed query reads a table that is neither a CTE of the endpoint nor one of its own. */
 export class UnknownTable extends BadParameter {
-  constructor(table: string, allowed: readonly string[], readonly position?: QueryPosition) {
+  constructor(
+    table: string,
+    allowed: readonly string[],
+    readonly position?: QueryPosition,
+  ) {
     super(at(`unknown table ${JSON.stringify(table)}; this endpoint's tables are: ${allowed.join(', ')}`, position), 'unknown_table');
   }
 }
 
 /** The query is well-formed and allowed but cannot be evaluated (unknown column, ambiguous name, wrong argument type). */
 export class InvalidQuery extends BadParameter {
-  constructor(message: string, readonly position?: QueryPosition) {
+  constructor(
+    message: string,
+    readonly position?: QueryPosition,
+  ) {
     super(at(message, position), 'invalid_query');
   }
 }
@@ -192,7 +208,10 @@ export class QueryTooBroad extends BadParameter {
 
 /** The query is too costly to run: the store's or the engine's limits refused it. */
 export class QueryTooExpensive extends BadParameter {
-  constructor(message: string, readonly position?: QueryPosition) {
+  constructor(
+    message: string,
+    readonly position?: QueryPosition,
+  ) {
     super(at(message, position), 'query_too_expensive');
   }
 }

@@ -58,7 +58,11 @@ export interface ServerDependencies {
 export function planningSettings(config: Config) {
   return {
     partitionPeriods: Object.fromEntries(SOURCE_NAMES.map((source) => [source, partitionPeriodOf(config, source)])),
-    regexLimits: { maxDeterminizedStates: config.SANDBOX_MAX_REGEX_STATES, maxPerRequest: config.SANDBOX_MAX_REGEX_PER_QUERY, maxTotalChars: config.SANDBOX_MAX_REGEX_CHARS },
+    regexLimits: {
+      maxDeterminizedStates: config.SANDBOX_MAX_REGEX_STATES,
+      maxPerRequest: config.SANDBOX_MAX_REGEX_PER_QUERY,
+      maxTotalChars: config.SANDBOX_MAX_REGEX_CHARS,
+    },
     sandboxLimits: { maxScanEvents: config.SANDBOX_MAX_SCAN_EVENTS, maxScans: config.SANDBOX_MAX_SCANS },
   };
 }

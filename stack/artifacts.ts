@@ -60,7 +60,12 @@ export function analysisPluginDigest(sourceDir: string = analysisPluginSource): 
   const files = readdirSync(sourceDir, { recursive: true, encoding: 'utf8' })
     .filter((file) => statSync(path.join(sourceDir, file)).isFile())
     .sort();
-  for (const file of files) hash.update(file).update('\0').update(readFileSync(path.join(sourceDir, file))).update('\0');
+  for (const file of files)
+    hash
+      .update(file)
+      .update('\0')
+      .update(readFileSync(path.join(sourceDir, file)))
+      .update('\0');
   return hash.digest('hex');
 }
 
@@ -87,7 +92,11 @@ function artifactsPresent(cacheDir: string): boolean {
  * Resolves the Kafka broker jars and the Elasticsearch distribution from Maven Central into cacheDir
  * (a private Maven repository lives there too), once; later runs find them and skip Maven.
  */
-export async function ensureArtifacts(cacheDirSetting: string, progress: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<StackArtifacts> {
+export async function ensureArtifacts(
+  cacheDirSetting: string,
+  progress: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<StackArtifacts> {
   // Maven resolves a relative folder against the pom's, not ours
   const cacheDir = path.resolve(cacheDirSetting);
   const javaHome = findJavaHome(env);
@@ -141,7 +150,8 @@ interface MavenRun {
 async function runMaven(cacheDir: string, javaHome: string, progress: (line: string) => void, env: NodeJS.ProcessEnv, run: MavenRun): Promise<void> {
   const args = [
     '-B',
-    '-f', run.pom,
+    '-f',
+    run.pom,
     `-Dmaven.repo.local=${path.join(cacheDir, 'm2')}`,
     `-Dstack.cache=${cacheDir}`,
     `-Dkafka.version=${KAFKA_VERSION}`,
@@ -173,7 +183,10 @@ async function runMaven(cacheDir: string, javaHome: string, progress: (line: str
     maven.on('exit', resolve);
   });
   if (code !== 0) {
-    const errors = transcript.filter((line) => line.includes('ERROR')).slice(0, 8).join('\n');
+    const errors = transcript
+      .filter((line) => line.includes('ERROR'))
+      .slice(0, 8)
+      .join('\n');
     throw new StackError(`${run.failure} (exit ${code}); is Maven Central reachable?\n${errors}`);
   }
   progress(`downloaded ${downloaded} files, ${(bytes / 1e6).toFixed(1)} MB`);

@@ -49,20 +49,67 @@ export async function createStackCertificates(javaHome: string, folder: string):
   const store = (name: string) => path.join(folder, name);
   const common = ['-storetype', 'PKCS12', '-storepass', storePassword, '-keypass', storePassword];
   const keypair = (file: string, alias: string, dname: string, extensions: string[]) =>
-    run(keytool, ['-genkeypair', '-keystore', file, '-alias', alias, '-keyalg', 'RSA', '-keysize', '2048', '-validity', VALIDITY_DAYS, '-dname', dname, ...extensions, ...common], `making the ${alias} key`);
+    run(
+      keytool,
+      [
+        '-genkeypair',
+        '-keystore',
+        file,
+        '-alias',
+        alias,
+        '-keyalg',
+        'RSA',
+        '-keysize',
+        '2048',
+        '-validity',
+        VALIDITY_DAYS,
+        '-dname',
+        dname,
+        ...extensions,
+        ...common,
+      ],
+      `making the ${alias} key`,
+    );
   const signed = async (file: string, alias: string, extensions: string[]) => {
     const request = store(`${alias}.csr`);
     const certificate = store(`${alias}.pem`);
     await run(keytool, ['-certreq', '-keystore', file, '-alias', alias, '-file', request, ...common], `requesting the ${alias} certificate`);
-    await run(keytool, ['-gencert', '-keystore', store('ca.p12'), '-alias', 'ca', '-infile', request, '-outfile', certificate, '-rfc', '-validity', VALIDITY_DAYS, ...extensions, ...common], `signing the ${alias} certificate`);
+    await run(
+      keytool,
+      [
+        '-gencert',
+        '-keystore',
+        store('ca.p12'),
+        '-alias',
+        'ca',
+        '-infile',
+        request,
+        '-outfile',
+        certificate,
+        '-rfc',
+        '-validity',
+        VALIDITY_DAYS,
+        ...extensions,
+        ...common,
+      ],
+      `signing the ${alias} certificate`,
+    );
     // the chain first, so the store holds the CA before the reply that needs it
-    await run(keytool, ['-importcert', '-keystore', file, '-alias', 'ca', '-file', store('ca.pem'), '-noprompt', ...common], `adding the CA to ${path.basename(file)}`);
+    await run(
+      keytool,
+      ['-importcert', '-keystore', file, '-alias', 'ca', '-file', store('ca.pem'), '-noprompt', ...common],
+      `adding the CA to ${path.basename(file)}`,
+    );
     await run(keytool, ['-importcert', '-keystore', file, '-alias', alias, '-file', certificate, ...common], `storing the ${alias} certificate`);
     return certificate;
   };
 
   await keypair(store('ca.p12'), 'ca', 'CN=logplatform local test CA', ['-ext', 'bc:c', '-ext', 'KU=keyCertSign,cRLSign']);
-  await run(keytool, ['-exportcert', '-keystore', store('ca.p12'), '-alias', 'ca', '-rfc', '-file', store('ca.pem'), ...common], 'exporting the CA certificate');
+  await run(
+    keytool,
+    ['-exportcert', '-keystore', store('ca.p12'), '-alias', 'ca', '-rfc', '-file', store('ca.pem'), ...common],
+    'exporting the CA certificate',
+  );
 
   // with the CA in place, the server, the client and the trust store are independent of each other
   const serverExtensions = ['-ext', SERVER_NAMES, '-ext', 'KU=digitalSignature,keyEncipherment', '-ext', 'EKU=serverAuth,clientAuth'];
@@ -72,10 +119,18 @@ export async function createStackCertificates(javaHome: string, folder: string):
     keypair(store('server.p12'), 'server', 'CN=127.0.0.1', serverExtensions).then(() => signed(store('server.p12'), 'server', serverExtensions)),
     keypair(store('client.p12'), 'client', 'CN=logplatform-client', clientExtensions).then(async () => {
       const certificate = await signed(store('client.p12'), 'client', clientExtensions);
-      await run('openssl', ['pkcs12', '-in', store('client.p12'), '-nocerts', '-nodes', '-passin', `pass:${storePassword}`, '-out', clientKeyFile], 'exporting the client key');
+      await run(
+        'openssl',
+        ['pkcs12', '-in', store('client.p12'), '-nocerts', '-nodes', '-passin', `pass:${storePassword}`, '-out', clientKeyFile],
+        'exporting the client key',
+      );
       return certificate;
     }),
-    run(keytool, ['-importcert', '-keystore', store('truststore.p12'), '-alias', 'ca', '-file', store('ca.pem'), '-noprompt', ...common], 'making the trust store'),
+    run(
+      keytool,
+      ['-importcert', '-keystore', store('truststore.p12'), '-alias', 'ca', '-file', store('ca.pem'), '-noprompt', ...common],
+      'making the trust store',
+    ),
   ]);
 
   return {

@@ -29,7 +29,9 @@ async function main(): Promise<void> {
   console.log(`kafka: ${stack.kafkaBrokers.join(',')}`);
   console.log(`elasticsearch: ${stack.elasticsearchUrl}`);
   if (values.cluster) {
-    console.log(`# cluster: ${stack.servers.kafka.length} kafka nodes (KRaft, each broker and controller), ${stack.servers.elasticsearch.length} elasticsearch nodes; for the worker, the query service and the scripts`);
+    console.log(
+      `# cluster: ${stack.servers.kafka.length} kafka nodes (KRaft, each broker and controller), ${stack.servers.elasticsearch.length} elasticsearch nodes; for the worker, the query service and the scripts`,
+    );
     console.log(`export KAFKA_BROKERS=${stack.kafkaBrokers.join(',')} ELASTICSEARCH_URL=${stack.elasticsearchUrl}`);
     console.log(`export INGEST_TOPIC_REPLICATION_FACTOR=${CLUSTER_TOPIC_REPLICATION_FACTOR} ELASTICSEARCH_INDEX_REPLICAS=${CLUSTER_INDEX_REPLICAS}`);
   }
@@ -38,9 +40,13 @@ async function main(): Promise<void> {
     console.log('# secured: for the worker, the query service and the scripts');
     console.log(`export KAFKA_BROKERS=${stack.kafkaBrokers.join(',')} KAFKA_SECURITY_PROTOCOL=SASL_SSL KAFKA_SASL_MECHANISM=SCRAM-SHA-512`);
     console.log(`export KAFKA_SASL_USERNAME=${kafka.scramSha512.username} KAFKA_SASL_PASSWORD=${kafka.scramSha512.password} KAFKA_CA_FILE=${caFile}`);
-    console.log(`export ELASTICSEARCH_URL=${stack.elasticsearchUrl} ELASTICSEARCH_USERNAME=${elasticsearch.username} ELASTICSEARCH_PASSWORD=${elasticsearch.password} ELASTICSEARCH_CA_FILE=${caFile}`);
+    console.log(
+      `export ELASTICSEARCH_URL=${stack.elasticsearchUrl} ELASTICSEARCH_USERNAME=${elasticsearch.username} ELASTICSEARCH_PASSWORD=${elasticsearch.password} ELASTICSEARCH_CA_FILE=${caFile}`,
+    );
     console.log(`# also: PLAIN ${kafka.plain.username} / ${kafka.plain.password}; SCRAM-SHA-256 ${kafka.scramSha256.username} / ${kafka.scramSha256.password}`);
-    console.log(`# SSL with a client certificate: KAFKA_BROKERS=${kafka.sslBrokers.join(',')} KAFKA_SECURITY_PROTOCOL=SSL KAFKA_CLIENT_CERT_FILE=${kafka.clientCertFile} KAFKA_CLIENT_KEY_FILE=${kafka.clientKeyFile}`);
+    console.log(
+      `# SSL with a client certificate: KAFKA_BROKERS=${kafka.sslBrokers.join(',')} KAFKA_SECURITY_PROTOCOL=SSL KAFKA_CLIENT_CERT_FILE=${kafka.clientCertFile} KAFKA_CLIENT_KEY_FILE=${kafka.clientKeyFile}`,
+    );
   }
   console.error(`stack: ready in ${((Date.now() - started) / 1000).toFixed(1)} s; Ctrl-C stops ${values.cluster ? 'every node' : 'both'}`);
   let stopping = false;

@@ -70,7 +70,12 @@ function pluginsDigest(elasticsearchHome: string): string {
   const files = readdirSync(plugins, { recursive: true, encoding: 'utf8' })
     .filter((file) => statSync(path.join(plugins, file)).isFile())
     .sort();
-  for (const file of files) hash.update(file).update('\0').update(readFileSync(path.join(plugins, file))).update('\0');
+  for (const file of files)
+    hash
+      .update(file)
+      .update('\0')
+      .update(readFileSync(path.join(plugins, file)))
+      .update('\0');
   return hash.digest('hex').slice(0, 12);
 }
 
@@ -112,11 +117,15 @@ function securitySettings(security: ElasticsearchSecurity | undefined): string[]
 function writeSecureSettings(options: ElasticsearchOptions, home: string, configDir: string, security: ElasticsearchSecurity): void {
   mkdirSync(path.join(configDir, 'certs'), { recursive: true });
   cpSync(security.certificates.serverKeystore, path.join(configDir, 'certs', 'http.p12'));
-  const added = spawnSync(path.join(home, 'bin', 'elasticsearch-keystore'), ['add', '--force', '--stdin', 'bootstrap.password', 'xpack.security.http.ssl.keystore.secure_password'], {
-    env: { PATH: process.env.PATH, ES_JAVA_HOME: options.javaHome, ES_PATH_CONF: configDir },
-    input: `${security.elasticPassword}\n${security.certificates.storePassword}\n`,
-    encoding: 'utf8',
-  });
+  const added = spawnSync(
+    path.join(home, 'bin', 'elasticsearch-keystore'),
+    ['add', '--force', '--stdin', 'bootstrap.password', 'xpack.security.http.ssl.keystore.secure_password'],
+    {
+      env: { PATH: process.env.PATH, ES_JAVA_HOME: options.javaHome, ES_PATH_CONF: configDir },
+      input: `${security.elasticPassword}\n${security.certificates.storePassword}\n`,
+      encoding: 'utf8',
+    },
+  );
   if (added.status !== 0) throw new StackError(`elasticsearch-keystore could not store the secure settings: ${added.stderr || added.stdout || added.error}`);
 }
 

@@ -135,7 +135,11 @@ export async function startLocalStack(settings: StackSettings, progress: (line: 
   removeAbandonedRunDirs();
   const runDir = mkdtempSync(path.join(os.tmpdir(), RUN_DIR_PREFIX));
   writeFileSync(path.join(runDir, 'owner.pid'), String(process.pid));
-  progress(options.cluster ? `starting ${nodes} kafka nodes and ${nodes} elasticsearch nodes (run folder ${runDir})` : `starting kafka and elasticsearch (run folder ${runDir})`);
+  progress(
+    options.cluster
+      ? `starting ${nodes} kafka nodes and ${nodes} elasticsearch nodes (run folder ${runDir})`
+      : `starting kafka and elasticsearch (run folder ${runDir})`,
+  );
 
   // a server that failed its readiness check may still be running, so stop by run folder, not by result
   const ours = () => [...ServerProcess.live].filter((server) => server.options.logFile.startsWith(runDir));
@@ -225,7 +229,9 @@ export async function startLocalStack(settings: StackSettings, progress: (line: 
     security,
     servers: {
       kafka: kafkaNodes.map((node, index) => stackServer(runningKafka[index]!, runningKafka[index]!.brokers[0]!, () => startKafka(node))),
-      elasticsearch: elasticsearchNodes.map((node, index) => stackServer(runningElasticsearch[index]!, runningElasticsearch[index]!.url, () => startElasticsearch(node))),
+      elasticsearch: elasticsearchNodes.map((node, index) =>
+        stackServer(runningElasticsearch[index]!, runningElasticsearch[index]!.url, () => startElasticsearch(node)),
+      ),
     },
     stop: stopAll,
   };

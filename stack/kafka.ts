@@ -182,9 +182,15 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
   const clusterId = options.cluster?.clusterId ?? newKafkaClusterId();
   const scram = (options.security?.scramUsers ?? []).flatMap((user) => ['--add-scram', `${user.mechanism}=[name=${user.username},password=${user.password}]`]);
   // a restart in the same run folder keeps its log: formatting again would refuse (or wipe) it
-  const format = existsSync(path.join(dataDir, 'meta.properties')) ? { status: 0, stderr: '', stdout: '' } : spawnSync(java, ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propertiesFile, ...scram], {
-    encoding: 'utf8',
-  });
+  const format = existsSync(path.join(dataDir, 'meta.properties'))
+    ? { status: 0, stderr: '', stdout: '' }
+    : spawnSync(
+        java,
+        ['-Xmx256m', logging, '-cp', classpath, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', propertiesFile, ...scram],
+        {
+          encoding: 'utf8',
+        },
+      );
   if (format.status !== 0) {
     throw new StackError(`kafka storage format failed: ${format.stderr || format.stdout}`);
   }
@@ -193,13 +199,17 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
     name: options.cluster ? `kafka-${options.cluster.nodeId}` : 'kafka',
     command: java,
     args: [
-      `-Xms${options.heap}`, `-Xmx${options.heap}`,
-      '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20',
+      `-Xms${options.heap}`,
+      `-Xmx${options.heap}`,
+      '-XX:+UseG1GC',
+      '-XX:MaxGCPauseMillis=20',
       '-Djava.awt.headless=true',
       logging,
       `-Dkafka.logs.dir=${home}`,
-      '-cp', classpath,
-      'kafka.Kafka', propertiesFile,
+      '-cp',
+      classpath,
+      'kafka.Kafka',
+      propertiesFile,
     ],
     logFile: path.join(home, 'kafka.log'),
   });
@@ -214,7 +224,13 @@ export async function startKafka(options: KafkaOptions): Promise<RunningKafka> {
  * this node as a live broker. On a busy 2-core machine a broker has needed more than 90 s; one that
  * dies is reported at once, so a long wait costs nothing.
  */
-async function waitForKafka(brokers: string[], server: ServerProcess, access: Pick<KafkaConfig, 'ssl' | 'sasl'>, cluster: KafkaClusterNode | undefined, timeoutMs = 300_000): Promise<void> {
+async function waitForKafka(
+  brokers: string[],
+  server: ServerProcess,
+  access: Pick<KafkaConfig, 'ssl' | 'sasl'>,
+  cluster: KafkaClusterNode | undefined,
+  timeoutMs = 300_000,
+): Promise<void> {
   const kafka = new Kafka({ clientId: 'stack-readiness', brokers, ...access, logLevel: logLevel.NOTHING, retry: { retries: 0 } });
   const deadline = Date.now() + timeoutMs;
   const topic = 'stack-readiness';

@@ -44,7 +44,9 @@ export async function setup(project: TestProject): Promise<void> {
     },
     (line) => console.error(`stack: ${line}`),
   );
-  console.error(`stack: kafka ${stack.kafkaBrokers.join(',')}, elasticsearch ${stack.elasticsearchUrl} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.error(
+    `stack: kafka ${stack.kafkaBrokers.join(',')}, elasticsearch ${stack.elasticsearchUrl} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
   project.provide('kafkaBrokers', stack.kafkaBrokers);
   project.provide('elasticsearchUrl', stack.elasticsearchUrl);
 }

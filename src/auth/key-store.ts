@@ -123,7 +123,10 @@ export class KeyStore {
   /** The record and stored hash of one key, or null when there is no such key. */
   async find(keyId: string): Promise<{ record: ApiKeyRecord; hash: string } | null> {
     try {
-      const found = await this.elasticsearch.get<ApiKeyDocument>({ index: this.index, id: keyId }, this.lookUpTimeoutMs === undefined ? undefined : { requestTimeout: this.lookUpTimeoutMs });
+      const found = await this.elasticsearch.get<ApiKeyDocument>(
+        { index: this.index, id: keyId },
+        this.lookUpTimeoutMs === undefined ? undefined : { requestTimeout: this.lookUpTimeoutMs },
+      );
       if (!found.found || !found._source) return null;
       return { record: toRecord(found._source), hash: found._source.key_sha256 };
     } catch (error) {

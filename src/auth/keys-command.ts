@@ -16,7 +16,10 @@ Without --endpoints a key may query every endpoint; without --projects, every pr
 export class KeysUsageError extends Error {}
 
 function commaList(text: string): string[] {
-  return text.split(',').map((part) => part.trim()).filter(Boolean);
+  return text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
 }
 
 /** An endpoint as a key's scope names it. */
@@ -45,7 +48,13 @@ export function parseKeysCommand(argv: string[], endpoints: readonly NamedEndpoi
     parsed = parseArgs({
       args: rest,
       allowPositionals: true,
-      options: { account: { type: 'string' }, endpoints: { type: 'string' }, projects: { type: 'string' }, json: { type: 'boolean' }, admin: { type: 'boolean' } },
+      options: {
+        account: { type: 'string' },
+        endpoints: { type: 'string' },
+        projects: { type: 'string' },
+        json: { type: 'boolean' },
+        admin: { type: 'boolean' },
+      },
     });
   } catch (error) {
     throw new KeysUsageError(`${(error as Error).message}\n${KEYS_USAGE}`);
@@ -93,5 +102,12 @@ export function keyTable(records: ApiKeyRecord[], endpoints: readonly NamedEndpo
     r.revokedAt ?? '-',
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  return [header, ...rows].map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+  return [header, ...rows]
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }

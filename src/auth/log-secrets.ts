@@ -1,12 +1,7 @@
 import { SERVER_SECRET_LOG_PATHS, type Logger } from '../../shared/logger.ts';
 
 /** Where a key could surface in a log line if a header object were ever logged. */
-export const SECRET_LOG_PATHS = [
-  'req.headers["x-api-key"]',
-  'req.headers.authorization',
-  'headers["x-api-key"]',
-  'headers.authorization',
-];
+export const SECRET_LOG_PATHS = ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]', 'headers.authorization'];
 
 /**
  * The service logger with API keys censored. Fastify's request serializer already leaves headers

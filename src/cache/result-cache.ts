@@ -282,7 +282,10 @@ export class ResultCache {
         () => void cacheWarmingRunsTotal.inc({ outcome: 'ok' }),
         (error: unknown) => {
           cacheWarmingRunsTotal.inc({ outcome: 'failed' });
-          this.options.logger.warn({ err: error, periodSeconds: warmer.periodSeconds }, 'warming a cached result failed; the cached rows serve until their TTL');
+          this.options.logger.warn(
+            { err: error, periodSeconds: warmer.periodSeconds },
+            'warming a cached result failed; the cached rows serve until their TTL',
+          );
         },
       )
       .finally(() => {

@@ -109,7 +109,13 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
   let parsed: ParsedSandbox | undefined;
   const sources = endpoint.ctes.flatMap((cte) => ('source' in cte ? [cte.source] : []));
   const plan = async (): Promise<Plan> => {
-    const context = { now: dependencies.clock.now(), projects: principal.projects, indexPrefix: dependencies.indexPrefix, partitionPeriods: dependencies.partitionPeriods, regexLimits: dependencies.regexLimits };
+    const context = {
+      now: dependencies.clock.now(),
+      projects: principal.projects,
+      indexPrefix: dependencies.indexPrefix,
+      partitionPeriods: dependencies.partitionPeriods,
+      regexLimits: dependencies.regexLimits,
+    };
     const query = parsed;
     if (!query) return planEndpointQuery(endpoint, parameters, context);
     const planWith = async (fresh: boolean) => {

@@ -38,7 +38,8 @@ export class EndpointManagement {
   async create(body: unknown): Promise<EndpointRecord> {
     const input = parsedInput(body);
     const current = await this.current();
-    if (current.length >= MAX_ENDPOINTS) throw new Conflict(`the store holds ${MAX_ENDPOINTS} endpoints, the most it serves; delete one first`, 'too_many_endpoints');
+    if (current.length >= MAX_ENDPOINTS)
+      throw new Conflict(`the store holds ${MAX_ENDPOINTS} endpoints, the most it serves; delete one first`, 'too_many_endpoints');
     return this.save(randomUUID(), 1, input, current);
   }
 
@@ -51,7 +52,8 @@ export class EndpointManagement {
   /** PATCH: the body's fields replace the stored ones; the result is checked like a whole endpoint. */
   async patch(idOrName: string, body: unknown): Promise<EndpointRecord> {
     const existing = await this.get(idOrName);
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidEndpoint('a PATCH body must be a JSON object holding the fields to change');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new InvalidEndpoint('a PATCH body must be a JSON object holding the fields to change');
     return this.save(existing.id, existing.version + 1, parsedInput({ ...inputOf(existing), ...body }), await this.current());
   }
 

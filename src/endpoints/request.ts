@@ -46,7 +46,8 @@ export function sandboxRequest(parameters: Record<string, unknown>): SandboxRequ
   for (const language of ['sql', 'lql'] as const) {
     const value = parameters[language];
     if (value === undefined || value === null) continue;
-    if (typeof value !== 'string') throw new BadParameter(`${language} must be a string holding the query text; got ${Array.isArray(value) ? 'an array' : typeof value}`);
+    if (typeof value !== 'string')
+      throw new BadParameter(`${language} must be a string holding the query text; got ${Array.isArray(value) ? 'an array' : typeof value}`);
     sent = true;
   }
   for (const language of ['sql', 'lql'] as const) {
@@ -60,7 +61,9 @@ export function sandboxRequest(parameters: Record<string, unknown>): SandboxRequ
 /** The endpoint's declared parameters, validated and normalised; undeclared ones are dropped. */
 export function validateParameters(endpoint: EndpointDefinition, parameters: Record<string, unknown>): Record<string, unknown> {
   // a JSON body may send a declared parameter as a number or boolean; it means the same as its text
-  const texts = Object.fromEntries(Object.entries(parameters).map(([name, value]) => [name, typeof value === 'number' || typeof value === 'boolean' ? String(value) : value]));
+  const texts = Object.fromEntries(
+    Object.entries(parameters).map(([name, value]) => [name, typeof value === 'number' || typeof value === 'boolean' ? String(value) : value]),
+  );
   const parsed = (endpoint.parameters as z.ZodType).safeParse(texts);
   if (parsed.success) return parsed.data as Record<string, unknown>;
   const messages = parsed.error.issues.map((issue) => {
@@ -110,7 +113,13 @@ function redactionValue(name: string, header: string | string[]): boolean {
  * Everything that changes a result: the endpoint and its stored version, its normalised declared parameters (sorted), the
  * sandboxed query (language and text), redaction, and the caller's project restriction.
  */
-export function cacheKey(endpoint: EndpointDefinition, parameters: Record<string, unknown>, redact: boolean, principal: Principal, sandbox?: SandboxRequest): string {
+export function cacheKey(
+  endpoint: EndpointDefinition,
+  parameters: Record<string, unknown>,
+  redact: boolean,
+  principal: Principal,
+  sandbox?: SandboxRequest,
+): string {
   const declared = Object.keys(parameters)
     .filter((name) => parameters[name] !== undefined)
     .sort()

@@ -32,7 +32,9 @@ export async function checkSavedQuery(record: EndpointInput & { id: string }, de
   const scope = scopeParameters(definition.ctes);
   const missing = [...scope.required].filter((name) => !declared.includes(name));
   if (missing.length > 0) {
-    throw new InvalidEndpoint(`parameter ${missing.join(', ')} must be declared: this endpoint's tables (${tableNames(definition.ctes).join(', ')}) are scoped by it`);
+    throw new InvalidEndpoint(
+      `parameter ${missing.join(', ')} must be declared: this endpoint's tables (${tableNames(definition.ctes).join(', ')}) are scoped by it`,
+    );
   }
   const parseOptions = { allowedTables: tableNames(definition.ctes), parameterNames: declared };
   const query = await refusedAsSaved(() => dependencies.sandbox.parseSql(record.sql, parseOptions));

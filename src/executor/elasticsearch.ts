@@ -82,7 +82,9 @@ function patternRefusal(body: unknown, request: unknown): BadParameter {
   const reason = findStoreCause(body, 'too_complex_to_determinize_exception')?.reason ?? '';
   const quoted = /^Determinizing (.*) would require more than (\d+) effort/s.exec(reason);
   const refused = quoted ? queries.find((query) => query.body.value === quoted[1]) : queries.length === 1 ? queries[0] : undefined;
-  const what = quoted ? `is too complex for the log store (building its automaton takes more than ${quoted[2]} steps)` : 'is too long or too complex for the log store';
+  const what = quoted
+    ? `is too complex for the log store (building its automaton takes more than ${quoted[2]} steps)`
+    : 'is too long or too complex for the log store';
   const fix = 'simplify it: fewer repeats of . or of a class, fewer alternatives';
   const origin = refused?.origin;
   if (origin) return new BadParameter(`${origin.parameter}: the pattern ${JSON.stringify(origin.pattern)} ${what}; ${fix}`, 'pattern_too_complex');
@@ -106,11 +108,15 @@ export function storeError(error: unknown, timeoutMs: number, request?: unknown)
     const breaker = findStoreCause(error.body, 'circuit_breaking_exception');
     // the parent breaker counts the whole node's memory: short of it, the store is busy, not this query at fault
     if (breaker && !breaker.reason?.startsWith('[parent]')) {
-      return new QueryTooExpensive(`the query needs more memory than the log store allows one request (${breaker.reason ?? 'circuit breaker'}); narrow the time window, the pattern or the grouping`);
+      return new QueryTooExpensive(
+        `the query needs more memory than the log store allows one request (${breaker.reason ?? 'circuit breaker'}); narrow the time window, the pattern or the grouping`,
+      );
     }
     const buckets = findStoreCause(error.body, 'too_many_buckets_exception');
     if (buckets) {
-      return new QueryTooExpensive(`the query would create too many buckets (${buckets.reason ?? 'too many buckets'}); use coarser buckets or a narrower time window`);
+      return new QueryTooExpensive(
+        `the query would create too many buckets (${buckets.reason ?? 'too many buckets'}); use coarser buckets or a narrower time window`,
+      );
     }
     const text = JSON.stringify(error.body ?? '');
     if (error.statusCode === 400 && PATTERN_REFUSALS.test(text)) return patternRefusal(error.body, request);
@@ -154,7 +160,10 @@ export function isShardNotStarted(error: unknown): boolean {
   // a shard still recovering refuses field_caps with this, as a 404
   if (findStoreCause(error.body, 'illegal_index_shard_state_exception') !== undefined) return true;
   if (error.statusCode !== 503) return false;
-  return findStoreCause(error.body, 'no_shard_available_action_exception') !== undefined || /Search rejected due to missing shards/.test(JSON.stringify(error.body ?? ''));
+  return (
+    findStoreCause(error.body, 'no_shard_available_action_exception') !== undefined ||
+    /Search rejected due to missing shards/.test(JSON.stringify(error.body ?? ''))
+  );
 }
 
 /** A primary shard without a started copy. */
@@ -171,7 +180,8 @@ export interface UnstartedPrimary {
  */
 export function partitionsWithoutEvents(unstarted: readonly UnstartedPrimary[], nowMs: number): { leaveOut: string[]; waitFor: string[] } {
   const indices = [...new Set(unstarted.map((primary) => primary.index))];
-  const empty = (index: string) => (partitionStartOf(index) ?? -Infinity) > nowMs || unstarted.every((primary) => primary.index !== index || primary.neverStarted);
+  const empty = (index: string) =>
+    (partitionStartOf(index) ?? -Infinity) > nowMs || unstarted.every((primary) => primary.index !== index || primary.neverStarted);
   return { leaveOut: indices.filter(empty), waitFor: indices.filter((index) => !empty(index)) };
 }
 
@@ -196,7 +206,12 @@ async function unstartedPrimaries(expressions: readonly string[], options: Store
   );
   if (unstarted.length === 0) return [];
   const state = await options.elasticsearch.cluster.state(
-    { metric: 'metadata', index: [...new Set(unstarted.map((row) => row.index!))], ignore_unavailable: true, filter_path: 'metadata.indices.*.in_sync_allocations' },
+    {
+      metric: 'metadata',
+      index: [...new Set(unstarted.map((row) => row.index!))],
+      ignore_unavailable: true,
+      filter_path: 'metadata.indices.*.in_sync_allocations',
+    },
     { requestTimeout: timeoutMs },
   );
   const inSync = (state as { metadata?: { indices?: Record<string, { in_sync_allocations?: Record<string, string[]> }> } }).metadata?.indices ?? {};
@@ -208,7 +223,10 @@ async function unstartedPrimaries(expressions: readonly string[], options: Store
 function timeLeft(options: StoreOptions): number {
   if (options.deadline === undefined) return options.timeoutMs;
   const left = options.deadline - performance.now();
-  if (left <= 0) throw new QueryTimeout(`the query ran out of its time limit (QUERY_TIMEOUT_MS, ${options.timeoutMs} ms) before the log store was asked; narrow the time window or the query`);
+  if (left <= 0)
+    throw new QueryTimeout(
+      `the query ran out of its time limit (QUERY_TIMEOUT_MS, ${options.timeoutMs} ms) before the log store was asked; narrow the time window or the query`,
+    );
   return Math.min(options.timeoutMs, left);
 }
 
@@ -237,7 +255,12 @@ function leavingOut(expressions: readonly string[], indices: readonly string[]):
  * listing no longer bears out (the shard started meanwhile) is made again at once; any other
  * missing shard is waited for within SHARD_START_RETRY_MS, then the failure stands.
  */
-async function leavingNewPartitionsOut<T>(index: estypes.Indices, options: StoreOptions, clock: ReturnType<typeof requestClock>, attempt: (expressions: string[]) => Promise<T>): Promise<T> {
+async function leavingNewPartitionsOut<T>(
+  index: estypes.Indices,
+  options: StoreOptions,
+  clock: ReturnType<typeof requestClock>,
+  attempt: (expressions: string[]) => Promise<T>,
+): Promise<T> {
   let expressions = indexExpressions(index);
   for (let pause = 50, leftOut = 0, stale = 0; ; ) {
     try {
@@ -295,7 +318,10 @@ export async function fieldTypes(index: string, options: Pick<StoreOptions, 'ela
   try {
     // a new partition's mapping is the template's, which its older neighbours have as well
     response = await leavingNewPartitionsOut(index, options, clock, (expressions) =>
-      options.elasticsearch.fieldCaps({ index: expressions, fields: '*', ignore_unavailable: true, allow_no_indices: true }, { requestTimeout: clock.remainingMs() }),
+      options.elasticsearch.fieldCaps(
+        { index: expressions, fields: '*', ignore_unavailable: true, allow_no_indices: true },
+        { requestTimeout: clock.remainingMs() },
+      ),
     );
   } catch (error) {
     throw storeError(error, options.timeoutMs);

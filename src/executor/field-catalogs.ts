@@ -21,7 +21,9 @@ export class FieldCatalogs {
 
   /** Each source's field types, over all its partitions; `fresh` reads them again whatever is kept. */
   async forSources(indexPrefix: string, sources: readonly SourceName[], options: { fresh?: boolean } = {}): Promise<Map<string, FieldCatalog>> {
-    const entries = await Promise.all([...new Set(sources)].map(async (source) => [source, await this.forIndex(sourceIndexPattern(indexPrefix, source), options.fresh ?? false)] as const));
+    const entries = await Promise.all(
+      [...new Set(sources)].map(async (source) => [source, await this.forIndex(sourceIndexPattern(indexPrefix, source), options.fresh ?? false)] as const),
+    );
     return new Map(entries);
   }
 

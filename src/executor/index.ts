@@ -157,7 +157,14 @@ export function translateBeforeScans(
   for (const { scans, residual } of plansItMayRun(plan)) {
     if (!residual) continue;
     try {
-      translateToDuckDb(residual.query, { tables: scans.map(declaredSchema), bindings: residual.bindings, parameters: residual.parameters, now: residual.now, maxChars, maxValueBytes });
+      translateToDuckDb(residual.query, {
+        tables: scans.map(declaredSchema),
+        bindings: residual.bindings,
+        parameters: residual.parameters,
+        now: residual.now,
+        maxChars,
+        maxValueBytes,
+      });
     } catch (error) {
       if (everyError || error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
     }
@@ -227,7 +234,9 @@ async function groupRows(scan: AggregationScan, options: ExecutorOptions): Promi
   for await (const bucket of compositeBuckets(scan.search, scan.groupsAt, options)) {
     rows.push(groupRow(scan, bucket));
     if (rows.length > scan.maxGroups) {
-      throw new QueryTooBroad(`the query makes more than ${scan.maxGroups} groups of ${scan.cte}; group by fewer values or a coarser time bucket, or narrow the time range`);
+      throw new QueryTooBroad(
+        `the query makes more than ${scan.maxGroups} groups of ${scan.cte}; group by fewer values or a coarser time bucket, or narrow the time range`,
+      );
     }
   }
   return rows;
@@ -245,7 +254,9 @@ async function* compositeBuckets(aggregationSearch: estypes.SearchRequest, at: s
     // every page answers the same total: the events in scope are counted once
     if (!after) options.reads?.scanned(request.index, hitsTotal(response));
     type Groups = { buckets?: GroupBucket[]; after_key?: Record<string, unknown> } & GroupBucket;
-    const result = (at.reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], response.aggregations) as Groups | undefined) ?? { doc_count: 0 };
+    const result = (at.reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], response.aggregations) as Groups | undefined) ?? {
+      doc_count: 0,
+    };
     if (!container.composite) {
       yield result;
       return;
@@ -280,7 +291,10 @@ function groupRow(scan: AggregationScan, bucket: GroupBucket): Record<string, un
     row[key.column] = key.kind === 'date' && typeof value === 'number' ? value * 1000 : value;
   }
   for (const metric of scan.metrics) {
-    const at = (path: string[]) => path.reduce<unknown>((node, step) => (node as Record<string, unknown> | undefined)?.[step], bucket) as { doc_count?: number; value?: number | null } | undefined;
+    const at = (path: string[]) =>
+      path.reduce<unknown>((node, step) => (node as Record<string, unknown> | undefined)?.[step], bucket) as
+        | { doc_count?: number; value?: number | null }
+        | undefined;
     if (metric.present && (at(metric.present)?.doc_count ?? 0) === 0) {
       row[metric.column] = null;
       continue;
@@ -392,8 +406,15 @@ async function chartRows(scan: Scan, options: ExecutorOptions): Promise<Record<s
   if (scan.kind !== 'chart') throw new Error(`chart rows come from a chart scan, not ${scan.kind}`);
   const rows: Record<string, unknown>[] = [];
   for await (const bucket of compositeBuckets(scan.search, ['buckets'], options)) {
-    const node = scan.value.path.reduce<unknown>((inner, step) => (inner as Record<string, unknown> | undefined)?.[step], bucket) as { doc_count?: number; value?: number | null; values?: Record<string, number | null> } | undefined;
-    const value = scan.value.from === 'doc_count' ? (node?.doc_count ?? bucket.doc_count) : scan.value.from === 'percentile' ? (node?.values?.[scan.value.percentile!] ?? null) : (node?.value ?? null);
+    const node = scan.value.path.reduce<unknown>((inner, step) => (inner as Record<string, unknown> | undefined)?.[step], bucket) as
+      | { doc_count?: number; value?: number | null; values?: Record<string, number | null> }
+      | undefined;
+    const value =
+      scan.value.from === 'doc_count'
+        ? (node?.doc_count ?? bucket.doc_count)
+        : scan.value.from === 'percentile'
+          ? (node?.values?.[scan.value.percentile!] ?? null)
+          : (node?.value ?? null);
     rows.push({ timestamp: (bucket.key!.timestamp as number) * 1000, [scan.value.column]: value });
   }
   return rows;

@@ -78,6 +78,8 @@ export class ScanBudget {
     const advice =
       'narrow the time range (iso_timestamp_start / iso_timestamp_end or a WHERE on timestamp), filter on more fields, or aggregate (GROUP BY) so the log store can count for you';
     if (this.scans.size <= 1) return new QueryTooBroad(`the query reads more than ${this.total} events of ${ctes}; ${advice}`);
-    return new QueryTooBroad(`the query reads more than ${this.total} events of ${ctes} in ${this.scans.size} scans together; ${advice}, or read each table once (in a WITH clause)`);
+    return new QueryTooBroad(
+      `the query reads more than ${this.total} events of ${ctes} in ${this.scans.size} scans together; ${advice}, or read each table once (in a WITH clause)`,
+    );
   }
 }

@@ -210,6 +210,7 @@ class RowReader {
 }
 
 /** A lone surrogate (with the u flag a pair is one code point, not matched) or a NUL character. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is the character looked for
 const UNSTORED_CHARACTER = /[\p{Cs}\u0000]/u;
 
 function sameName(a: string, b: string): boolean {
@@ -245,7 +246,8 @@ function answerValue(value: unknown, type: SqlType, loadedFromJson: boolean): un
 }
 
 function sameColumns(finish: ServiceFinish, outputs: Compiled[], printed: FinishInput['columns']): boolean {
-  const same = (column: FinishInput['columns'][number], position: number) => column.name === finish.columns[position]!.name && column.type.kind === outputs[position]!.type.kind;
+  const same = (column: FinishInput['columns'][number], position: number) =>
+    column.name === finish.columns[position]!.name && column.type.kind === outputs[position]!.type.kind;
   return printed.length === outputs.length && printed.every(same);
 }
 
@@ -280,7 +282,13 @@ function valueOrder(type: SqlType): (a: unknown, b: unknown) => number {
  * Whether two rows the sort cannot tell apart, but that may answer differently, meet within the
  * answer or at its edges (the engine may order them either way).
  */
-function tiedInAnswer(rows: SortedRow[], compare: (a: SortedRow, b: SortedRow) => number, answer: Record<string, unknown>[], offset: number, end: number): boolean {
+function tiedInAnswer(
+  rows: SortedRow[],
+  compare: (a: SortedRow, b: SortedRow) => number,
+  answer: Record<string, unknown>[],
+  offset: number,
+  end: number,
+): boolean {
   const inside = (at: number) => at >= offset && at < end;
   const alike = (at: number) => JSON.stringify(answer[at - offset]) === JSON.stringify(answer[at + 1 - offset]);
   for (let position = Math.max(0, offset - 1); position < Math.min(end, rows.length - 1); position += 1) {

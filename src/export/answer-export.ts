@@ -126,7 +126,10 @@ async function eventPage(
     }
     const headers: Record<string, string> = { 'content-type': CONTENT_TYPES[asked.format], 'x-cache': 'BYPASS', age: '0' };
     if (more && last) headers[NEXT_CURSOR_HEADER] = exporting.cursors.encode(endpoint.id, scope, { windowEnd, after: last });
-    const encoder = rowEncoder(asked.format, scan.columns.map((column) => column.name));
+    const encoder = rowEncoder(
+      asked.format,
+      scan.columns.map((column) => column.name),
+    );
     const log = exporting.logger.child({ endpoint: endpoint.name, keyId: principal.keyId });
     const settle = (sent: number, bytes: number) => {
       exporting.budget.settle(principal.keyId, granted, sent);

@@ -46,7 +46,7 @@ export class CursorSigner {
     const expected = this.signature(text!, scope);
     const given = Buffer.from(signature!, 'base64url');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      const differences = 'the parameters, the redaction header or the API key differ from the first page\'s (or the endpoint was changed since)';
+      const differences = "the parameters, the redaction header or the API key differ from the first page's (or the endpoint was changed since)";
       throw invalid(`it was altered, or ${differences}`);
     }
     return { windowEnd: payload.w, after: payload.a };

@@ -31,7 +31,8 @@ export function exportRequest(parameters: Record<string, unknown>): ExportReques
   const cursor = parameters.cursor;
   const pageSize = parameters.page_size;
   const accepted = `json, ${EXPORT_FORMATS.join(', ')}`;
-  if (format !== undefined && format !== null && typeof format !== 'string') throw new BadParameter(`format must be one of ${accepted}; got ${describe(format)}`);
+  if (format !== undefined && format !== null && typeof format !== 'string')
+    throw new BadParameter(`format must be one of ${accepted}; got ${describe(format)}`);
   if (format === undefined || format === null || format === 'json') {
     if (present(cursor) || present(pageSize)) throw new BadParameter(`cursor and page_size apply to exports only: send format=ndjson or format=csv with them`);
     return undefined;

@@ -76,7 +76,9 @@ export function installErrorHandler(app: FastifyInstance): void {
       return;
     }
     if (fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      void reply.code(415).send(body('bad_request', 'unsupported content type: send the parameters as a JSON object (content-type: application/json) or in the query string'));
+      void reply
+        .code(415)
+        .send(body('bad_request', 'unsupported content type: send the parameters as a JSON object (content-type: application/json) or in the query string'));
       return;
     }
     if (fastifyError.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
@@ -90,12 +92,16 @@ export function installErrorHandler(app: FastifyInstance): void {
       return;
     }
     request.log.error({ err: error }, 'unhandled error');
-    void reply.code(500).send(body('internal_error', `internal error; the service log has the details under request id ${request.id} (also in the x-request-id header)`));
+    void reply
+      .code(500)
+      .send(body('internal_error', `internal error; the service log has the details under request id ${request.id} (also in the x-request-id header)`));
   });
 
   // the path is not echoed: it is the caller's raw input
   app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send(body('route_not_found', `no route for ${request.method} at this path; endpoints are served at GET or POST /api/endpoints/query/<uuid-or-name>`));
+    void reply
+      .code(404)
+      .send(body('route_not_found', `no route for ${request.method} at this path; endpoints are served at GET or POST /api/endpoints/query/<uuid-or-name>`));
   });
 }
 
@@ -107,7 +113,9 @@ export function frameworkErrorHandler(maxParamLength: number): (error: FastifyEr
   return (error, request, reply) => {
     void reply.header(REQUEST_ID_HEADER, request.id);
     if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-      void reply.code(414).send(body('request_too_large', `a path segment is longer than ${maxParamLength} characters; endpoint names and UUIDs are far shorter`));
+      void reply
+        .code(414)
+        .send(body('request_too_large', `a path segment is longer than ${maxParamLength} characters; endpoint names and UUIDs are far shorter`));
       return;
     }
     if (error.code === 'FST_ERR_BAD_URL') {
@@ -115,7 +123,9 @@ export function frameworkErrorHandler(maxParamLength: number): (error: FastifyEr
       return;
     }
     request.log.error({ err: error }, 'router error');
-    void reply.code(500).send(body('internal_error', `internal error; the service log has the details under request id ${request.id} (also in the x-request-id header)`));
+    void reply
+      .code(500)
+      .send(body('internal_error', `internal error; the service log has the details under request id ${request.id} (also in the x-request-id header)`));
   };
 }
 
@@ -124,7 +134,10 @@ export function frameworkErrorHandler(maxParamLength: number): (error: FastifyEr
  * headers, a malformed request, headers or body not received within their timeouts), answered with
  * the same envelope and a request id of their own instead of fastify's default body.
  */
-export function clientErrorHandler(limits: { maxHeadBytes: number; headersTimeoutMs: number; requestTimeoutMs: number }, logger: Logger): (error: Error & { code?: string; rawPacket?: unknown }, socket: Socket) => void {
+export function clientErrorHandler(
+  limits: { maxHeadBytes: number; headersTimeoutMs: number; requestTimeoutMs: number },
+  logger: Logger,
+): (error: Error & { code?: string; rawPacket?: unknown }, socket: Socket) => void {
   return (error, socket) => {
     const requestId = randomUUID();
     logger.info({ reqId: requestId, code: error.code, remoteAddress: socket.remoteAddress }, 'client error before routing');
@@ -134,9 +147,19 @@ export function clientErrorHandler(limits: { maxHeadBytes: number; headersTimeou
     }
     const refusal: { status: number; reason: string; code: ErrorCode; message: string } =
       error.code === 'HPE_HEADER_OVERFLOW'
-        ? { status: 414, reason: 'URI Too Long', code: 'request_too_large', message: `the URL and headers exceed ${limits.maxHeadBytes / 1024} KiB; send long sql in a POST body instead` }
+        ? {
+            status: 414,
+            reason: 'URI Too Long',
+            code: 'request_too_large',
+            message: `the URL and headers exceed ${limits.maxHeadBytes / 1024} KiB; send long sql in a POST body instead`,
+          }
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? { status: 408, reason: 'Request Timeout', code: 'request_timeout', message: `the request was not received in time: headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms` }
+          ? {
+              status: 408,
+              reason: 'Request Timeout',
+              code: 'request_timeout',
+              message: `the request was not received in time: headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms`,
+            }
           : { status: 400, reason: 'Bad Request', code: 'bad_request', message: 'the request could not be parsed as HTTP' };
     // the answer to a HEAD request must carry no body, or the client cannot parse it
     const head = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';

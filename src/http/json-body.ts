@@ -4,7 +4,8 @@ import { BadParameter } from '../errors.ts';
 const FORBIDDEN_KEY = '__proto__';
 
 function refuseForbiddenKey(key: string, value: unknown): unknown {
-  if (key === FORBIDDEN_KEY) throw new BadParameter(`the JSON body holds the key "${FORBIDDEN_KEY}", which is not accepted; send the parameters as plain fields`, 'bad_request');
+  if (key === FORBIDDEN_KEY)
+    throw new BadParameter(`the JSON body holds the key "${FORBIDDEN_KEY}", which is not accepted; send the parameters as plain fields`, 'bad_request');
   return value;
 }
 

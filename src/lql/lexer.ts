@@ -11,9 +11,7 @@ export const MAX_LQL_CLAUSES = 100;
 export type FilterOperatorText = ':' | ':>' | ':>=' | ':<' | ':<=' | ':~' | ':@>' | ':@>~';
 
 /** A value after a keyed clause's operator, as written; `offset` is 1-based. */
-export type ValueToken =
-  | { kind: 'bare'; text: string; offset: number }
-  | { kind: 'quoted'; text: string; offset: number };
+export type ValueToken = { kind: 'bare'; text: string; offset: number } | { kind: 'quoted'; text: string; offset: number };
 
 interface ClauseBase {
   /** Where the clause starts, the `-` included; 1-based. */
@@ -162,12 +160,7 @@ function lexClause(text: string, start: number): { clause: ClauseToken; end: num
 }
 
 /** A value at `start`: quoted, bare, or none (whitespace or the end follows the operator). */
-function lexValue(
-  text: string,
-  start: number,
-  after: string,
-  forbiddenFirst: ReadonlySet<string>,
-): { value: ValueToken | undefined; end: number } {
+function lexValue(text: string, start: number, after: string, forbiddenFirst: ReadonlySet<string>): { value: ValueToken | undefined; end: number } {
   const ch = text[start];
   if (ch === undefined || isWhitespace(ch)) return { value: undefined, end: start };
   if (ch === '"') {

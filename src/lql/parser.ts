@@ -10,7 +10,14 @@ import type { LqlChart, LqlComparison, LqlFilter, LqlPath, LqlQuery, LqlSelect, 
 export const CHART_AGGREGATES: readonly LqlChart['aggregate'][] = ['count', 'countd', 'avg', 'sum', 'max', 'min', 'p50', 'p95', 'p99'];
 
 const PERIODS: Readonly<Record<string, LqlChart['period']>> = {
-  second: 'second', s: 'second', minute: 'minute', m: 'minute', hour: 'hour', h: 'hour', day: 'day', d: 'day',
+  second: 'second',
+  s: 'second',
+  minute: 'minute',
+  m: 'minute',
+  hour: 'hour',
+  h: 'hour',
+  day: 'day',
+  d: 'day',
 };
 
 type LastUnit = Extract<LqlTime, { kind: 'last' }>['unit'];
@@ -18,29 +25,64 @@ type ThisUnit = Extract<LqlTime, { kind: 'this' }>['unit'];
 
 /** `last@N<unit>`: singular, plural and Logflare's short forms, stored plural. */
 const LAST_UNITS: Readonly<Record<string, LastUnit>> = {
-  second: 'seconds', seconds: 'seconds', s: 'seconds',
-  minute: 'minutes', minutes: 'minutes', m: 'minutes',
-  hour: 'hours', hours: 'hours', h: 'hours',
-  day: 'days', days: 'days', d: 'days',
-  week: 'weeks', weeks: 'weeks', w: 'weeks',
-  month: 'months', months: 'months', mm: 'months',
+  second: 'seconds',
+  seconds: 'seconds',
+  s: 'seconds',
+  minute: 'minutes',
+  minutes: 'minutes',
+  m: 'minutes',
+  hour: 'hours',
+  hours: 'hours',
+  h: 'hours',
+  day: 'days',
+  days: 'days',
+  d: 'days',
+  week: 'weeks',
+  weeks: 'weeks',
+  w: 'weeks',
+  month: 'months',
+  months: 'months',
+  mm: 'months',
 };
 
 const THIS_UNITS: Readonly<Record<string, ThisUnit>> = {
-  minute: 'minute', minutes: 'minute', m: 'minute',
-  hour: 'hour', hours: 'hour', h: 'hour',
-  day: 'day', days: 'day', d: 'day',
-  week: 'week', weeks: 'week', w: 'week',
-  month: 'month', months: 'month', mm: 'month',
-  year: 'year', years: 'year', y: 'year',
+  minute: 'minute',
+  minutes: 'minute',
+  m: 'minute',
+  hour: 'hour',
+  hours: 'hour',
+  h: 'hour',
+  day: 'day',
+  days: 'day',
+  d: 'day',
+  week: 'week',
+  weeks: 'week',
+  w: 'week',
+  month: 'month',
+  months: 'month',
+  mm: 'month',
+  year: 'year',
+  years: 'year',
+  y: 'year',
 };
 
 const TIMESTAMP_OPERATORS: Readonly<Partial<Record<FilterOperatorText, '=' | '<' | '<=' | '>' | '>='>>> = {
-  ':': '=', ':>': '>', ':>=': '>=', ':<': '<', ':<=': '<=',
+  ':': '=',
+  ':>': '>',
+  ':>=': '>=',
+  ':<': '<',
+  ':<=': '<=',
 };
 
 const FIELD_OPERATORS: Readonly<Record<FilterOperatorText, LqlComparison['operator']>> = {
-  ':': '=', ':>': '>', ':>=': '>=', ':<': '<', ':<=': '<=', ':~': '~', ':@>': 'list_includes', ':@>~': 'list_includes_regex',
+  ':': '=',
+  ':>': '>',
+  ':>=': '>=',
+  ':<': '<',
+  ':<=': '<=',
+  ':~': '~',
+  ':@>': 'list_includes',
+  ':@>~': 'list_includes_regex',
 };
 
 const NUMBER = /^-?[0-9]+(?:\.[0-9]+)?$/;

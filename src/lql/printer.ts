@@ -9,7 +9,14 @@ import { isNumberText } from './parser.ts';
 import type { LqlChart, LqlComparison, LqlFilter, LqlPath, LqlQuery, LqlSelect, LqlTime, LqlValue } from './syntax.ts';
 
 const OPERATOR_TEXT: Readonly<Record<Exclude<LqlComparison['operator'], 'contains' | 'is_null'>, string>> = {
-  '=': ':', '<': ':<', '<=': ':<=', '>': ':>', '>=': ':>=', '~': ':~', list_includes: ':@>', list_includes_regex: ':@>~',
+  '=': ':',
+  '<': ':<',
+  '<=': ':<=',
+  '>': ':>',
+  '>=': ':>=',
+  '~': ':~',
+  list_includes: ':@>',
+  list_includes_regex: ':@>~',
 };
 
 /** Value starts that the lexer reads as a second operator. */

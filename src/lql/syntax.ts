@@ -24,10 +24,7 @@ export interface LqlQuery {
  */
 export type LqlPath = string;
 
-export type LqlFilter =
-  | LqlComparison
-  | LqlRange
-  | LqlTimestampFilter;
+export type LqlFilter = LqlComparison | LqlRange | LqlTimestampFilter;
 
 interface FilterBase {
   path: LqlPath;
@@ -91,6 +88,4 @@ export interface LqlChart {
   offset: Offset;
 }
 
-export type LqlSelect =
-  | { kind: 'field'; path: LqlPath; alias?: string; offset: Offset }
-  | { kind: 'all'; offset: Offset };
+export type LqlSelect = { kind: 'field'; path: LqlPath; alias?: string; offset: Offset } | { kind: 'all'; offset: Offset };

@@ -46,7 +46,13 @@ const ERROR_RESPONSES: Record<string, string> = {
 
 const SANDBOX_PARAMETERS: Parameter[] = [
   { name: 'sql', in: 'query', required: false, description: "Ad-hoc SQL restricted to the endpoint's CTE names.", schema: { type: 'string' } },
-  { name: 'lql', in: 'query', required: false, description: "Ad-hoc query in the log query language, restricted to the endpoint's CTE names.", schema: { type: 'string' } },
+  {
+    name: 'lql',
+    in: 'query',
+    required: false,
+    description: "Ad-hoc query in the log query language, restricted to the endpoint's CTE names.",
+    schema: { type: 'string' },
+  },
 ];
 
 const REDACT_HEADER: Parameter = {
@@ -155,11 +161,24 @@ const EXPORT_PARAMETERS: Parameter[] = [
     name: 'format',
     in: 'query',
     required: false,
-    description: 'json (default): the `{"result": [...]}` answer; ndjson or csv: the rows as JSON lines or RFC 4180 CSV. A raw-event export (logs.all\'s saved selection) is paged.',
+    description:
+      'json (default): the `{"result": [...]}` answer; ndjson or csv: the rows as JSON lines or RFC 4180 CSV. A raw-event export (logs.all\'s saved selection) is paged.',
     schema: { type: 'string', enum: ['json', 'ndjson', 'csv'] },
   },
-  { name: 'cursor', in: 'query', required: false, description: 'The previous page\'s X-Next-Cursor header, unchanged, with the same parameters (paged exports only).', schema: { type: 'string' } },
-  { name: 'page_size', in: 'query', required: false, description: `Rows per page of a paged export (default ${DEFAULT_PAGE_SIZE}).`, schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE } },
+  {
+    name: 'cursor',
+    in: 'query',
+    required: false,
+    description: "The previous page's X-Next-Cursor header, unchanged, with the same parameters (paged exports only).",
+    schema: { type: 'string' },
+  },
+  {
+    name: 'page_size',
+    in: 'query',
+    required: false,
+    description: `Rows per page of a paged export (default ${DEFAULT_PAGE_SIZE}).`,
+    schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE },
+  },
 ];
 
 function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operation {
@@ -173,13 +192,23 @@ function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operat
     headers: {
       'X-Cache': { description: 'HIT, MISS or BYPASS', schema: { type: 'string', enum: ['HIT', 'MISS', 'BYPASS'] } },
       Age: { description: 'Seconds since a cached result was computed', schema: { type: 'integer' } },
-      'X-RateLimit-Limit': { description: 'Most requests the API key may make at once (its burst); absent when rate limiting is off', schema: { type: 'integer' } },
-      'X-RateLimit-Remaining': { description: 'Requests the API key may still make at once; one more is earned every 60 / RATE_LIMIT_PER_MINUTE s', schema: { type: 'integer' } },
+      'X-RateLimit-Limit': {
+        description: 'Most requests the API key may make at once (its burst); absent when rate limiting is off',
+        schema: { type: 'integer' },
+      },
+      'X-RateLimit-Remaining': {
+        description: 'Requests the API key may still make at once; one more is earned every 60 / RATE_LIMIT_PER_MINUTE s',
+        schema: { type: 'integer' },
+      },
       'X-Next-Cursor': { description: 'Paged exports: the cursor of the next page, absent on the last', schema: { type: 'string' } },
     },
     content: {
       'application/json': {
-        schema: { type: 'object', required: ['result'], properties: { result: { type: 'array', maxItems: endpoint.maxRows, items: rowSchema(endpoint) }, stats: STATS_SCHEMA } },
+        schema: {
+          type: 'object',
+          required: ['result'],
+          properties: { result: { type: 'array', maxItems: endpoint.maxRows, items: rowSchema(endpoint) }, stats: STATS_SCHEMA },
+        },
       },
       'application/x-ndjson': { schema: { type: 'string', description: 'format=ndjson: one row per line, as a JSON object' } },
       'text/csv': { schema: { type: 'string', description: 'format=csv: a header row of the columns, then one record per row; nested values as JSON text' } },
@@ -241,7 +270,10 @@ export function openApiDocument(endpoints: readonly EndpointDefinition[]): OpenA
             error: {
               type: 'object',
               required: ['code', 'message'],
-              properties: { code: { type: 'string', description: 'Stable snake_case code' }, message: { type: 'string', description: 'What was wrong and how to fix it' } },
+              properties: {
+                code: { type: 'string', description: 'Stable snake_case code' },
+                message: { type: 'string', description: 'What was wrong and how to fix it' },
+              },
             },
           },
         },

@@ -13,7 +13,10 @@ export type { Plan } from './plan.ts';
 export type { ScopeContext, ValidatedParameters } from './scope.ts';
 
 /** A sandboxed query (already parsed and validated: SQL or LQL) and what planning it needs. */
-export type SandboxInput = { limits: SandboxLimits; catalogs: ReadonlyMap<string, FieldCatalog> } & ({ language: 'sql'; query: Query } | { language: 'lql'; query: LqlQuery });
+export type SandboxInput = { limits: SandboxLimits; catalogs: ReadonlyMap<string, FieldCatalog> } & (
+  | { language: 'sql'; query: Query }
+  | { language: 'lql'; query: LqlQuery }
+);
 
 /**
  * (endpoint, validated parameters, the caller's scope, now[, sandboxed query]) -> the plan that

@@ -43,7 +43,13 @@ export function planLqlQuery(endpoint: EndpointDefinition, params: ValidatedPara
     const scan = chartScan(cte.name, scopeless.index, [...scopeless.scope, ...predicates], query.chart, catalog, columns);
     return { scans: [scan], answer: { kind: 'chart', table: scan.table }, rowCap: endpoint.maxRows };
   }
-  const scan = eventScan(cte, params, context, { table: cte.name, predicates, order: 'timestamp_desc', take: { kind: 'limit', rows: endpoint.maxRows }, within });
+  const scan = eventScan(cte, params, context, {
+    table: cte.name,
+    predicates,
+    order: 'timestamp_desc',
+    take: { kind: 'limit', rows: endpoint.maxRows },
+    within,
+  });
   return { scans: [scan], answer: { kind: 'selected', table: scan.table, columns: selectedColumns(query, cte, columns) }, rowCap: endpoint.maxRows };
 }
 
@@ -57,7 +63,10 @@ function lqlTable(endpoint: EndpointDefinition, query: LqlQuery): SourceCte | Wi
   const cte = cteByName(endpoint.ctes, query.from.name);
   if (!cte) throw new UnknownTable(query.from.name, tableNames(endpoint.ctes));
   if (cte.kind !== 'source' && cte.kind !== 'windowed_source') {
-    throw new LqlSyntax(`f:${query.from.name}: LQL reads tables of events; on ${endpoint.name} those are ${readable.map((candidate) => candidate.name).join(', ')}`, query.from.offset);
+    throw new LqlSyntax(
+      `f:${query.from.name}: LQL reads tables of events; on ${endpoint.name} those are ${readable.map((candidate) => candidate.name).join(', ')}`,
+      query.from.offset,
+    );
   }
   return cte;
 }
@@ -71,7 +80,9 @@ function checkedPath(path: string, columns: ReadonlySet<string>): string {
   if (path.startsWith('metadata.') && path.length > 'metadata.'.length) return path;
   // metadata itself holds records, not values
   if (path === 'metadata' || isInternalPath(path) || path.split('.').some((part) => part === '')) {
-    throw new InvalidQuery(`${path} is not a field a query may read; use ${[...columns].filter((column) => column !== 'metadata').join(', ')} or m.<path> inside metadata`);
+    throw new InvalidQuery(
+      `${path} is not a field a query may read; use ${[...columns].filter((column) => column !== 'metadata').join(', ')} or m.<path> inside metadata`,
+    );
   }
   if (isEventColumn(path) && columns.has(path)) return path;
   return `metadata.${path}`;
@@ -95,7 +106,12 @@ function assertKnownPaths(query: LqlQuery, source: string, catalog: FieldCatalog
 }
 
 function filterQuery(filter: LqlFilter, catalog: FieldCatalog, columns: ReadonlySet<string>, now: number): Query {
-  const query = filter.kind === 'timestamp' ? timestampQuery(filter, now) : filter.kind === 'range' ? rangeQuery(filter, catalog, columns) : comparisonQuery(filter, catalog, columns);
+  const query =
+    filter.kind === 'timestamp'
+      ? timestampQuery(filter, now)
+      : filter.kind === 'range'
+        ? rangeQuery(filter, catalog, columns)
+        : comparisonQuery(filter, catalog, columns);
   return filter.negated ? { bool: { must_not: [query] } } : query;
 }
 
@@ -143,7 +159,8 @@ function levelRange(filter: LqlRange): string[] | undefined {
   const from = LEVELS.indexOf(filter.low.value.toLowerCase() as (typeof LEVELS)[number]);
   const to = LEVELS.indexOf(filter.high.value.toLowerCase() as (typeof LEVELS)[number]);
   if (from < 0 || to < 0) return undefined;
-  if (from > to) throw new InvalidQuery(`${filter.path}:${filter.low.value}..${filter.high.value}: the first level must come first in the order ${LEVELS.join(', ')}`);
+  if (from > to)
+    throw new InvalidQuery(`${filter.path}:${filter.low.value}..${filter.high.value}: the first level must come first in the order ${LEVELS.join(', ')}`);
   return LEVELS.slice(from, to + 1).flatMap((level) => [level, level.toUpperCase()]);
 }
 
@@ -304,7 +321,9 @@ function assertChartBuckets(chart: LqlChart, within: TimeBounds, now: number): v
   const buckets = Math.floor(to / period) - Math.floor(within.fromMs / period) + 1;
   if (buckets > MAX_CHART_BUCKETS) {
     const range = `${new Date(Math.max(within.fromMs, -8_640_000_000_000_000)).toISOString()}..${new Date(to).toISOString()}`;
-    throw new InvalidQuery(`c:group_by(t::${chart.period}) over ${range} makes ${buckets.toLocaleString('en')} buckets, more than ${MAX_CHART_BUCKETS}; narrow the t: range or chart by a longer period`);
+    throw new InvalidQuery(
+      `c:group_by(t::${chart.period}) over ${range} makes ${buckets.toLocaleString('en')} buckets, more than ${MAX_CHART_BUCKETS}; narrow the t: range or chart by a longer period`,
+    );
   }
 }
 
@@ -324,7 +343,10 @@ function chartScan(table: string, index: string, filter: Query[], chart: LqlChar
     if (!path) throw new LqlSyntax(`c:${chart.aggregate}() needs a field`, chart.offset);
     const type = fieldType(path, catalog);
     if (chart.aggregate !== 'countd' && (type === undefined || !NUMERIC_FIELD_TYPES.has(type))) {
-      throw new BadParameter(`c:${chart.aggregate}(${path}): the field is ${type === undefined ? 'not in any event yet' : `of type ${type}`}; only numeric fields can be averaged, summed or ranked`, 'invalid_query');
+      throw new BadParameter(
+        `c:${chart.aggregate}(${path}): the field is ${type === undefined ? 'not in any event yet' : `of type ${type}`}; only numeric fields can be averaged, summed or ranked`,
+        'invalid_query',
+      );
     }
     const field = exactTextField(path);
     const inner: estypes.AggregationsAggregationContainer =
@@ -358,7 +380,10 @@ function chartScan(table: string, index: string, filter: Query[], chart: LqlChar
       query: { bool: { filter } },
       aggs: {
         buckets: {
-          composite: { size: 1000, sources: [{ timestamp: { date_histogram: { field: 'timestamp', calendar_interval: chart.period, time_zone: 'UTC', order: 'asc' } } }] },
+          composite: {
+            size: 1000,
+            sources: [{ timestamp: { date_histogram: { field: 'timestamp', calendar_interval: chart.period, time_zone: 'UTC', order: 'asc' } } }],
+          },
           ...(metric ? { aggs: { value: metric } } : {}),
         },
       },

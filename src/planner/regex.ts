@@ -62,20 +62,40 @@ function tooComplex(parameter: string, what: string): never {
 }
 
 const DIGIT: Range[] = [[0x30, 0x39]];
-const WORD: Range[] = [[0x30, 0x39], [0x41, 0x5a], [0x5f, 0x5f], [0x61, 0x7a]];
+const WORD: Range[] = [
+  [0x30, 0x39],
+  [0x41, 0x5a],
+  [0x5f, 0x5f],
+  [0x61, 0x7a],
+];
 /** JavaScript's \s: WhiteSpace plus LineTerminator. */
 const SPACE: Range[] = [
-  [0x09, 0x0d], [0x20, 0x20], [0xa0, 0xa0], [0x1680, 0x1680], [0x2000, 0x200a],
-  [0x2028, 0x2029], [0x202f, 0x202f], [0x205f, 0x205f], [0x3000, 0x3000], [0xfeff, 0xfeff],
+  [0x09, 0x0d],
+  [0x20, 0x20],
+  [0xa0, 0xa0],
+  [0x1680, 0x1680],
+  [0x2000, 0x200a],
+  [0x2028, 0x2029],
+  [0x202f, 0x202f],
+  [0x205f, 0x205f],
+  [0x3000, 0x3000],
+  [0xfeff, 0xfeff],
 ];
 /** What JavaScript's `.` (without the s flag) refuses: the line terminators. */
-const LINE_TERMINATORS: Range[] = [[0x0a, 0x0a], [0x0d, 0x0d], [0x2028, 0x2029]];
+const LINE_TERMINATORS: Range[] = [
+  [0x0a, 0x0a],
+  [0x0d, 0x0d],
+  [0x2028, 0x2029],
+];
 
 const set = (ranges: Range[], negated = false): CharSet => ({ kind: 'set', ranges, negated });
 const char = (code: number): CharSet => set([[code, code]]);
 
 function reject(parameter: string, pattern: string, construct: string): never {
-  throw new BadParameter(`${parameter}: ${construct} is not supported in the pattern ${JSON.stringify(pattern)}; use literals, classes, groups, alternation, quantifiers and ^ / $ at the ends`, 'unsupported_pattern');
+  throw new BadParameter(
+    `${parameter}: ${construct} is not supported in the pattern ${JSON.stringify(pattern)}; use literals, classes, groups, alternation, quantifiers and ^ / $ at the ends`,
+    'unsupported_pattern',
+  );
 }
 
 class Parser {
@@ -90,7 +110,8 @@ class Parser {
 
   parse(): Branch[] {
     const alternatives = this.alternatives();
-    if (this.pos < this.pattern.length) throw new BadParameter(`${this.parameter}: unbalanced ')' at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+    if (this.pos < this.pattern.length)
+      throw new BadParameter(`${this.parameter}: unbalanced ')' at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
     return alternatives.map((raw) => this.branch(raw));
   }
 
@@ -172,7 +193,8 @@ class Parser {
     this.pos += 1;
     // a lazy quantifier matches the same texts; only the chosen submatch differs
     if (this.peek() === '?') this.pos += 1;
-    if (this.quantifierAhead()) throw new BadParameter(`${this.parameter}: nothing to repeat at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+    if (this.quantifierAhead())
+      throw new BadParameter(`${this.parameter}: nothing to repeat at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
     if (max !== null && max < min) throw new BadParameter(`${this.parameter}: quantifier {${min},${max}} has its numbers out of order`, 'invalid_pattern');
     if (min > MAX_REPEAT || (max !== null && max > MAX_REPEAT)) reject(this.parameter, this.pattern, `a repeat count above ${MAX_REPEAT}`);
     return { kind: 'repeat', node: atom, min, max };
@@ -180,8 +202,13 @@ class Parser {
 
   private atom(): Node {
     const c = this.peek()!;
-    if (c === '*' || c === '+' || c === '?') throw new BadParameter(`${this.parameter}: nothing to repeat before '${c}' at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
-    if (c === '{' && this.braceQuantifier() !== null) throw new BadParameter(`${this.parameter}: nothing to repeat before '{' at position ${this.pos}`, 'invalid_pattern');
+    if (c === '*' || c === '+' || c === '?')
+      throw new BadParameter(
+        `${this.parameter}: nothing to repeat before '${c}' at position ${this.pos} in ${JSON.stringify(this.pattern)}`,
+        'invalid_pattern',
+      );
+    if (c === '{' && this.braceQuantifier() !== null)
+      throw new BadParameter(`${this.parameter}: nothing to repeat before '{' at position ${this.pos}`, 'invalid_pattern');
     if (c === '(') return this.group();
     if (c === '[') return this.charClass();
     if (c === '.') {
@@ -210,7 +237,12 @@ class Parser {
       const match = named.exec(this.pattern);
       if (!match) throw new BadParameter(`${this.parameter}: invalid group name at position ${this.pos} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
       open = match[0].length;
-    } else if (this.startsWith('(?')) reject(this.parameter, this.pattern, `inline flags or modifiers such as (?i) (matching is case-sensitive; write both cases in a class instead, e.g. [Aa])`);
+    } else if (this.startsWith('(?'))
+      reject(
+        this.parameter,
+        this.pattern,
+        `inline flags or modifiers such as (?i) (matching is case-sensitive; write both cases in a class instead, e.g. [Aa])`,
+      );
     this.pos += open;
     this.depth += 1;
     if (this.depth > MAX_GROUP_DEPTH) tooComplex(this.parameter, `nests groups more than ${MAX_GROUP_DEPTH} deep`);
@@ -243,7 +275,11 @@ class Parser {
         this.pos += 1;
         const high = this.classAtom();
         if (isSingle(low) && isSingle(high)) {
-          if (high.ranges[0]![0] < low.ranges[0]![0]) throw new BadParameter(`${this.parameter}: character class range out of order at position ${dash} in ${JSON.stringify(this.pattern)}`, 'invalid_pattern');
+          if (high.ranges[0]![0] < low.ranges[0]![0])
+            throw new BadParameter(
+              `${this.parameter}: character class range out of order at position ${dash} in ${JSON.stringify(this.pattern)}`,
+              'invalid_pattern',
+            );
           ranges.push([low.ranges[0]![0], high.ranges[0]![0]]);
           continue;
         }
@@ -284,24 +320,42 @@ class Parser {
     if (c === undefined) throw new BadParameter(`${this.parameter}: the pattern ${JSON.stringify(this.pattern)} ends with a lone backslash`, 'invalid_pattern');
     this.pos += 1;
     switch (c) {
-      case 'd': return set(DIGIT);
-      case 'D': return set(DIGIT, true);
-      case 'w': return set(WORD);
-      case 'W': return set(WORD, true);
-      case 's': return set(SPACE);
-      case 'S': return set(SPACE, true);
-      case 't': return char(0x09);
-      case 'n': return char(0x0a);
-      case 'v': return char(0x0b);
-      case 'f': return char(0x0c);
-      case 'r': return char(0x0d);
+      case 'd':
+        return set(DIGIT);
+      case 'D':
+        return set(DIGIT, true);
+      case 'w':
+        return set(WORD);
+      case 'W':
+        return set(WORD, true);
+      case 's':
+        return set(SPACE);
+      case 'S':
+        return set(SPACE, true);
+      case 't':
+        return char(0x09);
+      case 'n':
+        return char(0x0a);
+      case 'v':
+        return char(0x0b);
+      case 'f':
+        return char(0x0c);
+      case 'r':
+        return char(0x0d);
       case 'b':
         if (inClass) return char(0x08);
         return reject(this.parameter, this.pattern, 'the word boundary \\b');
-      case 'B': return reject(this.parameter, this.pattern, 'the non-boundary \\B');
-      case 'p': case 'P': return reject(this.parameter, this.pattern, `the Unicode property class \\${c}{..}`);
-      case 'k': return reject(this.parameter, this.pattern, 'the named backreference \\k<..>');
-      case 'A': case 'z': case 'Z': return reject(this.parameter, this.pattern, `the RE2 anchor \\${c} (use ^ or $)`);
+      case 'B':
+        return reject(this.parameter, this.pattern, 'the non-boundary \\B');
+      case 'p':
+      case 'P':
+        return reject(this.parameter, this.pattern, `the Unicode property class \\${c}{..}`);
+      case 'k':
+        return reject(this.parameter, this.pattern, 'the named backreference \\k<..>');
+      case 'A':
+      case 'z':
+      case 'Z':
+        return reject(this.parameter, this.pattern, `the RE2 anchor \\${c} (use ^ or $)`);
       case 'c': {
         const letter = this.peek();
         if (letter !== undefined && /[A-Za-z]/.test(letter)) {
@@ -362,9 +416,12 @@ function emitSet(node: CharSet): string {
 
 function emit(node: Node): string {
   switch (node.kind) {
-    case 'set': return emitSet(node);
-    case 'union': return `(${node.sets.map(emitSet).join('|')})`;
-    case 'group': return `(${node.alternatives.map((items) => items.map(emit).join('')).join('|')})`;
+    case 'set':
+      return emitSet(node);
+    case 'union':
+      return `(${node.sets.map(emitSet).join('|')})`;
+    case 'group':
+      return `(${node.alternatives.map((items) => items.map(emit).join('')).join('|')})`;
     case 'repeat': {
       const inner = node.node.kind === 'set' || node.node.kind === 'group' || node.node.kind === 'union' ? emit(node.node) : `(${emit(node.node)})`;
       if (node.min === 0 && node.max === null) return `${inner}*`;
@@ -380,9 +437,13 @@ function emit(node: Node): string {
 /** How many character positions a node stands for once repeats are written out (unbounded ones counted once). */
 function nodeSize(node: Node): number {
   switch (node.kind) {
-    case 'set': case 'union': return 1;
-    case 'group': return node.alternatives.reduce((total, items) => total + sequenceSize(items), 0);
-    case 'repeat': return nodeSize(node.node) * Math.max(1, node.max ?? node.min);
+    case 'set':
+    case 'union':
+      return 1;
+    case 'group':
+      return node.alternatives.reduce((total, items) => total + sequenceSize(items), 0);
+    case 'repeat':
+      return nodeSize(node.node) * Math.max(1, node.max ?? node.min);
   }
 }
 
@@ -417,7 +478,8 @@ export function luceneRegexpForContains(pattern: string, parameter: string): str
   if (pattern.length > MAX_PATTERN_LENGTH) tooComplex(parameter, `is ${pattern.length} characters long, more than ${MAX_PATTERN_LENGTH}`);
   const branches = new Parser(pattern, parameter).parse();
   const size = branches.reduce((total, branch) => total + sequenceSize(branch.items), 0);
-  if (size > MAX_EXPANDED_SIZE) tooComplex(parameter, `expands to about ${size} characters once its repeats are multiplied out, more than ${MAX_EXPANDED_SIZE}`);
+  if (size > MAX_EXPANDED_SIZE)
+    tooComplex(parameter, `expands to about ${size} characters once its repeats are multiplied out, more than ${MAX_EXPANDED_SIZE}`);
   try {
     new RegExp(pattern);
   } catch (error) {
@@ -425,6 +487,7 @@ export function luceneRegexpForContains(pattern: string, parameter: string): str
   }
   const emitted = branches.map(emitContaining);
   const lucene = emitted.length === 1 ? emitted[0]! : emitted.map((text) => `(${text})`).join('|');
-  if (lucene.length > MAX_PATTERN_LENGTH) tooComplex(parameter, `becomes ${lucene.length} characters in the store's syntax, more than its limit of ${MAX_PATTERN_LENGTH}`);
+  if (lucene.length > MAX_PATTERN_LENGTH)
+    tooComplex(parameter, `becomes ${lucene.length} characters in the store's syntax, more than its limit of ${MAX_PATTERN_LENGTH}`);
   return lucene;
 }

@@ -25,5 +25,9 @@ export function planSavedSelection(endpoint: EndpointDefinition, params: Validat
   if (selection.kind === 'sql') throw new Error(`endpoint ${endpoint.name} selects with saved SQL, which is planned as a sandboxed query`);
   const cte = requireCte(endpoint, selection.from);
   if (cte.kind !== 'request_counts') throw new Error(`endpoint ${endpoint.name} selects buckets from ${selection.from}, which is not a request-counts CTE`);
-  return { scans: [requestCountScan(endpoint, cte, params, context)], answer: { kind: 'scan', table: cte.name, format: 'usage_rows' }, rowCap: endpoint.maxRows };
+  return {
+    scans: [requestCountScan(endpoint, cte, params, context)],
+    answer: { kind: 'scan', table: cte.name, format: 'usage_rows' },
+    rowCap: endpoint.maxRows,
+  };
 }

@@ -47,7 +47,8 @@ function requireString(params: ValidatedParameters, name: string): string {
 /** An ISO 8601 bound parameter in the nine-digit form date_nanos ranges compare exactly. */
 export function timestampBound(name: string, text: string): string {
   const bound = isoToNanosText(text);
-  if (bound === undefined) throw new BadParameter(`${name}: ${JSON.stringify(text)} is not an ISO 8601 timestamp; send e.g. 2024-01-01T00:00:00.000Z, or leave it empty for no bound`);
+  if (bound === undefined)
+    throw new BadParameter(`${name}: ${JSON.stringify(text)} is not an ISO 8601 timestamp; send e.g. 2024-01-01T00:00:00.000Z, or leave it empty for no bound`);
   return clampToDateNanos(bound);
 }
 

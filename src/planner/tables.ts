@@ -53,7 +53,10 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
   };
   const take: EventScan['take'] =
     shape.take.kind === 'limit' && limitSplit
-      ? { ...shape.take, irregular: { ...search, size: EVENT_PAGE_SIZE, query: { bool: { filter: [...scope.filter, ...shape.predicates, limitSplit.irregular] } } } }
+      ? {
+          ...shape.take,
+          irregular: { ...search, size: EVENT_PAGE_SIZE, query: { bool: { filter: [...scope.filter, ...shape.predicates, limitSplit.irregular] } } },
+        }
       : shape.take;
   return { kind: 'events', table: shape.table, cte: cte.name, columns, index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take };
 }
@@ -64,7 +67,13 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
  * come oldest first); inside each bucket the records with a matching url are counted per path text,
  * a record matching several texts counting in each.
  */
-export function requestCountScan(endpoint: EndpointDefinition, cte: RequestCountsCte, params: ValidatedParameters, context: ScopeContext, table = cte.name): RequestCountScan {
+export function requestCountScan(
+  endpoint: EndpointDefinition,
+  cte: RequestCountsCte,
+  params: ValidatedParameters,
+  context: ScopeContext,
+  table = cte.name,
+): RequestCountScan {
   const from = endpoint.ctes.find((candidate): candidate is WindowedSourceCte => candidate.kind === 'windowed_source' && candidate.name === cte.from);
   if (!from) throw new Error(`endpoint ${endpoint.name}: ${cte.name} counts ${cte.from}, which is not one of its windowed sources`);
   const scope = scopeOf(from, params, context);

@@ -46,7 +46,8 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     if (!principal) throw new Unauthorized('missing API key: send it in the X-API-KEY header or as Authorization: Bearer <key>');
     const entry = await options.catalog.find(request.params.endpoint);
     // a disabled endpoint is not served, as if it did not exist; the name is not echoed: it is the caller's raw input
-    if (!entry || !entry.record.enabled) throw new NotFound('no endpoint with this name or UUID; ask an operator for the names (GET /api/endpoints)', 'endpoint_not_found');
+    if (!entry?.record.enabled)
+      throw new NotFound('no endpoint with this name or UUID; ask an operator for the names (GET /api/endpoints)', 'endpoint_not_found');
     const endpoint = entry.definition;
     const body = parametersObject(request.method === 'GET' ? await getBody(request, options.bodyLimit) : request.body);
     const redactHeaders = Object.fromEntries(REDACT_HEADERS.map((name) => [name, request.headers[name.toLowerCase()]]));
@@ -55,7 +56,7 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     const statsAsked = statsRequested(supplied, request.headers[STATS_HEADER.toLowerCase()]);
     const asked = exportRequest(supplied);
     if (asked) {
-      if (statsAsked) throw new BadParameter('statistics come in the JSON answer\'s stats object: ask for them without format=ndjson or csv');
+      if (statsAsked) throw new BadParameter("statistics come in the JSON answer's stats object: ask for them without format=ndjson or csv");
       const counted = (rows: number, streamedBytes?: number) => {
         request.answeredRows = rows;
         request.answeredBytes = streamedBytes;
@@ -68,7 +69,8 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     const rows = answerRowCount(answer.body) ?? 0;
     request.answeredRows = rows;
     // statistics are this request's own: built beside the (perhaps cached) answer, never into it
-    const stats = reads && queryStats({ elapsedMs: reply.elapsedTime, rows, cache: answer.cache, ageSeconds: answer.ageSeconds, reads, indexPrefix: options.indexPrefix });
+    const stats =
+      reads && queryStats({ elapsedMs: reply.elapsedTime, rows, cache: answer.cache, ageSeconds: answer.ageSeconds, reads, indexPrefix: options.indexPrefix });
     const sent = stats ? withStats(answer.body, stats) : answer.body;
     return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(sent);
   }

@@ -9,7 +9,17 @@
  * tables are known to hold before any row is read (the store's field catalog), never from the rows.
  */
 import { InvalidQuery, UnknownTable, type QueryPosition } from '../errors.ts';
-import { implicitName, type BindEnvironment, type Binding, type Bindings, type ColumnBinding, type NamedShape, type Shape, type TableRelation, type UnnestRelation } from './bindings.ts';
+import {
+  implicitName,
+  type BindEnvironment,
+  type Binding,
+  type Bindings,
+  type ColumnBinding,
+  type NamedShape,
+  type Shape,
+  type TableRelation,
+  type UnnestRelation,
+} from './bindings.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem, SetExpression } from './syntax.ts';
 import { childExpressions, subqueryOf } from './walk.ts';
 
@@ -66,7 +76,21 @@ const SCALAR_ARRAY_FUNCTIONS = new Set([
   'json_value_array',
 ]);
 /** Functions whose result holds what their first argument holds. */
-const FIRST_ARGUMENT_FUNCTIONS = new Set(['array_concat', 'array_reverse', 'coalesce', 'ifnull', 'nullif', 'any_value', 'min', 'max', 'first_value', 'last_value', 'lag', 'lead', 'nth_value']);
+const FIRST_ARGUMENT_FUNCTIONS = new Set([
+  'array_concat',
+  'array_reverse',
+  'coalesce',
+  'ifnull',
+  'nullif',
+  'any_value',
+  'min',
+  'max',
+  'first_value',
+  'last_value',
+  'lag',
+  'lead',
+  'nth_value',
+]);
 
 /** Every name of `query`, bound; throws InvalidQuery or UnknownTable for a name that means nothing or more than one thing. */
 export function bind(query: Query, environment: BindEnvironment): Bindings {
@@ -202,7 +226,9 @@ class Binder {
     const right = frame.ranges[rightStart];
     if (frame.ranges.length !== rightStart + 1 || right?.kind !== 'table') throw new InvalidQuery('JOIN ... USING needs a table on its right');
     const pairs = join.using!.map((name) => {
-      const leftSide = frame.ranges.slice(0, rightStart).flatMap((range) => (range.kind === 'table' ? visibleColumnsNamed(range, name).map((column) => ({ range, column })) : []));
+      const leftSide = frame.ranges
+        .slice(0, rightStart)
+        .flatMap((range) => (range.kind === 'table' ? visibleColumnsNamed(range, name).map((column) => ({ range, column })) : []));
       const rightColumn = visibleColumnsNamed(right, name)[0];
       if (leftSide.length !== 1 || !rightColumn) throw new InvalidQuery(`column ${name} in USING must exist exactly once on each side of the join`);
       right.hidden.add(rightColumn.name.toLowerCase());
@@ -221,13 +247,21 @@ class Binder {
     switch (relation.kind) {
       case 'table': {
         const { columns, open } = this.table(relation.name.join('.'), ctes, relation.position);
-        this.add(frame, { kind: 'table', relation, name: relation.alias ?? relation.name[relation.name.length - 1]!, columns, open, hidden: new Set() }, relation.position);
+        this.add(
+          frame,
+          { kind: 'table', relation, name: relation.alias ?? relation.name[relation.name.length - 1]!, columns, open, hidden: new Set() },
+          relation.position,
+        );
         return;
       }
       case 'derived': {
         // a FROM subquery cannot read the FROM items beside it, only the enclosing query's
         const { columns, open } = this.query(relation.query, ctes, outer);
-        this.add(frame, { kind: 'table', relation, ...(relation.alias === undefined ? {} : { name: relation.alias }), columns, open, hidden: new Set() }, relation.position);
+        this.add(
+          frame,
+          { kind: 'table', relation, ...(relation.alias === undefined ? {} : { name: relation.alias }), columns, open, hidden: new Set() },
+          relation.position,
+        );
         return;
       }
       case 'nested_join':
@@ -236,7 +270,11 @@ class Binder {
         this.expr(relation.array, frame, ctes);
         const array = this.shapeOf(relation.array);
         const elementShape = array.kind === 'array' ? array.element : array.kind === 'scalar' ? SCALAR : OPEN;
-        this.add(frame, { kind: 'value', relation, ...(relation.alias === undefined ? {} : { name: relation.alias }), offset: false, element: elementShape }, relation.position);
+        this.add(
+          frame,
+          { kind: 'value', relation, ...(relation.alias === undefined ? {} : { name: relation.alias }), offset: false, element: elementShape },
+          relation.position,
+        );
         const offsetName = relation.offsetAlias ?? (relation.withOffset ? 'offset' : undefined);
         if (offsetName !== undefined) this.add(frame, { kind: 'value', relation, name: offsetName, offset: true, element: SCALAR }, relation.position);
         return;
@@ -311,7 +349,10 @@ class Binder {
   }
 
   private tableColumns(range: Extract<Range, { kind: 'table' }>): Column[] {
-    return visibleColumns(range).map((column) => ({ ...column, origin: this.originOfBinding({ kind: 'column', range: range.relation, column: column.name, fields: [] }) }));
+    return visibleColumns(range).map((column) => ({
+      ...column,
+      origin: this.originOfBinding({ kind: 'column', range: range.relation, column: column.name, fields: [] }),
+    }));
   }
 
   private recordColumns(shape: Shape, origin: string): Output {
@@ -331,7 +372,10 @@ class Binder {
         return array.kind === 'array' ? array.element : OPEN;
       }
       case 'struct':
-        return { kind: 'record', fields: expr.fields.map((field, i) => ({ name: field.name ?? implicitName(field.expr) ?? `_field_${i + 1}`, shape: this.shapeOf(field.expr) })) };
+        return {
+          kind: 'record',
+          fields: expr.fields.map((field, i) => ({ name: field.name ?? implicitName(field.expr) ?? `_field_${i + 1}`, shape: this.shapeOf(field.expr) })),
+        };
       case 'array':
         return { kind: 'array', element: expr.elements[0] ? this.shapeOf(expr.elements[0]) : OPEN };
       case 'array_subquery':
@@ -413,11 +457,14 @@ function surely(frame: Frame, head: string, rest: string[], position?: QueryPosi
     if (!matches[0] && !range.open) throw new InvalidQuery(`Name ${columnName} not found inside ${head}`, position);
     return { kind: 'column', range: range.relation, column: matches[0]?.name ?? columnName, fields };
   }
-  const columns = frame.ranges.flatMap((candidate) => (candidate.kind === 'table' ? visibleColumnsNamed(candidate, head).map((column) => ({ range: candidate, column })) : []));
+  const columns = frame.ranges.flatMap((candidate) =>
+    candidate.kind === 'table' ? visibleColumnsNamed(candidate, head).map((column) => ({ range: candidate, column })) : [],
+  );
   if (columns.length > 1) throw new InvalidQuery(`Column name ${head} is ambiguous: more than one table in FROM has it; qualify it`, position);
   if (columns[0]) return bareColumn(columns[0].range, columns[0].column.name, rest);
   const records = frame.ranges.filter(
-    (candidate): candidate is Extract<Range, { kind: 'value' }> => candidate.kind === 'value' && !candidate.offset && candidate.element.kind === 'record' && namedShapes(candidate.element.fields, head).length > 0,
+    (candidate): candidate is Extract<Range, { kind: 'value' }> =>
+      candidate.kind === 'value' && !candidate.offset && candidate.element.kind === 'record' && namedShapes(candidate.element.fields, head).length > 0,
   );
   if (records.length > 1) throw new InvalidQuery(`Name ${head} is ambiguous: more than one unnested record has a field ${head}; qualify it`, position);
   return records[0] && element(records[0], [head, ...rest]);
@@ -429,7 +476,9 @@ function surely(frame: Frame, head: string, rest: string[], position?: QueryPosi
  * rows are read). Of several, none known to have it, the name is missing (NULL).
  */
 function possibly(frame: Frame, head: string, rest: string[], position?: QueryPosition): Binding | undefined {
-  const possible = frame.ranges.filter((candidate) => (candidate.kind === 'value' ? !candidate.offset && (candidate.element.kind === 'record' || candidate.element.kind === 'open') : candidate.open));
+  const possible = frame.ranges.filter((candidate) =>
+    candidate.kind === 'value' ? !candidate.offset && (candidate.element.kind === 'record' || candidate.element.kind === 'open') : candidate.open,
+  );
   if (possible.length === 0) return undefined;
   if (possible.length === 1) {
     const only = possible[0]!;

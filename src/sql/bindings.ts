@@ -68,7 +68,9 @@ export function shapeOfType(type: SqlType): Shape {
 
 /** The environment of tables whose column types are known (the printer's tables, tests). */
 export function environmentOfTables(tables: readonly { name: string; columns: readonly { name: string; type: SqlType }[] }[]): BindEnvironment {
-  return { tables: tables.map((table) => ({ name: table.name, columns: table.columns.map((column) => ({ name: column.name, shape: shapeOfType(column.type) })) })) };
+  return {
+    tables: tables.map((table) => ({ name: table.name, columns: table.columns.map((column) => ({ name: column.name, shape: shapeOfType(column.type) })) })),
+  };
 }
 
 /** BigQuery's implicit name of a select item or struct field: the last identifier of a path. */

@@ -60,7 +60,17 @@ function isAbsent(value: unknown): boolean {
 }
 
 /** Fields that carry only tokens and positions. */
-const LAYOUT_FIELDS = new Set(['span', 'select_token', 'with_token', 'closing_paren_token', 'case_token', 'end_token', 'wildcard_token', 'explicit', 'quote_style']);
+const LAYOUT_FIELDS = new Set([
+  'span',
+  'select_token',
+  'with_token',
+  'closing_paren_token',
+  'case_token',
+  'end_token',
+  'wildcard_token',
+  'explicit',
+  'quote_style',
+]);
 
 /** How the SQL spells the parser's fields, for the refusal message. */
 const FIELD_CONSTRUCTS: Record<string, string> = {
@@ -161,11 +171,13 @@ function ident(node: unknown): Ident {
 
 /** BigQuery's reserved keywords: never a name unless backquoted. */
 const RESERVED_KEYWORDS = new Set(
-  ('all and any array as asc assert_rows_modified at between by case cast collate contains create cross cube current default define desc ' +
+  (
+    'all and any array as asc assert_rows_modified at between by case cast collate contains create cross cube current default define desc ' +
     'distinct else end enum escape except exclude exists extract false fetch following for from full group grouping groups hash having if ' +
     'ignore in inner intersect interval into is join lateral left like limit lookup merge natural new no not null nulls of on or order outer ' +
     'over partition preceding proto qualify range recursive respect right rollup rows select set some struct tablesample then to treat true ' +
-    'unbounded union unnest using when where window with within').split(' '),
+    'unbounded union unnest using when where window with within'
+  ).split(' '),
 );
 
 /**
@@ -286,11 +298,14 @@ function convertGroupBy(node: unknown, items: readonly SelectItem[], position: P
   if (rollups.length === 0) return { groupBy: written.map(convertExpr) };
   if (written.length > 1) throw unsupported('ROLLUP beside other GROUP BY items (write every key inside ROLLUP)', payload);
   const sets = list(variant(rollups[0], 'ROLLUP')[1]);
-  return { groupBy: sets.map((set) => {
-    const [only, ...rest] = list(set);
-    if (only === undefined || rest.length > 0) throw unsupported('a parenthesised set of columns inside ROLLUP', set);
-    return convertExpr(only);
-  }), rollup: true };
+  return {
+    groupBy: sets.map((set) => {
+      const [only, ...rest] = list(set);
+      if (only === undefined || rest.length > 0) throw unsupported('a parenthesised set of columns inside ROLLUP', set);
+      return convertExpr(only);
+    }),
+    rollup: true,
+  };
 }
 
 function convertSelectItem(node: unknown): SelectItem {
@@ -389,7 +404,12 @@ function convertJoin(node: unknown): Join {
   if (isAbsent(constraint)) return join;
   const [constraintKind, payload] = variant(constraint, 'JOIN condition');
   if (constraintKind === 'On') join.on = convertExpr(payload);
-  else if (constraintKind === 'Using') join.using = list(payload).map((name) => objectName(name, 'USING column').map((part) => part.value).join('.'));
+  else if (constraintKind === 'Using')
+    join.using = list(payload).map((name) =>
+      objectName(name, 'USING column')
+        .map((part) => part.value)
+        .join('.'),
+    );
   else throw unsupported(`${constraintKind.toUpperCase()} JOIN`, raw);
   return join;
 }
@@ -513,7 +533,14 @@ function convertExpr(node: unknown): Expr {
     }
     case 'Between': {
       const raw = fields(payload, ['expr', 'negated', 'low', 'high'], 'BETWEEN');
-      return { kind: 'between', negated: raw.negated === true, expr: convertExpr(raw.expr), low: convertExpr(raw.low), high: convertExpr(raw.high), ...position };
+      return {
+        kind: 'between',
+        negated: raw.negated === true,
+        expr: convertExpr(raw.expr),
+        low: convertExpr(raw.low),
+        high: convertExpr(raw.high),
+        ...position,
+      };
     }
     case 'InList': {
       const raw = fields(payload, ['expr', 'list', 'negated'], 'IN');
@@ -814,7 +841,11 @@ function convertCast(node: unknown): Expr {
 function doubleColonType(node: unknown, context: unknown): CastType {
   const [kind, parameters] = variant(node, 'data type');
   let name = kind.toUpperCase();
-  if (kind === 'Custom') name = objectName(list(parameters)[0], 'data type').map((part) => part.value).join('.').toUpperCase();
+  if (kind === 'Custom')
+    name = objectName(list(parameters)[0], 'data type')
+      .map((part) => part.value)
+      .join('.')
+      .toUpperCase();
   // `timestamp with time zone` and `timestamptz` are Postgres's TIMESTAMP
   else if (kind === 'Timestamp' && Array.isArray(parameters) && isAbsent(parameters[0])) name = 'TIMESTAMP';
   else dataTypeName(node, context);
@@ -901,7 +932,10 @@ function convertFunction(node: unknown): Expr {
   const raw = fields(node, ['name', 'args', 'over', 'null_treatment'], 'function call');
   const parts = objectName(raw.name, 'function name');
   // Dotted names (`safe.x`, `net.host`, `` `proj.ds.fn` ``) are kept whole so the allow-list refuses them by name.
-  const name = parts.map((part) => part.value).join('.').toLowerCase();
+  const name = parts
+    .map((part) => part.value)
+    .join('.')
+    .toLowerCase();
   const position = at(raw.name);
   if (name === 'array' && isNode(raw.args) && 'Subquery' in raw.args) {
     return { kind: 'array_subquery', query: convertQuery(raw.args.Subquery), ...position };

@@ -43,15 +43,7 @@ export interface Signature {
  * (`argument`), an array of it (`array_of_argument`), the common type of the value arguments
  * (`common`), or NUMERIC for a NUMERIC first argument and FLOAT64 otherwise (`float64_or_numeric`).
  */
-export type ResultRule =
-  | ValueKind
-  | 'array<string>'
-  | 'array<int64>'
-  | 'array<timestamp>'
-  | 'argument'
-  | 'array_of_argument'
-  | 'common'
-  | 'float64_or_numeric';
+export type ResultRule = ValueKind | 'array<string>' | 'array<int64>' | 'array<timestamp>' | 'argument' | 'array_of_argument' | 'common' | 'float64_or_numeric';
 
 /**
  * What the planner can hand to the store instead of the engine:
@@ -214,16 +206,16 @@ const FUNCTIONS = {
   }),
 
   // window functions
-  row_number: rank('int64', 'the row\'s 1-based position in its ordered partition'),
-  rank: rank('int64', 'the row\'s rank, with gaps after ties'),
-  dense_rank: rank('int64', 'the row\'s rank, without gaps after ties'),
+  row_number: rank('int64', "the row's 1-based position in its ordered partition"),
+  rank: rank('int64', "the row's rank, with gaps after ties"),
+  dense_rank: rank('int64', "the row's rank, without gaps after ties"),
   percent_rank: rank('float64', '(rank - 1) / (rows in the partition - 1)'),
   cume_dist: rank('float64', 'the share of partition rows ordered before or with the row'),
-  ntile: window({ params: [INT64], result: 'int64', meaning: 'the row\'s bucket number when the partition is cut into N buckets' }),
+  ntile: window({ params: [INT64], result: 'int64', meaning: "the row's bucket number when the partition is cut into N buckets" }),
   lag: window({ params: ['any', INT64, 'any'], required: 1, result: 'argument', meaning: 'the value N rows before (default 1), or the default' }),
   lead: window({ params: ['any', INT64, 'any'], required: 1, result: 'argument', meaning: 'the value N rows after (default 1), or the default' }),
-  first_value: window({ params: ['any'], result: 'argument', meaning: 'the value at the window frame\'s first row' }),
-  last_value: window({ params: ['any'], result: 'argument', meaning: 'the value at the window frame\'s last row' }),
+  first_value: window({ params: ['any'], result: 'argument', meaning: "the value at the window frame's first row" }),
+  last_value: window({ params: ['any'], result: 'argument', meaning: "the value at the window frame's last row" }),
 
   // time
   timestamp_trunc: define({
@@ -262,14 +254,14 @@ const FUNCTIONS = {
     meaning: 'part boundaries crossed from the second datetime to the first',
   }),
   date_diff: define({ params: [DATE, DATE, 'date_part'], result: 'int64', meaning: 'part boundaries crossed from the second date to the first' }),
-  current_timestamp: define({ params: [], result: 'timestamp', pushdown: 'time_constant', meaning: 'the query\'s start time' }),
+  current_timestamp: define({ params: [], result: 'timestamp', pushdown: 'time_constant', meaning: "the query's start time" }),
   current_datetime: define({
     params: [STRING],
     required: 0,
     result: 'datetime',
-    meaning: 'the query\'s start time on the clock of a time zone (default UTC)',
+    meaning: "the query's start time on the clock of a time zone (default UTC)",
   }),
-  current_date: define({ params: [STRING], required: 0, result: 'date', meaning: 'the query\'s start date in a time zone (default UTC)' }),
+  current_date: define({ params: [STRING], required: 0, result: 'date', meaning: "the query's start date in a time zone (default UTC)" }),
   timestamp: define({
     params: [['string', 'datetime', 'date', 'timestamp'], STRING],
     required: 1,
@@ -324,7 +316,7 @@ const FUNCTIONS = {
     result: 'string',
     meaning: 'the capture group (or whole match) of the Nth match (default 1st) from a 1-based position (default 1); NULL when none',
   }),
-  regexp_extract_all: define({ params: [STRING, STRING], result: 'array<string>', meaning: 'every match\'s capture group (or whole match)' }),
+  regexp_extract_all: define({ params: [STRING, STRING], result: 'array<string>', meaning: "every match's capture group (or whole match)" }),
   regexp_replace: define({
     params: [STRING, STRING, STRING],
     result: 'string',
@@ -456,7 +448,7 @@ const FUNCTIONS = {
     result: 'float64',
     meaning: 'the value rounded toward zero, at N decimal places (default 0)',
   }),
-  mod: define({ params: [INT64, INT64], result: 'int64', meaning: 'the remainder, with the dividend\'s sign; a zero divisor is an error' }),
+  mod: define({ params: [INT64, INT64], result: 'int64', meaning: "the remainder, with the dividend's sign; a zero divisor is an error" }),
   div: define({ params: [INT64, INT64], result: 'int64', meaning: 'the quotient rounded toward zero; a zero divisor is an error' }),
   ieee_divide: define({ params: [FLOATING, FLOATING], result: 'float64', meaning: 'x / y by IEEE 754: a zero divisor gives +/-inf or NaN' }),
   pow: define({ params: [FLOATING, FLOATING], result: 'float64', meaning: 'x raised to the power y' }),
@@ -466,7 +458,7 @@ const FUNCTIONS = {
   log: define({ params: [FLOATING, FLOATING], required: 1, result: 'float64', meaning: 'the natural logarithm, or the logarithm to the given base' }),
   log10: define({ params: [FLOATING], result: 'float64', meaning: 'the base-10 logarithm; x <= 0 is an error' }),
   exp: define({ params: [FLOATING], result: 'float64', meaning: 'e raised to the power x' }),
-  sign: define({ params: [FLOATING], result: 'argument', meaning: '-1, 0 or +1 by the value\'s sign' }),
+  sign: define({ params: [FLOATING], result: 'argument', meaning: "-1, 0 or +1 by the value's sign" }),
 
   // arrays
   generate_timestamp_array: define({

@@ -62,7 +62,11 @@ export class SqlParserThread {
     } catch (error) {
       return Promise.reject(error as Error);
     }
-    const request: ParseRequest = { id: this.nextId++, text, options: { ...options, allowedTables: [...options.allowedTables], parameterNames: [...(options.parameterNames ?? [])] } };
+    const request: ParseRequest = {
+      id: this.nextId++,
+      text,
+      options: { ...options, allowedTables: [...options.allowedTables], parameterNames: [...(options.parameterNames ?? [])] },
+    };
     return new Promise<Query>((resolve, reject) => {
       const pending: Pending = { request, resolve, reject, timer: undefined, sends: 0 };
       this.pending.set(request.id, pending);
@@ -131,7 +135,11 @@ export class SqlParserThread {
   }
 
   private timedOut(id: number): void {
-    this.settle(id, (pending) => pending.reject(new SandboxViolation(`the query took more than ${this.timeoutMs} ms to parse; shorten it (long lists and many select items cost the most)`)));
+    this.settle(id, (pending) =>
+      pending.reject(
+        new SandboxViolation(`the query took more than ${this.timeoutMs} ms to parse; shorten it (long lists and many select items cost the most)`),
+      ),
+    );
     const current = this.current;
     this.current = undefined;
     if (current) void current.worker.terminate();

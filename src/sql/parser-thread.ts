@@ -33,7 +33,15 @@ port.on('message', (request: ParseRequest) => {
   } catch (error) {
     reply =
       error instanceof ApiError
-        ? { id: request.id, refusal: { errorClass: error.constructor.name, code: error.code, message: error.message, position: (error as { position?: QueryPosition }).position } }
+        ? {
+            id: request.id,
+            refusal: {
+              errorClass: error.constructor.name,
+              code: error.code,
+              message: error.message,
+              position: (error as { position?: QueryPosition }).position,
+            },
+          }
         : { id: request.id, failure: error instanceof Error ? (error.stack ?? error.message) : String(error) };
   }
   port.postMessage(reply);

@@ -12,4 +12,3 @@ export interface TableSchema {
   name: string;
   columns: TableColumn[];
 }
-

@@ -98,7 +98,8 @@ export function validateSandboxQuery(
   }
 
   function checkListLength(length: number, what: string, position: QueryPosition | undefined): void {
-    if (length > limits.maxListItems) throw new SandboxViolation(`${what} has ${length} elements, more than ${limits.maxListItems} (limit maxListItems)`, position);
+    if (length > limits.maxListItems)
+      throw new SandboxViolation(`${what} has ${length} elements, more than ${limits.maxListItems} (limit maxListItems)`, position);
   }
 
   function visitQuery(node: Query, outer: Context): void {
@@ -108,7 +109,8 @@ export function validateSandboxQuery(
     const ownNames = new Set<string>();
     for (const cte of node.with) {
       tally.ctes++;
-      if (tally.ctes > limits.maxCtes) throw new SandboxViolation(`the query defines more than ${limits.maxCtes} common table expressions (limit maxCtes)`, cte.position);
+      if (tally.ctes > limits.maxCtes)
+        throw new SandboxViolation(`the query defines more than ${limits.maxCtes} common table expressions (limit maxCtes)`, cte.position);
       checkOwnName(cte.name, 'a WITH table name', cte.position);
       const key = tableKey(cte.name);
       if (ownNames.has(key)) throw new InvalidQuery(`the WITH clause defines ${cte.name} twice`, cte.position);
@@ -161,7 +163,10 @@ export function validateSandboxQuery(
   function visitRelation(relation: Relation, context: Context): void {
     tally.tableReferences++;
     if (tally.tableReferences > limits.maxTableReferences) {
-      throw new SandboxViolation(`the query reads more than ${limits.maxTableReferences} tables, UNNESTs and subqueries (limit maxTableReferences)`, relation.position);
+      throw new SandboxViolation(
+        `the query reads more than ${limits.maxTableReferences} tables, UNNESTs and subqueries (limit maxTableReferences)`,
+        relation.position,
+      );
     }
     if (relation.alias !== undefined) checkOwnName(relation.alias, 'an alias', relation.position);
     if (relation.kind === 'unnest' && relation.offsetAlias !== undefined) checkOwnName(relation.offsetAlias, 'an alias', relation.position);
@@ -180,7 +185,10 @@ export function validateSandboxQuery(
   /** Whatever case it is written in: the engine, like BigQuery, compares these names without regard to it. */
   function checkOwnName(name: string, use: string, position: QueryPosition | undefined): void {
     if (name.toLowerCase().startsWith(INTERNAL_TABLE_PREFIX)) {
-      throw new SandboxViolation(`${name} cannot be used as ${use}: names beginning with ${INTERNAL_TABLE_PREFIX} are reserved for the tables the service reads; choose another name`, position);
+      throw new SandboxViolation(
+        `${name} cannot be used as ${use}: names beginning with ${INTERNAL_TABLE_PREFIX} are reserved for the tables the service reads; choose another name`,
+        position,
+      );
     }
   }
 
@@ -216,7 +224,8 @@ export function validateSandboxQuery(
     if (aggregate && NO_AGGREGATES.has(context.clause)) {
       throw new InvalidQuery(`aggregate function ${node.name} is not allowed in ${CLAUSE_NAMES[context.clause]}`, node.position);
     }
-    if (aggregate && context.insideAggregate) throw new InvalidQuery(`aggregate function ${node.name} cannot be nested inside another aggregate`, node.position);
+    if (aggregate && context.insideAggregate)
+      throw new InvalidQuery(`aggregate function ${node.name} cannot be nested inside another aggregate`, node.position);
     if (node.over && NO_WINDOWS.has(context.clause)) {
       throw new InvalidQuery(`window function ${node.name} is not allowed in ${CLAUSE_NAMES[context.clause]}`, node.position);
     }

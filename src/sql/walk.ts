@@ -84,12 +84,7 @@ export function childExpressions(expr: Expr): Expr[] {
     case 'in_unnest':
       return [expr.expr, expr.array];
     case 'call':
-      return [
-        ...expr.args,
-        ...orderExpressions(expr.orderBy ?? []),
-        ...(expr.limit ? [expr.limit] : []),
-        ...(expr.over ? windowExpressions(expr.over) : []),
-      ];
+      return [...expr.args, ...orderExpressions(expr.orderBy ?? []), ...(expr.limit ? [expr.limit] : []), ...(expr.over ? windowExpressions(expr.over) : [])];
     case 'case':
       return [...(expr.operand ? [expr.operand] : []), ...expr.whens.flatMap((branch) => [branch.when, branch.then]), ...(expr.else ? [expr.else] : [])];
     case 'subscript':
@@ -157,7 +152,16 @@ export function mapExpression(expr: Expr, replace: (expr: Expr) => Expr | undefi
         args: expr.args.map(map),
         ...(orderBy ? { orderBy: mapOrder(orderBy) } : {}),
         ...(limit ? { limit: map(limit) } : {}),
-        ...(over ? { over: { ...over, partitionBy: over.partitionBy.map(map), orderBy: mapOrder(over.orderBy), ...(over.frame ? { frame: mapFrame(over.frame, map) } : {}) } } : {}),
+        ...(over
+          ? {
+              over: {
+                ...over,
+                partitionBy: over.partitionBy.map(map),
+                orderBy: mapOrder(over.orderBy),
+                ...(over.frame ? { frame: mapFrame(over.frame, map) } : {}),
+              },
+            }
+          : {}),
       };
     }
     case 'case':
@@ -179,7 +183,8 @@ export function mapExpression(expr: Expr, replace: (expr: Expr) => Expr | undefi
 }
 
 function mapFrame(frame: NonNullable<WindowSpec['frame']>, map: (expr: Expr) => Expr): NonNullable<WindowSpec['frame']> {
-  const bound = (value: typeof frame.start) => (value.kind === 'preceding' || value.kind === 'following' ? { ...value, offset: map(value.offset) } : { ...value });
+  const bound = (value: typeof frame.start) =>
+    value.kind === 'preceding' || value.kind === 'following' ? { ...value, offset: map(value.offset) } : { ...value };
   return { ...frame, start: bound(frame.start), ...(frame.end ? { end: bound(frame.end) } : {}) };
 }
 
@@ -188,7 +193,9 @@ function orderExpressions(items: readonly OrderItem[]): Expr[] {
 }
 
 function windowExpressions(spec: WindowSpec): Expr[] {
-  const bounds = [spec.frame?.start, spec.frame?.end].flatMap((bound) => (bound && (bound.kind === 'preceding' || bound.kind === 'following') ? [bound.offset] : []));
+  const bounds = [spec.frame?.start, spec.frame?.end].flatMap((bound) =>
+    bound && (bound.kind === 'preceding' || bound.kind === 'following') ? [bound.offset] : [],
+  );
   return [...spec.partitionBy, ...orderExpressions(spec.orderBy), ...bounds];
 }
 

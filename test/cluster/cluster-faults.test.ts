@@ -87,12 +87,23 @@ describe('cluster: a broker and an Elasticsearch node killed mid-ingest and mid-
     // warnings too: a held partition or a rebalance is what explains a stall
     for (let index = 0; index < 2; index += 1) workers.push(await startIngestWorker(config, createLogger(`ingest-${index + 1}`, 'warn')));
     for (let index = 0; index < 2; index += 1) {
-      const app = await buildServer({ config, logger: createLogger(`query-${index + 1}`, 'error'), elasticsearch: createElasticsearchClient(elasticsearchConnection(config)), kafkaBrokers: config.KAFKA_BROKERS! });
+      const app = await buildServer({
+        config,
+        logger: createLogger(`query-${index + 1}`, 'error'),
+        elasticsearch: createElasticsearchClient(elasticsearchConnection(config)),
+        kafkaBrokers: config.KAFKA_BROKERS!,
+      });
       await app.listen({ host: '127.0.0.1', port: 0 });
       services.push(app);
     }
     // a key from the key store (its index has a replica too), so authentication reads the store while nodes die
-    apiKey = (await new KeyStore(store, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS).create({ account: 'cluster-faults', endpoints: 'all', projects: null })).key;
+    apiKey = (
+      await new KeyStore(store, config.INDEX_PREFIX, config.ELASTICSEARCH_INDEX_REPLICAS).create({
+        account: 'cluster-faults',
+        endpoints: 'all',
+        projects: null,
+      })
+    ).key;
   }, 900_000);
 
   afterAll(async () => {
@@ -116,8 +127,16 @@ describe('cluster: a broker and an Elasticsearch node killed mid-ingest and mid-
       const port = (app.server.address() as { port: number }).port;
       const service = `query-${index + 1}`;
       return [
-        { service, endpoint: 'logs.all', url: `http://127.0.0.1:${port}/api/endpoints/query/logs.all?project=${PROJECT}&iso_timestamp_start=${encodeURIComponent(testStart)}` },
-        { service, endpoint: 'usage.api-counts', url: `http://127.0.0.1:${port}/api/endpoints/query/usage.api-counts?interval=hourly&project=${encodeURIComponent('cluster\\.example')}` },
+        {
+          service,
+          endpoint: 'logs.all',
+          url: `http://127.0.0.1:${port}/api/endpoints/query/logs.all?project=${PROJECT}&iso_timestamp_start=${encodeURIComponent(testStart)}`,
+        },
+        {
+          service,
+          endpoint: 'usage.api-counts',
+          url: `http://127.0.0.1:${port}/api/endpoints/query/usage.api-counts?interval=hourly&project=${encodeURIComponent('cluster\\.example')}`,
+        },
       ];
     });
     const producer = new EventStream(config);
@@ -134,7 +153,14 @@ describe('cluster: a broker and an Elasticsearch node killed mid-ingest and mid-
         try {
           const response = await fetch(query.url, { headers: { 'x-api-key': apiKey }, signal: AbortSignal.timeout(60_000) });
           const body = await response.text();
-          answers.push({ service: query.service, endpoint: query.endpoint, status: response.status, phase: asked, ms: Date.now() - sent, detail: response.status === 200 ? undefined : body.slice(0, 300) });
+          answers.push({
+            service: query.service,
+            endpoint: query.endpoint,
+            status: response.status,
+            phase: asked,
+            ms: Date.now() - sent,
+            detail: response.status === 200 ? undefined : body.slice(0, 300),
+          });
           if (response.status === 200) expect(Array.isArray((JSON.parse(body) as { result: unknown }).result)).toBe(true);
         } catch (error) {
           answers.push({ service: query.service, endpoint: query.endpoint, status: 0, phase: asked, ms: Date.now() - sent, detail: String(error) });
@@ -181,7 +207,10 @@ describe('cluster: a broker and an Elasticsearch node killed mid-ingest and mid-
     expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
     for (const phaseName of ['before the faults', 'broker and node down', 'restarting', 'after the restarts'] as Phase[]) {
       for (const query of queries) {
-        expect(answers.filter((answer) => answer.phase === phaseName && answer.service === query.service && answer.endpoint === query.endpoint).length, `${query.service} ${query.endpoint} answered during "${phaseName}"`).toBeGreaterThan(0);
+        expect(
+          answers.filter((answer) => answer.phase === phaseName && answer.service === query.service && answer.endpoint === query.endpoint).length,
+          `${query.service} ${query.endpoint} answered during "${phaseName}"`,
+        ).toBeGreaterThan(0);
       }
     }
   }, 1_800_000);
@@ -409,7 +438,10 @@ function printSummary(answers: Answer[], producer: EventStream, stored: Map<numb
   for (const [key, group] of groups) {
     const byStatus = new Map<number, number>();
     for (const answer of group) byStatus.set(answer.status, (byStatus.get(answer.status) ?? 0) + 1);
-    const statuses = [...byStatus].sort(([a], [b]) => a - b).map(([status, count]) => `${status === 0 ? 'no answer' : status}: ${count}`).join(', ');
+    const statuses = [...byStatus]
+      .sort(([a], [b]) => a - b)
+      .map(([status, count]) => `${status === 0 ? 'no answer' : status}: ${count}`)
+      .join(', ');
     lines.push(`| ${key} | ${statuses} | ${Math.max(...group.map((answer) => answer.ms))} ms |`);
   }
   const refused = answers.filter((answer) => answer.status !== 200).slice(0, 10);

@@ -34,7 +34,11 @@ function composeConfig(command: string[], env: Record<string, string>, options: 
   for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !composeVariables.includes(name)) cleanEnv[name] = value;
   const files = [composeFile, ...(options.files ?? [])].flatMap((file) => ['-f', file]);
   const envFile = options.envFile ? ['--env-file', options.envFile] : [];
-  const result = spawnSync(command[0]!, [...command.slice(1), ...envFile, ...files, 'config'], { encoding: 'utf8', env: { ...cleanEnv, ...env }, cwd: os.tmpdir() });
+  const result = spawnSync(command[0]!, [...command.slice(1), ...envFile, ...files, 'config'], {
+    encoding: 'utf8',
+    env: { ...cleanEnv, ...env },
+    cwd: os.tmpdir(),
+  });
   const services = result.status === 0 ? (parse(result.stdout) as { services: Record<string, ComposeService> }).services : {};
   return { ...result, services };
 }
@@ -60,7 +64,7 @@ describe('docker-compose.yml', () => {
   it('has a compose client to check it with (required in CI, where CI is set)', (context) => {
     if (command) return;
     if (!process.env.CI) return context.skip('no docker compose / docker-compose client: the compose checks below are skipped (they fail in CI)');
-    throw new Error('no compose client found: install Debian\'s docker-compose or the docker compose plugin (.ci/run does); the compose file cannot be checked');
+    throw new Error("no compose client found: install Debian's docker-compose or the docker compose plugin (.ci/run does); the compose file cannot be checked");
   });
 
   it.skipIf(command === undefined)('is a valid compose file with the four services, each process built from its Dockerfile target', () => {
@@ -83,7 +87,8 @@ describe('docker-compose.yml', () => {
     expect(String(defaults.environment?.KAFKA_ADVERTISED_LISTENERS)).toBe('INTERNAL://kafka:9092,EXTERNAL://localhost:9094');
     expect(defaults.ports?.map(publishedPort)).toEqual(['127.0.0.1:9094:9094']);
 
-    const moved = composeConfig(command!, { ...KEY, KAFKA_EXTERNAL_HOST: 'logs.example.com', KAFKA_EXTERNAL_PORT: '19094', KAFKA_EXTERNAL_BIND: '0.0.0.0' }).services.kafka!;
+    const moved = composeConfig(command!, { ...KEY, KAFKA_EXTERNAL_HOST: 'logs.example.com', KAFKA_EXTERNAL_PORT: '19094', KAFKA_EXTERNAL_BIND: '0.0.0.0' })
+      .services.kafka!;
     expect(String(moved.environment?.KAFKA_ADVERTISED_LISTENERS)).toBe('INTERNAL://kafka:9092,EXTERNAL://logs.example.com:19094');
     expect(moved.ports?.map(publishedPort)).toEqual(['0.0.0.0:19094:9094']);
   });
@@ -101,40 +106,47 @@ describe('docker-compose.yml', () => {
     expect(result.services.ingest!.ports ?? []).toEqual([]);
   });
 
-  it.skipIf(command === undefined)('scales to a cluster with docker-compose.cluster.yml: three Kafka nodes in one quorum, three Elasticsearch nodes, both processes given every node', () => {
-    const result = composeConfig(command!, KEY, { files: [path.join(repositoryRoot, 'docker-compose.cluster.yml')] });
-    expect(result.stderr).not.toMatch(/invalid|error/i);
-    expect(result.status).toBe(0);
-    const { services } = result;
-    expect(Object.keys(services).sort()).toEqual(['elasticsearch', 'elasticsearch-2', 'elasticsearch-3', 'ingest', 'kafka', 'kafka-2', 'kafka-3', 'query']);
-    const kafkaNodes = ['kafka', 'kafka-2', 'kafka-3'].map((name) => services[name]!.environment!);
-    expect(kafkaNodes.map((environment) => String(environment.KAFKA_NODE_ID))).toEqual(['1', '2', '3']);
-    for (const environment of kafkaNodes) {
-      expect(environment.KAFKA_CONTROLLER_QUORUM_VOTERS).toBe('1@kafka:9093,2@kafka-2:9093,3@kafka-3:9093');
-      expect(String(environment.KAFKA_DEFAULT_REPLICATION_FACTOR)).toBe('3');
-      expect(String(environment.KAFKA_MIN_INSYNC_REPLICAS)).toBe('2');
-      expect(String(environment.KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR)).toBe('3');
-      // one cluster id for all: a 16-byte base64url UUID, as the storage format requires
-      expect(Buffer.from(String(environment.CLUSTER_ID), 'base64url')).toHaveLength(16);
-      expect(environment.CLUSTER_ID).toBe(kafkaNodes[0]!.CLUSTER_ID);
-    }
-    // every node reachable from outside on its own advertised port
-    expect(kafkaNodes.map((environment) => /EXTERNAL:\/\/[^,]+:(\d+)/.exec(String(environment.KAFKA_ADVERTISED_LISTENERS))?.[1])).toEqual(['9094', '9095', '9096']);
-    const elasticsearchNodes = ['elasticsearch', 'elasticsearch-2', 'elasticsearch-3'].map((name) => services[name]!.environment!);
-    expect(elasticsearchNodes.map((environment) => environment['node.name'])).toEqual(['es-1', 'es-2', 'es-3']);
-    for (const environment of elasticsearchNodes) {
-      expect(environment['discovery.type']).toBe('multi-node');
-      expect(environment['discovery.seed_hosts']).toBe('elasticsearch,elasticsearch-2,elasticsearch-3');
-      expect(environment['cluster.initial_master_nodes']).toBe('es-1,es-2,es-3');
-    }
-    for (const name of ['ingest', 'query']) {
-      const environment = services[name]!.environment!;
-      expect(environment.KAFKA_BROKERS).toBe('kafka:9092,kafka-2:9092,kafka-3:9092');
-      expect(environment.ELASTICSEARCH_URL).toBe('http://elasticsearch:9200,http://elasticsearch-2:9200,http://elasticsearch-3:9200');
-      expect(String(environment.INGEST_TOPIC_REPLICATION_FACTOR)).toBe('3');
-      expect(String(environment.ELASTICSEARCH_INDEX_REPLICAS)).toBe('1');
-    }
-  });
+  it.skipIf(command === undefined)(
+    'scales to a cluster with docker-compose.cluster.yml: three Kafka nodes in one quorum, three Elasticsearch nodes, both processes given every node',
+    () => {
+      const result = composeConfig(command!, KEY, { files: [path.join(repositoryRoot, 'docker-compose.cluster.yml')] });
+      expect(result.stderr).not.toMatch(/invalid|error/i);
+      expect(result.status).toBe(0);
+      const { services } = result;
+      expect(Object.keys(services).sort()).toEqual(['elasticsearch', 'elasticsearch-2', 'elasticsearch-3', 'ingest', 'kafka', 'kafka-2', 'kafka-3', 'query']);
+      const kafkaNodes = ['kafka', 'kafka-2', 'kafka-3'].map((name) => services[name]!.environment!);
+      expect(kafkaNodes.map((environment) => String(environment.KAFKA_NODE_ID))).toEqual(['1', '2', '3']);
+      for (const environment of kafkaNodes) {
+        expect(environment.KAFKA_CONTROLLER_QUORUM_VOTERS).toBe('1@kafka:9093,2@kafka-2:9093,3@kafka-3:9093');
+        expect(String(environment.KAFKA_DEFAULT_REPLICATION_FACTOR)).toBe('3');
+        expect(String(environment.KAFKA_MIN_INSYNC_REPLICAS)).toBe('2');
+        expect(String(environment.KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR)).toBe('3');
+        // one cluster id for all: a 16-byte base64url UUID, as the storage format requires
+        expect(Buffer.from(String(environment.CLUSTER_ID), 'base64url')).toHaveLength(16);
+        expect(environment.CLUSTER_ID).toBe(kafkaNodes[0]!.CLUSTER_ID);
+      }
+      // every node reachable from outside on its own advertised port
+      expect(kafkaNodes.map((environment) => /EXTERNAL:\/\/[^,]+:(\d+)/.exec(String(environment.KAFKA_ADVERTISED_LISTENERS))?.[1])).toEqual([
+        '9094',
+        '9095',
+        '9096',
+      ]);
+      const elasticsearchNodes = ['elasticsearch', 'elasticsearch-2', 'elasticsearch-3'].map((name) => services[name]!.environment!);
+      expect(elasticsearchNodes.map((environment) => environment['node.name'])).toEqual(['es-1', 'es-2', 'es-3']);
+      for (const environment of elasticsearchNodes) {
+        expect(environment['discovery.type']).toBe('multi-node');
+        expect(environment['discovery.seed_hosts']).toBe('elasticsearch,elasticsearch-2,elasticsearch-3');
+        expect(environment['cluster.initial_master_nodes']).toBe('es-1,es-2,es-3');
+      }
+      for (const name of ['ingest', 'query']) {
+        const environment = services[name]!.environment!;
+        expect(environment.KAFKA_BROKERS).toBe('kafka:9092,kafka-2:9092,kafka-3:9092');
+        expect(environment.ELASTICSEARCH_URL).toBe('http://elasticsearch:9200,http://elasticsearch-2:9200,http://elasticsearch-3:9200');
+        expect(String(environment.INGEST_TOPIC_REPLICATION_FACTOR)).toBe('3');
+        expect(String(environment.ELASTICSEARCH_INDEX_REPLICAS)).toBe('1');
+      }
+    },
+  );
 
   it('.env.example lists exactly the variables the compose file reads', () => {
     const listed = readFileSync(envExample, 'utf8')

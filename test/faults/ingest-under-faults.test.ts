@@ -138,25 +138,40 @@ describe(`ingest under faults (${EVENTS.toLocaleString('en')} events)`, () => {
     await stack?.stop();
   }, 120_000);
 
-  it('stores every event exactly once and dead-letters exactly the poison messages, through kills, an Elasticsearch outage, a broker restart and a second worker', { timeout: FULL ? 2_400_000 : 1_200_000 }, async () => {
+  it('stores every event exactly once and dead-letters exactly the poison messages, through kills, an Elasticsearch outage, a broker restart and a second worker', {
+    timeout: FULL ? 2_400_000 : 1_200_000,
+  }, async () => {
     const kafka = () => new Kafka({ clientId: 'fault-suite', brokers: stack.kafkaBrokers, logLevel: logLevel.NOTHING });
     const admin = kafka().admin();
     await admin.connect();
     // the test's topics exist (leaders elected) before the first send; the worker creates the rest
-    await ensureTopics(admin, SOURCES.map((source) => sourceTopic(config, source)), PARTITIONS, 1);
+    await ensureTopics(
+      admin,
+      SOURCES.map((source) => sourceTopic(config, source)),
+      PARTITIONS,
+      1,
+    );
     await admin.disconnect();
 
-    const plan = faultPlan({ events: EVENTS, sources: SOURCES.map((source) => ({ source, topic: sourceTopic(config, source) })), partitions: PARTITIONS, maxMessageBytes: config.INGEST_MAX_MESSAGE_BYTES });
+    const plan = faultPlan({
+      events: EVENTS,
+      sources: SOURCES.map((source) => ({ source, topic: sourceTopic(config, source) })),
+      partitions: PARTITIONS,
+      maxMessageBytes: config.INGEST_MAX_MESSAGE_BYTES,
+    });
     const began = Date.now();
     const faults: FaultRecord[] = [];
     const record = (fault: string, detail: string) => faults.push({ fault, atSeconds: Math.round((Date.now() - began) / 100) / 10, detail });
     const unexpectedExits: string[] = [];
     const spawnWorker = async (name: string) => {
-      const worker = await WorkerProcess.spawn(name, workerEnv, { logFile: process.env.FAULTS_WORKER_LOGS ? `${process.env.FAULTS_WORKER_LOGS}/${name.split(' ')[0]}.log` : undefined });
+      const worker = await WorkerProcess.spawn(name, workerEnv, {
+        logFile: process.env.FAULTS_WORKER_LOGS ? `${process.env.FAULTS_WORKER_LOGS}/${name.split(' ')[0]}.log` : undefined,
+      });
       workers.add(worker);
       // 'close', not 'exit': by then stderr is read to its end, so the tail holds the worker's last words
       worker.child.once('close', (code, signal) => {
-        if (signal !== 'SIGKILL' && !(signal === 'SIGTERM' || code === 0)) unexpectedExits.push(`${name} exited by itself (${code ?? signal}):\n${worker.logTail()}`);
+        if (signal !== 'SIGKILL' && !(signal === 'SIGTERM' || code === 0))
+          unexpectedExits.push(`${name} exited by itself (${code ?? signal}):\n${worker.logTail()}`);
       });
       return worker;
     };
@@ -164,7 +179,13 @@ describe(`ingest under faults (${EVENTS.toLocaleString('en')} events)`, () => {
       await client.indices.refresh({ index: `${config.INDEX_PREFIX}*`, ignore_unavailable: true });
       return (await client.count({ index: `${config.INDEX_PREFIX}*`, ignore_unavailable: true })).count;
     };
-    const producedAtLeast = (fraction: number) => waitFor(`${fraction * 100}% of the stream to be produced`, async () => (stream.produced >= fraction * plan.messages.length ? true : undefined), PRODUCE_MS * 3, 200);
+    const producedAtLeast = (fraction: number) =>
+      waitFor(
+        `${fraction * 100}% of the stream to be produced`,
+        async () => (stream.produced >= fraction * plan.messages.length ? true : undefined),
+        PRODUCE_MS * 3,
+        200,
+      );
 
     let main = await spawnWorker('worker-1');
     const stream = new PacedStream(kafka, plan.messages, PRODUCE_MS);
@@ -186,7 +207,9 @@ describe(`ingest under faults (${EVENTS.toLocaleString('en')} events)`, () => {
     const outageBegan = Date.now();
     await stack.stopElasticsearch();
     record('Elasticsearch stopped', `for ${OUTAGE_MS / 1000} s`);
-    const held = await waitFor('worker-2 to hold a partition', async () => ((await main.health()).heldPartitions > 0 ? true : undefined), OUTAGE_MS).catch(() => false);
+    const held = await waitFor('worker-2 to hold a partition', async () => ((await main.health()).heldPartitions > 0 ? true : undefined), OUTAGE_MS).catch(
+      () => false,
+    );
     await main.kill();
     record('SIGKILL worker', `worker-2, during the Elasticsearch outage (${held ? 'holding partitions' : 'no partition held yet'})`);
     await sleep(Math.max(0, outageBegan + OUTAGE_MS - Date.now()));
@@ -278,7 +301,9 @@ describe(`ingest under faults (${EVENTS.toLocaleString('en')} events)`, () => {
     }
 
     // the dead-letter topics, read committed (letters go out in transactions, whose markers take offsets too)
-    const deadLetterTopics = sourceRoutes(config).filter((route) => SOURCES.includes(route.source)).map((route) => route.deadLetterTopic);
+    const deadLetterTopics = sourceRoutes(config)
+      .filter((route) => SOURCES.includes(route.source))
+      .map((route) => route.deadLetterTopic);
     await check.disconnect();
     const letters: string[] = [];
     const letterTimes = new Map<string, number[]>();
@@ -288,13 +313,21 @@ describe(`ingest under faults (${EVENTS.toLocaleString('en')} events)`, () => {
     await reader.run({
       eachMessage: async ({ message }) => {
         const header = (name: string) => String(message.headers?.[name] ?? '');
-        const letter = [message.key?.toString() ?? '', header(DEAD_LETTER_HEADERS.reason), header(DEAD_LETTER_HEADERS.topic), header(DEAD_LETTER_HEADERS.partition), message.value?.toString('utf8') ?? ''].join('\u0000');
+        const letter = [
+          message.key?.toString() ?? '',
+          header(DEAD_LETTER_HEADERS.reason),
+          header(DEAD_LETTER_HEADERS.topic),
+          header(DEAD_LETTER_HEADERS.partition),
+          message.value?.toString('utf8') ?? '',
+        ].join('\u0000');
         letters.push(letter);
         letterTimes.set(letter, [...(letterTimes.get(letter) ?? []), Math.round((Number(message.timestamp) - began) / 100) / 10]);
       },
     });
     // every letter is final (the group committed to the end): read until the poison count has arrived, then a while longer for any extra
-    await waitFor(`${plan.poison.length} dead letters to be read`, async () => (letters.length >= plan.poison.length ? true : undefined), 120_000).catch(() => undefined);
+    await waitFor(`${plan.poison.length} dead letters to be read`, async () => (letters.length >= plan.poison.length ? true : undefined), 120_000).catch(
+      () => undefined,
+    );
     await sleep(10_000);
     await reader.disconnect();
     const expectedLetters = plan.poison.map((poison) => [poison.key, poison.reason, poison.topic, String(poison.partition), poison.value ?? ''].join('\u0000'));
@@ -324,7 +357,18 @@ describe(`ingest under faults (${EVENTS.toLocaleString('en')} events)`, () => {
         ...summary.map(([name, value]) => `  ${String(name).padEnd(52)} ${String(value).padStart(9)}`),
         '  faults injected:',
         ...faults.map((fault) => `    ${String(fault.atSeconds).padStart(6)} s  ${fault.fault}: ${fault.detail}`),
-        ...(extraLetters.length > 0 ? ['  dead letters written more than once (seconds of each copy):', ...[...new Set(extraLetters)].map((letter) => `    ${label(letter)}: ${letterTimes.get(letter)!.sort((a, b) => a - b).join(', ')} s`)] : []),
+        ...(extraLetters.length > 0
+          ? [
+              '  dead letters written more than once (seconds of each copy):',
+              ...[...new Set(extraLetters)].map(
+                (letter) =>
+                  `    ${label(letter)}: ${letterTimes
+                    .get(letter)!
+                    .sort((a, b) => a - b)
+                    .join(', ')} s`,
+              ),
+            ]
+          : []),
         ...(unexpectedExits.length > 0 ? ['  workers that exited by themselves:', ...unexpectedExits.map((exit) => `    ${exit}`)] : []),
       ].join('\n'),
     );

@@ -33,7 +33,13 @@ async function timedGet(base: string, path: string, key: string): Promise<Timed>
   const response = await fetch(`${base}${path}`, { headers: { 'x-api-key': key }, signal: AbortSignal.timeout(60_000) });
   const body = (await response.json()) as { error?: { code: string }; result?: { total_rest_requests?: number }[] };
   const events = body.result?.reduce((sum, row) => sum + (row.total_rest_requests ?? 1), 0);
-  return { status: response.status, code: body.error?.code, cache: response.headers.get('x-cache') ?? undefined, events, ms: Math.round(performance.now() - started) };
+  return {
+    status: response.status,
+    code: body.error?.code,
+    cache: response.headers.get('x-cache') ?? undefined,
+    events,
+    ms: Math.round(performance.now() - started),
+  };
 }
 
 const EVENTS = 50;
@@ -41,7 +47,10 @@ const LOGS = '/api/endpoints/query/logs.all?project=faults';
 const USAGE = '/api/endpoints/query/usage.api-counts?interval=hourly&project=faults%5C.supabase';
 
 /** A query service as main.ts builds it (one store client, default request timeout), listening on loopback, with a clock the test moves. */
-async function startService(config: Config, elasticsearchUrl: string): Promise<{ app: FastifyInstance; base: string; clock: ManualClock; elasticsearch: Client }> {
+async function startService(
+  config: Config,
+  elasticsearchUrl: string,
+): Promise<{ app: FastifyInstance; base: string; clock: ManualClock; elasticsearch: Client }> {
   const elasticsearch = createElasticsearchClient(elasticsearchConnection(config, elasticsearchUrl));
   const clock = new ManualClock(NOW);
   const app = await buildServer({ config, logger: createLogger('query-service', 'silent'), elasticsearch, kafkaBrokers: config.KAFKA_BROKERS!, clock });
@@ -130,7 +139,9 @@ describe('query service under store faults', () => {
     expect(await timedGet(relayed.base, LOGS, storedKey)).toMatchObject({ status: 200 });
   });
 
-  it('the store down: 503 in our envelope (the timings logged), cached results served until their TTL, and recovery without a restart', { timeout: 300_000 }, async () => {
+  it('the store down: 503 in our envelope (the timings logged), cached results served until their TTL, and recovery without a restart', {
+    timeout: 300_000,
+  }, async () => {
     await answersWhole(direct.base);
     expect(await timedGet(direct.base, USAGE, BOOTSTRAP_KEY)).toMatchObject({ status: 200, cache: 'MISS', events: EVENTS });
     expect(await timedGet(direct.base, USAGE, BOOTSTRAP_KEY)).toMatchObject({ status: 200, cache: 'HIT', events: EVENTS });
@@ -140,11 +151,16 @@ describe('query service under store faults', () => {
 
     // each refusal is sent next to a request that needs no store (an unknown route), so the log shows what the store adds
     const sequential: [Timed, Timed][] = [];
-    for (let n = 0; n < 10; n += 1) sequential.push(await Promise.all([timedGet(direct.base, LOGS, BOOTSTRAP_KEY), timedGet(direct.base, '/no-such-route', BOOTSTRAP_KEY)]));
-    const concurrent = await Promise.all(Array.from({ length: 10 }, () => Promise.all([timedGet(direct.base, LOGS, BOOTSTRAP_KEY), timedGet(direct.base, '/no-such-route', BOOTSTRAP_KEY)])));
+    for (let n = 0; n < 10; n += 1)
+      sequential.push(await Promise.all([timedGet(direct.base, LOGS, BOOTSTRAP_KEY), timedGet(direct.base, '/no-such-route', BOOTSTRAP_KEY)]));
+    const concurrent = await Promise.all(
+      Array.from({ length: 10 }, () => Promise.all([timedGet(direct.base, LOGS, BOOTSTRAP_KEY), timedGet(direct.base, '/no-such-route', BOOTSTRAP_KEY)])),
+    );
     const pairs = [...sequential, ...concurrent];
     const range = (answers: Timed[]) => `${Math.min(...answers.map((a) => a.ms))}-${Math.max(...answers.map((a) => a.ms))} ms`;
-    console.log(`store down: ${pairs.length} logs.all requests answered in ${range(pairs.map(([refusal]) => refusal))}; requests needing no store, sent alongside, in ${range(pairs.map(([, baseline]) => baseline))}`);
+    console.log(
+      `store down: ${pairs.length} logs.all requests answered in ${range(pairs.map(([refusal]) => refusal))}; requests needing no store, sent alongside, in ${range(pairs.map(([, baseline]) => baseline))}`,
+    );
     for (const [refusal, baseline] of pairs) {
       expect(baseline.status).toBe(404);
       expect(refusal).toMatchObject({ status: 503, code: 'store_unavailable' });
@@ -170,13 +186,19 @@ describe('query service under store faults', () => {
     const seen: Timed[] = [];
     const deadline = Date.now() + 120_000;
     for (;;) {
-      const [logs, keyedLogs, usage] = await Promise.all([timedGet(direct.base, LOGS, BOOTSTRAP_KEY), timedGet(direct.base, LOGS, storedKey), timedGet(direct.base, USAGE, BOOTSTRAP_KEY)]);
+      const [logs, keyedLogs, usage] = await Promise.all([
+        timedGet(direct.base, LOGS, BOOTSTRAP_KEY),
+        timedGet(direct.base, LOGS, storedKey),
+        timedGet(direct.base, USAGE, BOOTSTRAP_KEY),
+      ]);
       seen.push(logs, keyedLogs, usage);
       if (logs.status === 200 && keyedLogs.status === 200 && usage.status === 200) break;
       if (Date.now() > deadline) throw new Error(`no recovery within 120 s; last answers: ${JSON.stringify(seen.slice(-3))}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    console.log(`store back: answers while recovering ${JSON.stringify(Object.fromEntries([...new Set(seen.map((s) => `${s.status} ${s.code ?? ''}`.trim()))].map((k) => [k, seen.filter((s) => `${s.status} ${s.code ?? ''}`.trim() === k).length])))}`);
+    console.log(
+      `store back: answers while recovering ${JSON.stringify(Object.fromEntries([...new Set(seen.map((s) => `${s.status} ${s.code ?? ''}`.trim()))].map((k) => [k, seen.filter((s) => `${s.status} ${s.code ?? ''}`.trim() === k).length])))}`,
+    );
     expect(seen.filter((answer) => ![200, 503, 504].includes(answer.status))).toEqual([]);
     // a store still recovering its shards must not yield a partial answer passed off (and cached) as whole
     expect(seen.filter((answer) => answer.status === 200 && answer.events !== EVENTS)).toEqual([]);

@@ -10,7 +10,11 @@ import { BOOTSTRAP_KEY, edgeEvent, startEndpointServer, storedTimestamp, type En
  */
 
 const EVENTS = [
-  edgeEvent('oracle-1', storedTimestamp(Date.UTC(2024, 0, 1, 0, 30, 15, 123), 456), 'default', { method: 'GET', path: '/rest/v1/a', url: 'https://x/rest/v1/a' }),
+  edgeEvent('oracle-1', storedTimestamp(Date.UTC(2024, 0, 1, 0, 30, 15, 123), 456), 'default', {
+    method: 'GET',
+    path: '/rest/v1/a',
+    url: 'https://x/rest/v1/a',
+  }),
   edgeEvent('oracle-2', storedTimestamp(Date.UTC(2024, 0, 1, 0, 10)), 'default', [
     { method: 'GET', path: '/rest/v1/b', url: 'https://x/rest/v1/b' },
     { method: 'GET', path: '/storage/x', url: 'https://x/storage/x' },
@@ -47,7 +51,12 @@ function canonical(rows: unknown[], unordered: boolean): string[] {
 
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([key, inner]) => [key, sortKeys(inner)]));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([key, inner]) => [key, sortKeys(inner)]),
+    );
   return value;
 }
 

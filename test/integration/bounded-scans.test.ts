@@ -9,7 +9,13 @@ const TOTAL = 500;
 const dataset = sandboxDataset({ perSource: 720, projects: ['default', 'other'] });
 const edge = dataset.events.get('edge_logs')!;
 /** An edge event whose metadata.a holds a record and metadata.n a number: no regex can apply to either. */
-const withRecord: StoredEvent = edgeEvent('default-record-a', '2024-01-01T00:30:00.000000Z', 'default', { url: 'https://default.example.co/x', path: '/x' }, { a: { b: 'ne-1' }, n: 5 });
+const withRecord: StoredEvent = edgeEvent(
+  'default-record-a',
+  '2024-01-01T00:30:00.000000Z',
+  'default',
+  { url: 'https://default.example.co/x', path: '/x' },
+  { a: { b: 'ne-1' }, n: 5 },
+);
 let server: EndpointTestServer;
 
 async function scannedEvents(): Promise<number> {
@@ -18,7 +24,12 @@ async function scannedEvents(): Promise<number> {
 }
 
 async function query(params: Record<string, string>, key = BOOTSTRAP_KEY) {
-  return server.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', headers: { 'x-api-key': key, 'content-type': 'application/json' }, payload: params });
+  return server.app.inject({
+    method: 'POST',
+    url: '/api/endpoints/query/logs.all',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    payload: params,
+  });
 }
 
 function requestsOf(event: StoredEvent): { path: string }[] {
@@ -28,7 +39,10 @@ function requestsOf(event: StoredEvent): { path: string }[] {
 const defaults = [...edge, withRecord].filter((event) => event.project === 'default');
 
 beforeAll(async () => {
-  server = await startEndpointServer({ now: Date.UTC(2024, 0, 1, 1), overrides: { RATE_LIMIT_PER_MINUTE: '0', SANDBOX_MAX_SCAN_EVENTS: String(TOTAL), SANDBOX_MAX_SCANS: '64' } });
+  server = await startEndpointServer({
+    now: Date.UTC(2024, 0, 1, 1),
+    overrides: { RATE_LIMIT_PER_MINUTE: '0', SANDBOX_MAX_SCAN_EVENTS: String(TOTAL), SANDBOX_MAX_SCANS: '64' },
+  });
   await server.index('edge_logs', [...edge, withRecord]);
 });
 
@@ -61,7 +75,12 @@ describe('one total of scanned events per request (finding 5)', () => {
     try {
       const before = await scannedEvents();
       const sql = Array.from({ length: 5 }, () => 'select id from edge_logs').join(' union all ');
-      const response = await narrow.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', headers: { 'x-api-key': BOOTSTRAP_KEY }, payload: { project: 'default', sql } });
+      const response = await narrow.app.inject({
+        method: 'POST',
+        url: '/api/endpoints/query/logs.all',
+        headers: { 'x-api-key': BOOTSTRAP_KEY },
+        payload: { project: 'default', sql },
+      });
       expect(response.statusCode, response.body.slice(0, 300)).toBe(400);
       expect(response.json().error.code).toBe('sandbox_violation');
       expect(response.json().error.message).toMatch(/5 times, more than 4/);
@@ -72,8 +91,8 @@ describe('one total of scanned events per request (finding 5)', () => {
   });
 });
 
-describe('the store refusing a malformed query is the caller\'s error (finding 6)', () => {
-  it('answers an LQL regex the store refuses (on a number) with 400 and the store\'s reason, no index names', async () => {
+describe("the store refusing a malformed query is the caller's error (finding 6)", () => {
+  it("answers an LQL regex the store refuses (on a number) with 400 and the store's reason, no index names", async () => {
     const response = await query({ project: 'default', lql: 'f:edge_logs m.n:~"ne-1"' });
     expect(response.statusCode, response.body.slice(0, 300)).toBe(400);
     expect(response.json().error.code).toBe('invalid_query');
@@ -91,9 +110,16 @@ describe('the store refusing a malformed query is the caller\'s error (finding 6
   it('answers a 100-term OR chain on a record field with the right rows', async () => {
     const paths = ['/rest/v1/items', '/auth/v1/token', ...Array.from({ length: 98 }, (_, n) => `/missing/${n}`)];
     const where = paths.map((path) => `r.path = '${path}'`).join(' or ');
-    const response = await query({ project: 'default', sql: `select id, r.path from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where ${where}` });
+    const response = await query({
+      project: 'default',
+      sql: `select id, r.path from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where ${where}`,
+    });
     expect(response.statusCode, response.body.slice(0, 300)).toBe(200);
-    const expected = defaults.flatMap((event) => requestsOf(event).filter((request) => paths.includes(request.path)).map((request) => ({ id: event.id, path: request.path })));
+    const expected = defaults.flatMap((event) =>
+      requestsOf(event)
+        .filter((request) => paths.includes(request.path))
+        .map((request) => ({ id: event.id, path: request.path })),
+    );
     expect(expected.length).toBeGreaterThan(10);
     const sorted = (rows: unknown[]) => rows.map((row) => JSON.stringify(row)).sort();
     expect(sorted(response.json().result)).toEqual(sorted(expected));
@@ -102,7 +128,10 @@ describe('the store refusing a malformed query is the caller\'s error (finding 6
   it('answers a count over a 100-element IN list (pushed down as an aggregation) with the right count', async () => {
     const paths = ['/storage/v1/object', ...Array.from({ length: 99 }, (_, n) => `/absent/${n}`)];
     const list = paths.map((path) => `'${path}'`).join(', ');
-    const response = await query({ project: 'default', sql: `select count(*) as n from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where r.path in (${list})` });
+    const response = await query({
+      project: 'default',
+      sql: `select count(*) as n from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where r.path in (${list})`,
+    });
     expect(response.statusCode, response.body.slice(0, 300)).toBe(200);
     const expected = defaults.reduce((total, event) => total + requestsOf(event).filter((request) => paths.includes(request.path)).length, 0);
     expect(expected).toBeGreaterThan(10);
@@ -125,17 +154,29 @@ describe('internal table names (finding 7)', () => {
 });
 
 describe('subqueries in the ON clause of a parenthesised join (finding 8)', () => {
-  it('are scoped to the key\'s project like any other reference', async () => {
+  it("are scoped to the key's project like any other reference", async () => {
     const key = await server.createKey({ projects: ['default'] });
     // the last six hours of the data: its three scans stay within the total together
     const window = { project: 'default', iso_timestamp_start: '2024-01-01T18:00:00.000Z' };
-    const ids = defaults.filter((event) => event.timestamp > '2024-01-01T18:00:00.000000Z').map((event) => event.id).sort();
+    const ids = defaults
+      .filter((event) => event.timestamp > '2024-01-01T18:00:00.000000Z')
+      .map((event) => event.id)
+      .sort();
     expect(ids.length).toBeGreaterThan(10);
-    const joined = await query({ ...window, sql: 'select a.id from (edge_logs as a join edge_logs as b on a.id = b.id and a.id in (select id from edge_logs))' }, key);
+    const joined = await query(
+      { ...window, sql: 'select a.id from (edge_logs as a join edge_logs as b on a.id = b.id and a.id in (select id from edge_logs))' },
+      key,
+    );
     expect(joined.statusCode, joined.body.slice(0, 300)).toBe(200);
     expect((joined.json().result as { id: string }[]).map((row) => row.id).sort()).toEqual(ids);
     // the subquery sees no event of the other project: were it unscoped, every row would be dropped
-    const isolated = await query({ ...window, sql: "select a.id from (edge_logs as a join edge_logs as b on a.id = b.id and not exists (select 1 from edge_logs where starts_with(id, 'other-')))" }, key);
+    const isolated = await query(
+      {
+        ...window,
+        sql: "select a.id from (edge_logs as a join edge_logs as b on a.id = b.id and not exists (select 1 from edge_logs where starts_with(id, 'other-')))",
+      },
+      key,
+    );
     expect(isolated.statusCode, isolated.body.slice(0, 300)).toBe(200);
     expect((isolated.json().result as { id: string }[]).map((row) => row.id).sort()).toEqual(ids);
   });

@@ -29,7 +29,7 @@ describe('result cache and warming through the endpoint route', () => {
     return {
       status: response.statusCode,
       cache: response.headers['x-cache'],
-      age: response.headers['age'],
+      age: response.headers.age,
       restRequests: rows.reduce((sum, row) => sum + row.total_rest_requests, 0),
     };
   };

@@ -20,7 +20,9 @@ function runtimeCopy(): string {
   const folder = mkdtempSync(path.join(os.tmpdir(), 'logplatform-runtime-'));
   cpSync(path.join(repositoryRoot, 'package.json'), path.join(folder, 'package.json'));
   cpSync(path.join(repositoryRoot, 'dist'), path.join(folder, 'dist'), { recursive: true });
-  const lock = JSON.parse(readFileSync(path.join(repositoryRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; devOptional?: boolean }> };
+  const lock = JSON.parse(readFileSync(path.join(repositoryRoot, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; devOptional?: boolean }>;
+  };
   for (const [location, entry] of Object.entries(lock.packages)) {
     // top-level packages only: nested ones come with their parent
     if (!location.startsWith('node_modules/') || location.lastIndexOf('node_modules/') !== 0 || entry.dev || entry.devOptional) continue;
@@ -50,15 +52,23 @@ interface Started {
 
 /** Runs a compiled entry with plain node (no loader, no inherited NODE_OPTIONS) and waits for its `<label>: <url>` line. */
 async function startCompiled(folder: string, entry: string, label: string, env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, [path.join('dist', entry)], { cwd: folder, env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join('dist', entry)], {
+    cwd: folder,
+    env: { PATH: process.env.PATH!, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output: string[] = [];
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   let stdout = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  const url = await waitFor(`${entry} to announce its address`, async () => {
-    if (child.exitCode !== null) throw new Error(`${entry} exited with ${child.exitCode}: ${output.join('').slice(-2000)}`);
-    return new RegExp(`^${label}: (\\S+)$`, 'm').exec(stdout)?.[1];
-  }, 90_000);
+  const url = await waitFor(
+    `${entry} to announce its address`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`${entry} exited with ${child.exitCode}: ${output.join('').slice(-2000)}`);
+      return new RegExp(`^${label}: (\\S+)$`, 'm').exec(stdout)?.[1];
+    },
+    90_000,
+  );
   return { child, url, output };
 }
 
@@ -106,7 +116,9 @@ describe('the compiled build (npm run build, then plain node)', () => {
     for (const entry of ['src/main.js', 'ingest/main.js', 'scripts/keys.js', 'scripts/healthcheck.js', 'src/executor/engine/engine-process.js']) {
       expect(files).toContain(path.join(repositoryRoot, 'dist', entry));
     }
-    const tsImports = files.flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/(?:from|import\()\s*["'](\.{1,2}\/[^"']+\.ts)["']/g)].map((match) => `${file}: ${match[1]}`));
+    const tsImports = files.flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/(?:from|import\()\s*["'](\.{1,2}\/[^"']+\.ts)["']/g)].map((match) => `${file}: ${match[1]}`),
+    );
     expect(tsImports).toEqual([]);
   });
 
@@ -118,26 +130,49 @@ describe('the compiled build (npm run build, then plain node)', () => {
       TOPIC_PREFIX: config.TOPIC_PREFIX,
       LOG_LEVEL: 'warn',
     };
-    const worker = await startCompiled(folder!, 'ingest/main.js', 'ingest', { ...common, INGEST_GROUP_ID: config.INGEST_GROUP_ID, INGEST_PORT: '0', INGEST_TOPIC_PARTITIONS: '1', INGEST_SESSION_TIMEOUT_MS: '6000' });
+    const worker = await startCompiled(folder!, 'ingest/main.js', 'ingest', {
+      ...common,
+      INGEST_GROUP_ID: config.INGEST_GROUP_ID,
+      INGEST_PORT: '0',
+      INGEST_TOPIC_PARTITIONS: '1',
+      INGEST_SESSION_TIMEOUT_MS: '6000',
+    });
     started.push(worker.child);
     const query = await startCompiled(folder!, 'src/main.js', 'query', { ...common, PORT: '0', BOOTSTRAP_API_KEY: KEY });
     started.push(query.child);
     const ingestPort = new URL(worker.url).port;
     const queryPort = new URL(query.url).port;
 
-    await waitFor('the worker to join its group', async () => ((await healthcheck(folder!, 'ingest', { INGEST_PORT: ingestPort })) === 0 ? true : undefined), 90_000);
+    await waitFor(
+      'the worker to join its group',
+      async () => ((await healthcheck(folder!, 'ingest', { INGEST_PORT: ingestPort })) === 0 ? true : undefined),
+      90_000,
+    );
     expect(await healthcheck(folder!, 'query', { PORT: queryPort })).toBe(0);
 
     const message = 'compiled build ingests this';
-    await produce(config, 'edge_logs', [{ event_message: message, project, timestamp: new Date().toISOString(), metadata: { request: [{ url: 'https://example.test/rest/v1/x', path: '/rest/v1/x' }] } }]);
+    await produce(config, 'edge_logs', [
+      {
+        event_message: message,
+        project,
+        timestamp: new Date().toISOString(),
+        metadata: { request: [{ url: 'https://example.test/rest/v1/x', path: '/rest/v1/x' }] },
+      },
+    ]);
     const ask = async (parameters: Record<string, string>) => {
-      const response = await fetch(`${query.url}/api/endpoints/query/logs.all?${new URLSearchParams({ project, ...parameters })}`, { headers: { 'x-api-key': KEY } });
+      const response = await fetch(`${query.url}/api/endpoints/query/logs.all?${new URLSearchParams({ project, ...parameters })}`, {
+        headers: { 'x-api-key': KEY },
+      });
       return { status: response.status, body: (await response.json()) as { result?: Record<string, unknown>[] } };
     };
-    const rows = await waitFor('the event to be answered by logs.all', async () => {
-      const { body } = await ask({});
-      return body.result && body.result.length > 0 ? body.result : undefined;
-    }, 60_000);
+    const rows = await waitFor(
+      'the event to be answered by logs.all',
+      async () => {
+        const { body } = await ask({});
+        return body.result && body.result.length > 0 ? body.result : undefined;
+      },
+      60_000,
+    );
     expect(rows.map((row) => row.event_message)).toEqual([message]);
 
     // a residual query runs in DuckDB in a forked engine process, which must start without tsx too

@@ -41,7 +41,13 @@ describe('dead letters: a failed transaction claims its partition again', () => 
   it('the fenced previous owner retrying a chunk the new owner committed sends none of its letters again', async () => {
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: source.topic, numPartitions: 1 }, { topic: deadLetterTopic, numPartitions: 1 }] });
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        { topic: source.topic, numPartitions: 1 },
+        { topic: deadLetterTopic, numPartitions: 1 },
+      ],
+    });
     const previousAdmin = kafka.admin();
     const nextAdmin = kafka.admin();
     await Promise.all([previousAdmin.connect(), nextAdmin.connect()]);

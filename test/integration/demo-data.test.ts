@@ -33,10 +33,14 @@ describe('demo data with SOURCE_TOPICS', () => {
       await admin.disconnect();
     }
 
-    const counts = await waitFor('all demo events indexed', async () => {
-      const perSource = await Promise.all(SOURCE_NAMES.map((source) => documentCount(client, sourceIndex(config, source))));
-      return perSource.reduce((sum, count) => sum + count, 0) === published ? perSource : undefined;
-    }, 120_000);
+    const counts = await waitFor(
+      'all demo events indexed',
+      async () => {
+        const perSource = await Promise.all(SOURCE_NAMES.map((source) => documentCount(client, sourceIndex(config, source))));
+        return perSource.reduce((sum, count) => sum + count, 0) === published ? perSource : undefined;
+      },
+      120_000,
+    );
     expect(counts[SOURCE_NAMES.indexOf('edge_logs')]).toBeGreaterThan(0);
   }, 180_000);
 });

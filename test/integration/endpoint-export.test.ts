@@ -44,7 +44,13 @@ function parseCsv(text: string): string[][] {
   return records;
 }
 
-const ndjsonRows = (text: string) => (text === '' ? [] : text.replace(/\n$/, '').split('\n').map((line) => JSON.parse(line) as LogRow));
+const ndjsonRows = (text: string) =>
+  text === ''
+    ? []
+    : text
+        .replace(/\n$/, '')
+        .split('\n')
+        .map((line) => JSON.parse(line) as LogRow);
 
 describe('exports (format=ndjson|csv) on the in-process service', () => {
   let server: EndpointTestServer;
@@ -61,7 +67,12 @@ describe('exports (format=ndjson|csv) on the in-process service', () => {
   events[3] = { ...events[3]!, event_message: 'GET "/rest/v1/t", 200,\nsecond line' };
 
   const query = async (url: string, options: { headers?: Record<string, string>; method?: 'GET' | 'POST'; payload?: unknown } = {}) =>
-    server.app.inject({ method: options.method ?? 'GET', url, headers: { 'x-api-key': BOOTSTRAP_KEY, ...options.headers }, ...(options.payload ? { payload: options.payload as object } : {}) });
+    server.app.inject({
+      method: options.method ?? 'GET',
+      url,
+      headers: { 'x-api-key': BOOTSTRAP_KEY, ...options.headers },
+      ...(options.payload ? { payload: options.payload as object } : {}),
+    });
 
   /** Every page of an export, following X-Next-Cursor. */
   const allPages = async (path: string, format: 'ndjson' | 'csv', pageSize: number, headers: Record<string, string> = {}) => {
@@ -113,7 +124,10 @@ describe('exports (format=ndjson|csv) on the in-process service', () => {
   });
 
   it('keeps the window of page 1: events arriving meanwhile are neither skipped nor repeated', async () => {
-    await server.index('edge_logs', Array.from({ length: 15 }, (_, i) => edgeEvent(`win-${String(i).padStart(2, '0')}`, before(600 + i * 10), 'win', request)));
+    await server.index(
+      'edge_logs',
+      Array.from({ length: 15 }, (_, i) => edgeEvent(`win-${String(i).padStart(2, '0')}`, before(600 + i * 10), 'win', request)),
+    );
     const first = await query('/api/endpoints/query/logs.all?project=win&format=ndjson&page_size=5');
     const cursor = first.headers['x-next-cursor'] as string;
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
@@ -171,7 +185,9 @@ describe('exports (format=ndjson|csv) on the in-process service', () => {
       expect(response.statusCode, parameters).toBe(400);
       expect(response.json()).toEqual({ error: { code: 'invalid_cursor', message: expect.stringMatching(message) as string } });
     }
-    const redacted = await query(`/api/endpoints/query/logs.all?project=abc&format=ndjson&cursor=${cursor}`, { headers: { 'svc-endpoint-redact-pii': 'true' } });
+    const redacted = await query(`/api/endpoints/query/logs.all?project=abc&format=ndjson&cursor=${cursor}`, {
+      headers: { 'svc-endpoint-redact-pii': 'true' },
+    });
     expect(redacted.statusCode).toBe(400);
     const unknown = await query('/api/endpoints/query/logs.all?project=abc&format=xml');
     expect(unknown.statusCode).toBe(400);
@@ -205,7 +221,9 @@ describe('exports (format=ndjson|csv) on the in-process service', () => {
     expect(csv.headers['x-next-cursor']).toBeUndefined();
     expect(csv.body).toBe('id,event_message\r\nolder-00,GET | 200 | older-00\r\nolder-01,GET | 200 | older-01\r\nolder-02,GET | 200 | older-02\r\n');
     const ndjson = await query('/api/endpoints/query/logs.all', { method: 'POST', payload: { project: 'abc', sql, format: 'ndjson' } });
-    expect(ndjsonRows(ndjson.body)).toEqual((JSON.parse((await query('/api/endpoints/query/logs.all', { method: 'POST', payload: { project: 'abc', sql } })).body) as { result: unknown[] }).result);
+    expect(ndjsonRows(ndjson.body)).toEqual(
+      (JSON.parse((await query('/api/endpoints/query/logs.all', { method: 'POST', payload: { project: 'abc', sql } })).body) as { result: unknown[] }).result,
+    );
     const usage = '/api/endpoints/query/usage.api-counts?project=abc&interval=hourly';
     const usageRows = (JSON.parse((await query(usage)).body) as { result: Record<string, unknown>[] }).result;
     expect(usageRows.length).toBeGreaterThan(0);
@@ -222,7 +240,10 @@ describe('the export budget (EXPORT_ROWS_PER_MINUTE)', () => {
 
   beforeAll(async () => {
     server = await startEndpointServer({ now: NOW, overrides: { EXPORT_ROWS_PER_MINUTE: '6' } });
-    await server.index('edge_logs', Array.from({ length: 20 }, (_, i) => edgeEvent(`e-${String(i).padStart(2, '0')}`, before(100 + i), 'abc', request)));
+    await server.index(
+      'edge_logs',
+      Array.from({ length: 20 }, (_, i) => edgeEvent(`e-${String(i).padStart(2, '0')}`, before(100 + i), 'abc', request)),
+    );
   });
 
   afterAll(async () => {
@@ -294,14 +315,19 @@ describe('an NDJSON export of 50,000 events from the service process', () => {
     // a large first page: its rows must stream through, not be held (one chunk of 1000 rows is held at a time)
     const url = (pageSize: number) => `${service.address}/api/endpoints/query/logs.all?project=bulk&format=ndjson&page_size=${pageSize}`;
     // warm-up outside the measurement: the first answer loads the code paths and the store client's sockets
-    expect((await fetch(`${service.address}/api/endpoints/query/logs.all?project=bulk&format=ndjson&page_size=10`, { headers: { 'x-api-key': BOOTSTRAP_KEY } })).status).toBe(200);
+    expect(
+      (await fetch(`${service.address}/api/endpoints/query/logs.all?project=bulk&format=ndjson&page_size=10`, { headers: { 'x-api-key': BOOTSTRAP_KEY } }))
+        .status,
+    ).toBe(200);
     const baseline = memoryOf(service.child.pid!).rss;
     const ids: string[] = [];
     let previous: [number, string] | undefined;
     let cursor: string | undefined;
     let pages = 0;
     do {
-      const response = await fetch(`${url(pages === 0 ? 40_000 : 4000)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: { 'x-api-key': BOOTSTRAP_KEY } });
+      const response = await fetch(`${url(pages === 0 ? 40_000 : 4000)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, {
+        headers: { 'x-api-key': BOOTSTRAP_KEY },
+      });
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('application/x-ndjson');
       cursor = response.headers.get('x-next-cursor') ?? undefined;
@@ -315,7 +341,8 @@ describe('an NDJSON export of 50,000 events from the service process', () => {
         pending = lines.pop()!;
         for (const line of lines) {
           const row = JSON.parse(line) as LogRow;
-          if (previous) expect(row.timestamp < previous[0] || (row.timestamp === previous[0] && row.id < previous[1]), `${row.id} after ${previous[1]}`).toBe(true);
+          if (previous)
+            expect(row.timestamp < previous[0] || (row.timestamp === previous[0] && row.id < previous[1]), `${row.id} after ${previous[1]}`).toBe(true);
           previous = [row.timestamp, row.id];
           ids.push(row.id);
         }
@@ -323,7 +350,9 @@ describe('an NDJSON export of 50,000 events from the service process', () => {
       expect(pending).toBe('');
     } while (cursor);
     const growth = memoryOf(service.child.pid!).peak - baseline;
-    console.log(`exported ${ids.length} events in ${pages} pages; service RSS ${(baseline / 2 ** 20).toFixed(0)} MiB before, peak growth ${(growth / 2 ** 20).toFixed(1)} MiB`);
+    console.log(
+      `exported ${ids.length} events in ${pages} pages; service RSS ${(baseline / 2 ** 20).toFixed(0)} MiB before, peak growth ${(growth / 2 ** 20).toFixed(1)} MiB`,
+    );
     expect(pages).toBe(4);
     expect(ids).toHaveLength(EVENTS);
     expect(new Set(ids).size).toBe(EVENTS);
@@ -339,10 +368,14 @@ describe('an NDJSON export of 50,000 events from the service process', () => {
     const before = await searches();
     // one page of all 50,000 rows (50 chunks), not read by the client for now
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      httpGet(`${service.address}/api/endpoints/query/logs.all?project=bulk&format=ndjson&page_size=50000`, { headers: { 'x-api-key': BOOTSTRAP_KEY } }, (incoming) => {
-        incoming.pause();
-        resolve(incoming);
-      }).on('error', reject);
+      httpGet(
+        `${service.address}/api/endpoints/query/logs.all?project=bulk&format=ndjson&page_size=50000`,
+        { headers: { 'x-api-key': BOOTSTRAP_KEY } },
+        (incoming) => {
+          incoming.pause();
+          resolve(incoming);
+        },
+      ).on('error', reject);
     });
     expect(response.statusCode).toBe(200);
     // wait until the service stops searching: the socket's buffers are full

@@ -73,7 +73,8 @@ describe('endpoint management API', () => {
 
   const admin = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers: Record<string, string> = operator) =>
     server.app.inject({ method, url, headers, ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }) });
-  const query = (app: FastifyInstance, endpoint: string, parameters: string) => app.inject({ url: `/api/endpoints/query/${endpoint}?${parameters}`, headers: caller });
+  const query = (app: FastifyInstance, endpoint: string, parameters: string) =>
+    app.inject({ url: `/api/endpoints/query/${endpoint}?${parameters}`, headers: caller });
   const storedVersions = () => storedDocumentCount(server);
 
   it('lists the two seeded endpoints with their UUIDs and settings', async () => {
@@ -101,7 +102,10 @@ describe('endpoint management API', () => {
     expect((await query(server.app, 'edge.count-matching', 'project=p1&pattern=%25%7C%20200%20%7C%20e%25')).headers['x-cache']).toBe('HIT');
 
     // the second service reads the same store: it serves the new endpoint within its refresh period
-    const seen = await eventually(() => query(other, 'edge.count-matching', 'project=p1&pattern=%25'), (response) => response.statusCode === 200);
+    const seen = await eventually(
+      () => query(other, 'edge.count-matching', 'project=p1&pattern=%25'),
+      (response) => response.statusCode === 200,
+    );
     expect(seen.json()).toEqual({ result: [{ n: 3 }] });
 
     const edited = await admin('PATCH', `/api/endpoints/${endpoint.id}`, { sql: 'select count(*) * 10 as n from edge_logs where event_message like @pattern' });
@@ -110,7 +114,10 @@ describe('endpoint management API', () => {
     const after = await query(server.app, 'edge.count-matching', 'project=p1&pattern=%25%7C%20200%20%7C%20e%25');
     expect(after.json()).toEqual({ result: [{ n: 30 }] });
     expect(after.headers['x-cache']).toBe('MISS');
-    const otherAfter = await eventually(() => query(other, 'edge.count-matching', 'project=p1&pattern=%25'), (response) => response.body.includes('30'));
+    const otherAfter = await eventually(
+      () => query(other, 'edge.count-matching', 'project=p1&pattern=%25'),
+      (response) => response.body.includes('30'),
+    );
     expect(otherAfter.json()).toEqual({ result: [{ n: 30 }] });
 
     const versions = await admin('GET', `/api/endpoints/${endpoint.id}/versions`);
@@ -128,7 +135,10 @@ describe('endpoint management API', () => {
     expect(deleted.statusCode, deleted.body).toBe(200);
     expect((await query(server.app, 'edge.count-matching', 'project=p1&pattern=%25')).statusCode).toBe(404);
     expect((await admin('GET', `/api/endpoints/${endpoint.id}`)).statusCode).toBe(404);
-    const gone = await eventually(() => query(other, endpoint.id, 'project=p1&pattern=%25'), (response) => response.statusCode === 404);
+    const gone = await eventually(
+      () => query(other, endpoint.id, 'project=p1&pattern=%25'),
+      (response) => response.statusCode === 404,
+    );
     expect(gone.json()).toMatchObject({ error: { code: 'endpoint_not_found' } });
     const history = (await admin('GET', `/api/endpoints/${endpoint.id}/versions`)).json() as { versions: Stored[] };
     expect(history.versions.map((version) => [version.version, version.deleted])).toEqual([
@@ -150,7 +160,9 @@ describe('endpoint management API', () => {
     });
     expect(created.statusCode, created.body).toBe(201);
     expect((await query(server.app, 'edge.newest', 'project=p1')).json()).toEqual({ result: [{ id: 'e1' }, { id: 'e2' }] });
-    const document = (await server.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, { get: { parameters: { name: string; required: boolean }[] } }> };
+    const document = (await server.app.inject({ url: '/openapi.json' })).json() as {
+      paths: Record<string, { get: { parameters: { name: string; required: boolean }[] } }>;
+    };
     expect(document.paths['/api/endpoints/query/edge.newest']?.get.parameters.map((parameter) => [parameter.name, parameter.required])).toEqual([
       ['project', true],
       ['min_length', false],
@@ -176,7 +188,9 @@ describe('endpoint management API', () => {
     });
     expect(created.statusCode, created.body).toBe(201);
     const sql = (text: string) => `project=p1&pattern=%25e%25&sql=${encodeURIComponent(text)}`;
-    expect((await query(server.app, 'edge.matching', sql('select id from matching order by id'))).json()).toEqual({ result: [{ id: 'e1' }, { id: 'e2' }, { id: 'e3' }] });
+    expect((await query(server.app, 'edge.matching', sql('select id from matching order by id'))).json()).toEqual({
+      result: [{ id: 'e1' }, { id: 'e2' }, { id: 'e3' }],
+    });
     expect((await query(server.app, 'edge.matching', sql('select count(*) as n from edge_logs'))).json()).toEqual({ result: [{ n: 3 }] });
     const shadowed = await query(server.app, 'edge.matching', sql('with matching as (select 1 as id) select id from matching'));
     expect(shadowed.json()).toMatchObject({ error: { code: 'sandbox_violation', message: expect.stringContaining('already defines matching') } });
@@ -193,9 +207,27 @@ describe('endpoint management API', () => {
     const before = await storedVersions();
     const refusals: [string, unknown, number, string, RegExp][] = [
       ['syntax', { ...countByPattern, name: 'bad.syntax', sql: 'select count(*) as n\nfrom edge_logs where' }, 400, 'sql_syntax', /line 2, column \d+/],
-      ['unknown table', { ...countByPattern, name: 'bad.table', sql: 'select count(*) as n from secrets where x like @pattern' }, 400, 'unknown_table', /secrets/],
-      ['undeclared', { ...countByPattern, name: 'bad.undeclared', sql: 'select count(*) as n from edge_logs where event_message like @other' }, 400, 'invalid_query', /@other/],
-      ['unused', { ...countByPattern, name: 'bad.unused', sql: 'select count(*) as n from edge_logs' }, 400, 'invalid_endpoint', /pattern is declared but the sql never reads it/],
+      [
+        'unknown table',
+        { ...countByPattern, name: 'bad.table', sql: 'select count(*) as n from secrets where x like @pattern' },
+        400,
+        'unknown_table',
+        /secrets/,
+      ],
+      [
+        'undeclared',
+        { ...countByPattern, name: 'bad.undeclared', sql: 'select count(*) as n from edge_logs where event_message like @other' },
+        400,
+        'invalid_query',
+        /@other/,
+      ],
+      [
+        'unused',
+        { ...countByPattern, name: 'bad.unused', sql: 'select count(*) as n from edge_logs' },
+        400,
+        'invalid_endpoint',
+        /pattern is declared but the sql never reads it/,
+      ],
       ['no project', { ...countByPattern, name: 'bad.scope', parameters: [countByPattern.parameters[1]] }, 400, 'invalid_endpoint', /project must be declared/],
       ['bad record', { ...countByPattern, name: 'bad.rows', maxRows: 20_000 }, 400, 'invalid_endpoint', /^maxRows: /],
       ['name clash', { ...countByPattern, name: 'logs.all' }, 409, 'name_taken', /logs\.all is taken/],
@@ -246,13 +278,21 @@ describe('endpoint management API', () => {
     const call = (name: string) => server.app.inject({ url: `/api/endpoints/query/${name}?project=p1&pattern=%25`, headers: { 'x-api-key': key } });
     expect((await call('edge.scoped')).statusCode).toBe(200);
     expect((await admin('PATCH', `/api/endpoints/${endpoint.id}`, { name: 'edge.scoped-renamed' })).statusCode).toBe(200);
-    const renamed = await eventually(() => call('edge.scoped-renamed'), (response) => response.statusCode !== 404);
+    const renamed = await eventually(
+      () => call('edge.scoped-renamed'),
+      (response) => response.statusCode !== 404,
+    );
     expect(renamed.statusCode, renamed.body).toBe(200);
     expect((await call('logs.all')).statusCode).toBe(403);
   });
 
   it('accepts an API key created with the admin scope', async () => {
-    const { key } = await new KeyStore(server.elasticsearch, server.config.INDEX_PREFIX, 0).create({ account: 'ops', endpoints: 'all', projects: null, admin: true });
+    const { key } = await new KeyStore(server.elasticsearch, server.config.INDEX_PREFIX, 0).create({
+      account: 'ops',
+      endpoints: 'all',
+      projects: null,
+      admin: true,
+    });
     const response = await admin('PATCH', '/api/endpoints/logs.all', { description: 'edited by an admin key' }, { 'x-api-key': key });
     expect(response.statusCode, response.body).toBe(200);
     expect((response.json() as { endpoint: Stored }).endpoint).toMatchObject({ name: 'logs.all', version: 2 });

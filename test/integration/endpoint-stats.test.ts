@@ -30,7 +30,10 @@ let server: EndpointTestServer;
 
 type Query = Record<string, string>;
 
-async function query(endpoint: string, options: { query?: Query; headers?: Record<string, string>; body?: Record<string, unknown>; key?: string; on?: EndpointTestServer } = {}) {
+async function query(
+  endpoint: string,
+  options: { query?: Query; headers?: Record<string, string>; body?: Record<string, unknown>; key?: string; on?: EndpointTestServer } = {},
+) {
   const headers = { 'x-api-key': options.key ?? BOOTSTRAP_KEY, ...options.headers, ...(options.body ? { 'content-type': 'application/json' } : {}) };
   const response = await (options.on ?? server).app.inject({
     method: options.body ? 'POST' : 'GET',
@@ -39,7 +42,12 @@ async function query(endpoint: string, options: { query?: Query; headers?: Recor
     headers,
     ...(options.body ? { payload: options.body } : {}),
   });
-  return { status: response.statusCode, text: response.body, headers: response.headers, json: () => response.json() as { result: unknown[]; stats?: Stats; error?: { code: string; message: string } } };
+  return {
+    status: response.statusCode,
+    text: response.body,
+    headers: response.headers,
+    json: () => response.json() as { result: unknown[]; stats?: Stats; error?: { code: string; message: string } },
+  };
 }
 
 /** The value of one series in the exposition text (0 when absent). */
@@ -182,9 +190,13 @@ describe('the stats object', () => {
 
 describe('the stats object in /openapi.json', () => {
   it('names the parameter, the header and the object', async () => {
-    const document = (await server.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { parameters: { name: string; in: string }[]; responses: Record<string, unknown> }>> };
+    const document = (await server.app.inject({ url: '/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { parameters: { name: string; in: string }[]; responses: Record<string, unknown> }>>;
+    };
     const get = document.paths['/api/endpoints/query/logs.all']!.get!;
-    expect(get.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'stats', in: 'query' }), expect.objectContaining({ name: 'SVC-ENDPOINT-STATS', in: 'header' })]));
+    expect(get.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'stats', in: 'query' }), expect.objectContaining({ name: 'SVC-ENDPOINT-STATS', in: 'header' })]),
+    );
     expect(JSON.stringify(get.responses['200'])).toContain('"events_scanned"');
   });
 });

@@ -19,7 +19,8 @@ describe("stored endpoints' typed parameters", () => {
   });
 
   const save = (body: Record<string, unknown>) => server.app.inject({ method: 'POST', url: '/api/endpoints', headers: operator, payload: body });
-  const query = (endpoint: string, parameters: string) => server.app.inject({ url: `/api/endpoints/query/${endpoint}?${parameters}`, headers: { 'x-api-key': BOOTSTRAP_KEY } });
+  const query = (endpoint: string, parameters: string) =>
+    server.app.inject({ url: `/api/endpoints/query/${endpoint}?${parameters}`, headers: { 'x-api-key': BOOTSTRAP_KEY } });
   const storedVersions = () => storedDocumentCount(server);
 
   it('gives @name its declared type: INT64 against INT64 and as a LIMIT, FLOAT64, BOOL and TIMESTAMP', async () => {
@@ -42,15 +43,25 @@ describe("stored endpoints' typed parameters", () => {
     expect(created.statusCode, created.body).toBe(201);
     const rows = await query('edge.typed', 'project=p1');
     expect(rows.statusCode, rows.body).toBe(200);
-    expect(rows.json()).toEqual({ result: [{ id: 'e1', doubled: 1, strict: false }, { id: 'e2', doubled: 1, strict: false }] });
+    expect(rows.json()).toEqual({
+      result: [
+        { id: 'e1', doubled: 1, strict: false },
+        { id: 'e2', doubled: 1, strict: false },
+      ],
+    });
     const since = new Date(NOW - 150_000).toISOString();
     const narrowed = await query('edge.typed', `project=p1&n=5&ratio=-1.25&strict=TRUE&since=${since}`);
-    expect(narrowed.json()).toEqual({ result: [{ id: 'e1', doubled: -2.5, strict: true }, { id: 'e2', doubled: -2.5, strict: true }] });
+    expect(narrowed.json()).toEqual({
+      result: [
+        { id: 'e1', doubled: -2.5, strict: true },
+        { id: 'e2', doubled: -2.5, strict: true },
+      ],
+    });
     expect((await query('edge.typed', 'project=p1&n=1&min_length=1000')).json()).toEqual({ result: [] });
     expect((await query('edge.typed', 'project=p1&n=1')).json()).toEqual({ result: [{ id: 'e1', doubled: 1, strict: false }] });
   });
 
-  it("refuses at save, storing nothing, SQL only the printer finds wrong: a type mismatch, a LIMIT of a text parameter", async () => {
+  it('refuses at save, storing nothing, SQL only the printer finds wrong: a type mismatch, a LIMIT of a text parameter', async () => {
     const before = await storedVersions();
     const mismatch = await save({
       name: 'bad.mismatch',
@@ -58,14 +69,18 @@ describe("stored endpoints' typed parameters", () => {
       parameters: [project, { name: 'label', type: 'string', default: 'x' }],
     });
     expect(mismatch.statusCode, mismatch.body).toBe(400);
-    expect(mismatch.json()).toMatchObject({ error: { code: 'invalid_query', message: expect.stringMatching(/No matching signature for operator >= for argument types INT64, STRING/) } });
+    expect(mismatch.json()).toMatchObject({
+      error: { code: 'invalid_query', message: expect.stringMatching(/No matching signature for operator >= for argument types INT64, STRING/) },
+    });
     const limit = await save({
       name: 'bad.limit',
       sql: 'select id from edge_logs order by timestamp desc limit @n',
       parameters: [project, { name: 'n', type: 'string', default: '2' }],
     });
     expect(limit.statusCode, limit.body).toBe(400);
-    expect(limit.json()).toMatchObject({ error: { code: 'invalid_query', message: expect.stringContaining('LIMIT @n must be a parameter declared as an integer') } });
+    expect(limit.json()).toMatchObject({
+      error: { code: 'invalid_query', message: expect.stringContaining('LIMIT @n must be a parameter declared as an integer') },
+    });
     expect(await storedVersions()).toBe(before);
     expect((await query('bad.mismatch', 'project=p1')).statusCode).toBe(404);
   });

@@ -11,11 +11,22 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
   beforeAll(async () => {
     server = await startEndpointServer({ now: NOW });
     await server.index('edge_logs', [
-      edgeEvent('ips', '2024-01-01T12:10:00.000000Z', 'abc', { url: 'https://abc.supabase.co/rest/v1/t?ip=203.0.113.9', path: '/rest/v1/t', headers: { x_forwarded_for: '2001:db8::7, 198.51.100.23' } }, {
-        response: { origin_time: 12, headers: { via: 'proxy fe80::1%eth0' } },
-      }),
+      edgeEvent(
+        'ips',
+        '2024-01-01T12:10:00.000000Z',
+        'abc',
+        { url: 'https://abc.supabase.co/rest/v1/t?ip=203.0.113.9', path: '/rest/v1/t', headers: { x_forwarded_for: '2001:db8::7, 198.51.100.23' } },
+        {
+          response: { origin_time: 12, headers: { via: 'proxy fe80::1%eth0' } },
+        },
+      ),
     ]);
-    (await server.index('edge_logs', [{ ...edgeEvent('ip-message', '2024-01-01T12:11:00.000000Z', 'abc', { url: 'https://abc.supabase.co/auth/v1', path: '/auth/v1' }), event_message: 'GET | 200 | 192.0.2.44 | ray' }]));
+    await server.index('edge_logs', [
+      {
+        ...edgeEvent('ip-message', '2024-01-01T12:11:00.000000Z', 'abc', { url: 'https://abc.supabase.co/auth/v1', path: '/auth/v1' }),
+        event_message: 'GET | 200 | 192.0.2.44 | ray',
+      },
+    ]);
   });
 
   afterAll(async () => {
@@ -42,22 +53,48 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
   it('sql and lql run in the sandbox (from the query string or a JSON body); a non-empty sql wins', async () => {
     const fromQuery = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: "select 'q' as via" }, headers });
     expect(fromQuery.json()).toEqual({ result: [{ via: 'q' }] });
-    const fromBody = await server.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', payload: { project: 'abc', sql: "select 'b' as via", lql: 'x' }, headers: { ...headers, 'content-type': 'application/json' } });
+    const fromBody = await server.app.inject({
+      method: 'POST',
+      url: '/api/endpoints/query/logs.all',
+      payload: { project: 'abc', sql: "select 'b' as via", lql: 'x' },
+      headers: { ...headers, 'content-type': 'application/json' },
+    });
     expect(fromBody.json()).toEqual({ result: [{ via: 'b' }] });
-    const fromGetBody = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all', payload: JSON.stringify({ project: 'abc', sql: "select 'g' as via" }), headers: { ...headers, 'content-type': 'application/json; charset=utf-8' } });
+    const fromGetBody = await server.app.inject({
+      method: 'GET',
+      url: '/api/endpoints/query/logs.all',
+      payload: JSON.stringify({ project: 'abc', sql: "select 'g' as via" }),
+      headers: { ...headers, 'content-type': 'application/json; charset=utf-8' },
+    });
     expect(fromGetBody.json()).toEqual({ result: [{ via: 'g' }] });
-    const badGetBody = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all?project=abc', payload: '{"sql":', headers: { ...headers, 'content-type': 'application/json' } });
+    const badGetBody = await server.app.inject({
+      method: 'GET',
+      url: '/api/endpoints/query/logs.all?project=abc',
+      payload: '{"sql":',
+      headers: { ...headers, 'content-type': 'application/json' },
+    });
     expect(badGetBody.statusCode).toBe(400);
     expect(badGetBody.json().error.message).toMatch(/body is not valid JSON/);
     const lql = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', lql: 'f:edge_logs error' }, headers });
     expect(lql.statusCode).toBe(200);
     expect(lql.json()).toEqual({ result: [] });
-    const blankSqlBesideLql = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: ' ', lql: 'f:edge_logs error' }, headers });
+    const blankSqlBesideLql = await server.app.inject({
+      url: '/api/endpoints/query/logs.all',
+      query: { project: 'abc', sql: ' ', lql: 'f:edge_logs error' },
+      headers,
+    });
     expect(blankSqlBesideLql.json()).toEqual({ result: [] });
   });
 
   it('a blank sql or lql is a 400 "Query cannot be empty", never the saved query', async () => {
-    for (const query of <Record<string, string>[]>[{ sql: '' }, { sql: '  \n ' }, { sql: '-- only a comment\n/* and another */' }, { sql: ';' }, { lql: '' }, { sql: '', lql: ' ' }]) {
+    for (const query of <Record<string, string>[]>[
+      { sql: '' },
+      { sql: '  \n ' },
+      { sql: '-- only a comment\n/* and another */' },
+      { sql: ';' },
+      { lql: '' },
+      { sql: '', lql: ' ' },
+    ]) {
       const response = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', ...query }, headers });
       expect(response.statusCode, JSON.stringify(query)).toBe(400);
       expect(response.json(), JSON.stringify(query)).toEqual({ error: { code: 'invalid_query', message: 'Query cannot be empty' } });
@@ -106,7 +143,12 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
       const redacted = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers: { ...headers, 'svc-endpoint-redact-pii': value } });
       expect(redacted.json()).toEqual({
         result: [
-          { id: 'ip-message', timestamp: 1_704_111_060_000_000, event_message: 'GET | 200 | REDACTED | ray', metadata: [{ request: [{ url: 'https://abc.supabase.co/auth/v1', path: '/auth/v1' }] }] },
+          {
+            id: 'ip-message',
+            timestamp: 1_704_111_060_000_000,
+            event_message: 'GET | 200 | REDACTED | ray',
+            metadata: [{ request: [{ url: 'https://abc.supabase.co/auth/v1', path: '/auth/v1' }] }],
+          },
           {
             id: 'ips',
             timestamp: 1_704_111_000_000_000,
@@ -135,7 +177,10 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     expect((await answer({ 'lf-endpoint-redact-pii': 'false' })).body).toEqual(plain.body);
     expect((await answer({ 'svc-endpoint-redact-pii': 'true', 'lf-endpoint-redact-pii': 'True' })).body).toEqual(redacted.body);
     expect((await answer({ 'svc-endpoint-redact-pii': 'false', 'lf-endpoint-redact-pii': 'false' })).body).toEqual(plain.body);
-    for (const [svc, lf] of [['true', 'false'], ['FALSE', 'true']]) {
+    for (const [svc, lf] of [
+      ['true', 'false'],
+      ['FALSE', 'true'],
+    ]) {
       const refused = await answer({ 'svc-endpoint-redact-pii': svc!, 'lf-endpoint-redact-pii': lf! });
       expect(refused.statusCode).toBe(400);
       expect(refused.json().error.code).toBe('bad_request');
@@ -177,7 +222,11 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
     });
 
     it('a sandboxed SQL answer names the engine that ran its residual query', async () => {
-      const response = await server.app.inject({ url: '/api/endpoints/query/logs.all', query: { project: 'abc', sql: 'select count(*) as n from edge_logs' }, headers });
+      const response = await server.app.inject({
+        url: '/api/endpoints/query/logs.all',
+        query: { project: 'abc', sql: 'select count(*) as n from edge_logs' },
+        headers,
+      });
       expect(response.body).toBe('{"result":[{"n":2}]}');
       expect(Object.keys(phases(response.headers['server-timing']))).toEqual(['auth', 'plan', 'store', 'engine', 'encode']);
     });
@@ -201,14 +250,18 @@ describe('endpoint route: methods, parameters, cache headers, redaction', () => 
   it('accepts a URL of 16 KiB and more over real HTTP', async () => {
     const address = await server.app.listen({ host: '127.0.0.1', port: 0 });
     const padding = 'x'.repeat(20 * 1024);
-    const response = await fetch(`${address}/api/endpoints/query/logs.all?project=abc&iso_timestamp_end=2024-01-01T12:10:00.000Z&padding=${padding}`, { headers });
+    const response = await fetch(`${address}/api/endpoints/query/logs.all?project=abc&iso_timestamp_end=2024-01-01T12:10:00.000Z&padding=${padding}`, {
+      headers,
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(((await response.json()) as { result: { id: string }[] }).result.map((row) => row.id)).toEqual(['ips']);
   });
 
   it('answers a URL beyond the limit with 414 in the JSON envelope, and a body over 1 MiB with 413', async () => {
-    const address = server.app.server.listening ? `http://127.0.0.1:${(server.app.server.address() as { port: number }).port}` : await server.app.listen({ host: '127.0.0.1', port: 0 });
+    const address = server.app.server.listening
+      ? `http://127.0.0.1:${(server.app.server.address() as { port: number }).port}`
+      : await server.app.listen({ host: '127.0.0.1', port: 0 });
     const tooLong = await fetch(`${address}/api/endpoints/query/logs.all?project=abc&padding=${'x'.repeat(100 * 1024)}`, { headers });
     expect(tooLong.status).toBe(414);
     expect(await tooLong.json()).toMatchObject({ error: { code: 'request_too_large' } });

@@ -38,19 +38,31 @@ describe('Kafka -> ingest worker -> endpoints', () => {
     ]);
     const rows = await waitFor('the four produced events through logs.all', async () => {
       const response = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=default', headers: { 'x-api-key': BOOTSTRAP_KEY } });
-      const result = (response.json() as { result: { id: string; timestamp: number; event_message: string; metadata: { request: { path: string }[] }[] }[] }).result;
+      const result = (response.json() as { result: { id: string; timestamp: number; event_message: string; metadata: { request: { path: string }[] }[] }[] })
+        .result;
       return result.length === 4 ? result : undefined;
     });
-    expect(rows.map((row) => row.timestamp)).toEqual([base - 5 * 60 * 1_000_000 + 789, base - 10 * 60 * 1_000_000 + 456, base - 20 * 60 * 1_000_000 + 123, base - 2 * 3600 * 1_000_000]);
+    expect(rows.map((row) => row.timestamp)).toEqual([
+      base - 5 * 60 * 1_000_000 + 789,
+      base - 10 * 60 * 1_000_000 + 456,
+      base - 20 * 60 * 1_000_000 + 123,
+      base - 2 * 3600 * 1_000_000,
+    ]);
     expect(rows[0]!.metadata[0]!.request[0]!.path).toBe('/storage/v1/object');
     expect(new Set(rows.map((row) => row.id)).size).toBe(4);
 
-    const usage = await server.app.inject({ url: '/api/endpoints/query/usage.api-counts?interval=hourly&project=default\\.supabase', headers: { 'x-api-key': BOOTSTRAP_KEY } });
+    const usage = await server.app.inject({
+      url: '/api/endpoints/query/usage.api-counts?interval=hourly&project=default\\.supabase',
+      headers: { 'x-api-key': BOOTSTRAP_KEY },
+    });
     expect(usage.json()).toEqual({
       result: [{ timestamp: '2024-01-01T12:00:00', total_rest_requests: 1, total_storage_requests: 1, total_auth_requests: 1, total_realtime_requests: 0 }],
     });
 
-    const redacted = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=default', headers: { 'x-api-key': BOOTSTRAP_KEY, 'svc-endpoint-redact-pii': 'true' } });
+    const redacted = await server.app.inject({
+      url: '/api/endpoints/query/logs.all?project=default',
+      headers: { 'x-api-key': BOOTSTRAP_KEY, 'svc-endpoint-redact-pii': 'true' },
+    });
     const text = redacted.body;
     for (const ip of ['203.0.113.5', '2001:db8::5', '198.51.100.1', '192.0.2.1']) expect(text).not.toContain(ip);
     expect(text).toContain('GET | 200 | REDACTED | /rest/v1/items');

@@ -27,7 +27,14 @@ describe('logs.all (docs/design/SPEC.md 4.2)', () => {
       edgeEvent('at-end', '2024-01-01T01:00:00.000000Z', 'abc', request),
       edgeEvent('after-end', '2024-01-01T01:00:00.000001Z', 'abc', request),
       edgeEvent('other-project', '2024-01-01T00:31:00.000000Z', 'xyz', request),
-      ...Array.from({ length: 150 }, (_, i) => edgeEvent(`many-${String(i).padStart(3, '0')}`, `2024-01-01T02:${String(Math.floor(i / 60)).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}.000000Z`, 'many', request)),
+      ...Array.from({ length: 150 }, (_, i) =>
+        edgeEvent(
+          `many-${String(i).padStart(3, '0')}`,
+          `2024-01-01T02:${String(Math.floor(i / 60)).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}.000000Z`,
+          'many',
+          request,
+        ),
+      ),
     ]);
     // other sources, same project and time: the saved selection reads edge_logs only
     await server.index('postgres_logs', [{ id: 'postgres', timestamp: '2024-01-01T00:40:00.000000Z', event_message: 'db', project: 'abc', metadata: {} }]);
@@ -46,7 +53,13 @@ describe('logs.all (docs/design/SPEC.md 4.2)', () => {
   });
 
   it('an empty or absent bound means no bound', async () => {
-    expect(ids((await logs({ project: 'abc', iso_timestamp_start: '', iso_timestamp_end: END })).body.result)).toEqual(['at-end', 'tie-b', 'tie-a', 'after-start', 'at-start']);
+    expect(ids((await logs({ project: 'abc', iso_timestamp_start: '', iso_timestamp_end: END })).body.result)).toEqual([
+      'at-end',
+      'tie-b',
+      'tie-a',
+      'after-start',
+      'at-start',
+    ]);
     expect(ids((await logs({ project: 'abc', iso_timestamp_start: START })).body.result)).toEqual(['after-end', 'at-end', 'tie-b', 'tie-a', 'after-start']);
     expect(ids((await logs({ project: 'abc', iso_timestamp_start: '', iso_timestamp_end: '' })).body.result)).toHaveLength(6);
   });
@@ -97,7 +110,10 @@ describe('logs.all (docs/design/SPEC.md 4.2)', () => {
   });
 
   it('is reachable by its UUID', async () => {
-    const response = await server.app.inject({ url: `/api/endpoints/query/${logsAll.id}?project=abc&iso_timestamp_start=${START}&iso_timestamp_end=${END}`, headers: { 'x-api-key': BOOTSTRAP_KEY } });
+    const response = await server.app.inject({
+      url: `/api/endpoints/query/${logsAll.id}?project=abc&iso_timestamp_start=${START}&iso_timestamp_end=${END}`,
+      headers: { 'x-api-key': BOOTSTRAP_KEY },
+    });
     expect(ids((response.json() as { result: LogRow[] }).result)).toEqual(['at-end', 'tie-b', 'tie-a', 'after-start']);
   });
 });

@@ -118,7 +118,12 @@ describe('project patterns in Elasticsearch match what JavaScript RegExp matches
       index,
       size: 100,
       _source: false,
-      query: { nested: { path: 'metadata.request', query: { regexp: { 'metadata.request.url': { value: luceneRegexpForContains(pattern, 'project'), flags: 'NONE' } } } } },
+      query: {
+        nested: {
+          path: 'metadata.request',
+          query: { regexp: { 'metadata.request.url': { value: luceneRegexpForContains(pattern, 'project'), flags: 'NONE' } } },
+        },
+      },
     });
     const actual = response.hits.hits.map((hit) => hit._id!).sort();
     expect(actual).toEqual(expected);
@@ -131,7 +136,20 @@ describe('project patterns in Elasticsearch match what JavaScript RegExp matches
         index,
         size: 100,
         _source: false,
-        query: { nested: { path: 'metadata.request', query: { regexp: { 'metadata.request.url': { value: luceneRegexpForContains(pattern, 'project'), flags: 'NONE', max_determinized_states: DEFAULT_REGEX_LIMITS.maxDeterminizedStates } } } } },
+        query: {
+          nested: {
+            path: 'metadata.request',
+            query: {
+              regexp: {
+                'metadata.request.url': {
+                  value: luceneRegexpForContains(pattern, 'project'),
+                  flags: 'NONE',
+                  max_determinized_states: DEFAULT_REGEX_LIMITS.maxDeterminizedStates,
+                },
+              },
+            },
+          },
+        },
       });
       expect(response.hits.hits.map((hit) => hit._id!).sort(), pattern).toEqual(expected);
     }

@@ -17,12 +17,15 @@ describe('log store failures', () => {
       await server.close();
     });
 
-    it.each(['/api/endpoints/query/logs.all?project=abc', '/api/endpoints/query/usage.api-counts?interval=hourly&project=abc'])('%s: 503 store_unavailable', async (url) => {
-      const response = await server.app.inject({ url, headers });
-      expect(response.statusCode).toBe(503);
-      expect(response.json()).toMatchObject({ error: { code: 'store_unavailable' } });
-      expect((response.json() as { error: { message: string } }).error.message).toMatch(/unreachable/);
-    });
+    it.each(['/api/endpoints/query/logs.all?project=abc', '/api/endpoints/query/usage.api-counts?interval=hourly&project=abc'])(
+      '%s: 503 store_unavailable',
+      async (url) => {
+        const response = await server.app.inject({ url, headers });
+        expect(response.statusCode).toBe(503);
+        expect(response.json()).toMatchObject({ error: { code: 'store_unavailable' } });
+        expect((response.json() as { error: { message: string } }).error.message).toMatch(/unreachable/);
+      },
+    );
   });
 
   describe('query over QUERY_TIMEOUT_MS', () => {
@@ -62,7 +65,10 @@ describe('log store failures', () => {
     beforeAll(async () => {
       server = await startEndpointServer({ now: NOW });
       // yesterday's partition holds events and stays available; today's is made by each test
-      await server.index('edge_logs', [edgeEvent('e0', '2023-12-31T23:40:00.000000Z', 'abc', rest), edgeEvent('e1', '2023-12-31T23:50:00.000000Z', 'abc', rest)]);
+      await server.index('edge_logs', [
+        edgeEvent('e0', '2023-12-31T23:40:00.000000Z', 'abc', rest),
+        edgeEvent('e1', '2023-12-31T23:50:00.000000Z', 'abc', rest),
+      ]);
     });
 
     afterAll(async () => {
@@ -81,7 +87,11 @@ describe('log store failures', () => {
      * primary held unassigned (its filter names no node) as a loaded node may hold it for a while.
      */
     async function newPartitionHeld(): Promise<void> {
-      await server.elasticsearch.indices.create({ index: today(), settings: { 'index.routing.allocation.require._name': 'no-such-node' }, wait_for_active_shards: 0 });
+      await server.elasticsearch.indices.create({
+        index: today(),
+        settings: { 'index.routing.allocation.require._name': 'no-such-node' },
+        wait_for_active_shards: 0,
+      });
     }
 
     it('a new partition whose shard has not started holds no event: the answer leaves it out, at once', async () => {
@@ -96,7 +106,12 @@ describe('log store failures', () => {
         const usage = await server.app.inject({ url: '/api/endpoints/query/usage.api-counts?interval=hourly&project=abc', headers });
         expect(usage.statusCode, usage.body).toBe(200);
         for (const sandbox of [{ lql: 'f:edge_logs ~GET' }, { sql: 'select id from edge_logs order by timestamp' }]) {
-          const answer = await server.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', headers: { ...headers, 'content-type': 'application/json' }, payload: { project: 'abc', ...sandbox } });
+          const answer = await server.app.inject({
+            method: 'POST',
+            url: '/api/endpoints/query/logs.all',
+            headers: { ...headers, 'content-type': 'application/json' },
+            payload: { project: 'abc', ...sandbox },
+          });
           expect(answer.statusCode, answer.body).toBe(200);
           expect(ids(answer)).toEqual(['e0', 'e1']);
         }

@@ -15,7 +15,11 @@ describe('usage.api-counts (docs/design/SPEC.md 4.1)', () => {
 
   const usage = async (query: Record<string, string>, key = BOOTSTRAP_KEY) => {
     const response = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/usage.api-counts', query, headers: { 'x-api-key': key } });
-    return { status: response.statusCode, headers: response.headers, body: response.json() as { result: Record<string, unknown>[]; error?: { code: string; message: string } } };
+    return {
+      status: response.statusCode,
+      headers: response.headers,
+      body: response.json() as { result: Record<string, unknown>[]; error?: { code: string; message: string } },
+    };
   };
 
   beforeAll(async () => {
@@ -106,10 +110,16 @@ describe('usage.api-counts (docs/design/SPEC.md 4.1)', () => {
     ]);
   });
 
-  it('a key limited to projects counts only its projects\' events', async () => {
+  it("a key limited to projects counts only its projects' events", async () => {
     const response = await usage({ interval: 'hourly', project: 'abc\\.supabase\\.co' }, limitedKey);
     expect(response.status).toBe(200);
-    expect(response.body.result[1]).toEqual({ timestamp: '2024-03-10T12:00:00', total_rest_requests: 2, total_storage_requests: 0, total_auth_requests: 2, total_realtime_requests: 2 });
+    expect(response.body.result[1]).toEqual({
+      timestamp: '2024-03-10T12:00:00',
+      total_rest_requests: 2,
+      total_storage_requests: 0,
+      total_auth_requests: 2,
+      total_realtime_requests: 2,
+    });
   });
 
   it('moves the window with the clock: an hour later only events from 12:34:56.789 on count', async () => {
@@ -149,7 +159,12 @@ describe('usage.api-counts row cap', () => {
     // 1100 minute buckets from now on: more than the 1000-row maximum
     await server.index(
       'edge_logs',
-      Array.from({ length: 1100 }, (_, minute) => edgeEvent(`cap-${minute}`, storedTimestamp(at('2024-05-01T00:00:00.000Z') + minute * 60_000 + 1000), 'cap', { url: 'https://cap.supabase.co/rest/v1/x', path: '/rest/v1/x' })),
+      Array.from({ length: 1100 }, (_, minute) =>
+        edgeEvent(`cap-${minute}`, storedTimestamp(at('2024-05-01T00:00:00.000Z') + minute * 60_000 + 1000), 'cap', {
+          url: 'https://cap.supabase.co/rest/v1/x',
+          path: '/rest/v1/x',
+        }),
+      ),
     );
   });
 
@@ -158,7 +173,10 @@ describe('usage.api-counts row cap', () => {
   });
 
   it('returns at most 1000 rows, the oldest buckets first', async () => {
-    const response = await server.app.inject({ url: '/api/endpoints/query/usage.api-counts?interval=minutely&project=cap', headers: { 'x-api-key': BOOTSTRAP_KEY } });
+    const response = await server.app.inject({
+      url: '/api/endpoints/query/usage.api-counts?interval=minutely&project=cap',
+      headers: { 'x-api-key': BOOTSTRAP_KEY },
+    });
     const rows = (response.json() as { result: { timestamp: string; total_rest_requests: number }[] }).result;
     expect(rows).toHaveLength(1000);
     expect(rows[0]).toMatchObject({ timestamp: '2024-05-01T00:00:00', total_rest_requests: 1 });

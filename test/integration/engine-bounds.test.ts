@@ -76,7 +76,9 @@ beforeAll(async () => {
   const start = Date.UTC(2024, 0, 1, 1);
   await server.index(
     'edge_logs',
-    Array.from({ length: EVENTS }, (_, n) => edgeEvent(`e-${n}`, storedTimestamp(start + n * 1000), 'default', { url: `https://x.co/p${n % 7}`, path: `/p${n % 7}` })),
+    Array.from({ length: EVENTS }, (_, n) =>
+      edgeEvent(`e-${n}`, storedTimestamp(start + n * 1000), 'default', { url: `https://x.co/p${n % 7}`, path: `/p${n % 7}` }),
+    ),
   );
   // parsed texts, field catalogs and engine processes ready, so the tests below see only their own work; the endless
   // query, from a key of its own, is seen to run into the time limit
@@ -94,7 +96,9 @@ describe('results are bounded inside the engine', () => {
     const rowsBefore = await counter('sandbox_engine_result_rows_total');
     const truncatedBefore = await counter('sandbox_engine_truncated_results_total');
     // 3000 x 1000 rows: one array of 3,000,000 elements would pass the byte cap as a value (see the last group below)
-    const response = await sandboxed('select a * 1000 + b as x from unnest(generate_array(0, 2999)) as a cross join unnest(generate_array(1, 1000)) as b order by x');
+    const response = await sandboxed(
+      'select a * 1000 + b as x from unnest(generate_array(0, 2999)) as a cross join unnest(generate_array(1, 1000)) as b order by x',
+    );
     expect(response.statusCode, response.body.slice(0, 300)).toBe(200);
     const rows = response.json().result as { x: number }[];
     expect(rows).toHaveLength(1000);
@@ -161,7 +165,8 @@ describe('engine processes are shared fairly between keys', () => {
   it('time spent waiting for a process counts against QUERY_TIMEOUT_MS: a queued query gets 504, never a late 200', async () => {
     const [first, second, waiting] = [await server.createKey({}), await server.createKey({}), await server.createKey({})];
     // each key known to the service already, so that nothing but the queued query's scan waits on Elasticsearch below
-    for (const key of [first, second, waiting]) expect((await server.app.inject({ url: '/api/endpoints/query/logs.all?project=default', headers: { 'x-api-key': key } })).statusCode).toBe(200);
+    for (const key of [first, second, waiting])
+      expect((await server.app.inject({ url: '/api/endpoints/query/logs.all?project=default', headers: { 'x-api-key': key } })).statusCode).toBe(200);
     const order: string[] = [];
     const track = (name: string, response: Promise<LightMyRequestResponse>) =>
       response.then((settledResponse) => {
@@ -248,6 +253,8 @@ describe('no value larger than the result byte cap is built in the engine', () =
     const response = await sandboxed('select x from unnest(generate_array(1, 3000000)) as x');
     expect(response.statusCode, response.body.slice(0, 300)).toBe(400);
     expect(response.json().error.code).toBe('query_too_expensive');
-    expect(response.json().error.message).toMatch(/^GENERATE_ARRAY would build an array of more than 131072 elements, 8 bytes each, more than the 1048576 bytes .*\(SANDBOX_MAX_RESULT_BYTES\)/);
+    expect(response.json().error.message).toMatch(
+      /^GENERATE_ARRAY would build an array of more than 131072 elements, 8 bytes each, more than the 1048576 bytes .*\(SANDBOX_MAX_RESULT_BYTES\)/,
+    );
   });
 });

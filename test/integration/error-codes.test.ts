@@ -23,14 +23,25 @@ describe('error codes over HTTP', () => {
   }
 
   it('bad_parameter: a missing, unknown-valued or unparseable parameter, named in the message', async () => {
-    expect(await call('/api/endpoints/query/usage.api-counts?interval=weekly&project=default')).toMatchObject({ status: 400, code: 'bad_parameter', message: expect.stringContaining('interval') });
+    expect(await call('/api/endpoints/query/usage.api-counts?interval=weekly&project=default')).toMatchObject({
+      status: 400,
+      code: 'bad_parameter',
+      message: expect.stringContaining('interval'),
+    });
     expect(await call('/api/endpoints/query/logs.all')).toMatchObject({ status: 400, code: 'bad_parameter', message: expect.stringContaining('project') });
-    expect(await call('/api/endpoints/query/logs.all?project=default&iso_timestamp_start=yesterday-ish')).toMatchObject({ status: 400, code: 'bad_parameter', message: expect.stringContaining('iso_timestamp_start') });
+    expect(await call('/api/endpoints/query/logs.all?project=default&iso_timestamp_start=yesterday-ish')).toMatchObject({
+      status: 400,
+      code: 'bad_parameter',
+      message: expect.stringContaining('iso_timestamp_start'),
+    });
   });
 
   it('invalid_pattern: a project pattern that is not a regular expression', async () => {
     for (const pattern of ['(abc', 'a{3,1}', '*x', '[z-a]']) {
-      expect(await call(`/api/endpoints/query/usage.api-counts?interval=hourly&project=${encodeURIComponent(pattern)}`)).toMatchObject({ status: 400, code: 'invalid_pattern' });
+      expect(await call(`/api/endpoints/query/usage.api-counts?interval=hourly&project=${encodeURIComponent(pattern)}`)).toMatchObject({
+        status: 400,
+        code: 'invalid_pattern',
+      });
     }
   });
 
@@ -41,9 +52,17 @@ describe('error codes over HTTP', () => {
   });
 
   it('bad_request: a body that is not what its content type says', async () => {
-    const malformed = await call('/api/endpoints/query/logs.all', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"project": "default",' });
+    const malformed = await call('/api/endpoints/query/logs.all', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"project": "default",',
+    });
     expect(malformed).toMatchObject({ status: 400, code: 'bad_request' });
-    const unsupported = await call('/api/endpoints/query/logs.all', { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<project>default</project>' });
+    const unsupported = await call('/api/endpoints/query/logs.all', {
+      method: 'POST',
+      headers: { 'content-type': 'application/xml' },
+      body: '<project>default</project>',
+    });
     expect(unsupported.code).toBe('bad_request');
     expect(unsupported.status).toBe(415);
   });

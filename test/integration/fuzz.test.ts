@@ -112,7 +112,23 @@ const parameterName = fc.oneof(
   { weight: 1, arbitrary: anyText(20) },
 );
 const parameterValue = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom('hourly', 'daily', 'minutely', 'default', 'abc', '.*', '^https://', '2024-01-01T00:00:00Z', '', 'select id from edge_logs', 'f:edge_logs m.level:error', 'true') },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      'hourly',
+      'daily',
+      'minutely',
+      'default',
+      'abc',
+      '.*',
+      '^https://',
+      '2024-01-01T00:00:00Z',
+      '',
+      'select id from edge_logs',
+      'f:edge_logs m.level:error',
+      'true',
+    ),
+  },
   { weight: 3, arbitrary: anyText(200) },
   { weight: 1, arbitrary: fc.integer({ min: 1000, max: 60_000 }).map((length) => 'x('.repeat(length / 2)) },
   { weight: 1, arbitrary: fc.constantFrom(...SQL_ATTACKS.map((attack) => attack.sql).filter((sql) => sql.length < 8000)) },
@@ -120,29 +136,84 @@ const parameterValue = fc.oneof(
 );
 const rawQueryBytes = fc.uint8Array({ maxLength: 64 }).map((bytes) => [...bytes].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join(''));
 
-const endpointPath = fc.constantFrom(...[logsAll.name, logsAll.id, usageApiCounts.name, usageApiCounts.id.toUpperCase()].map((name) => `/api/endpoints/query/${name}`));
+const endpointPath = fc.constantFrom(
+  ...[logsAll.name, logsAll.id, usageApiCounts.name, usageApiCounts.id.toUpperCase()].map((name) => `/api/endpoints/query/${name}`),
+);
 const path = fc.oneof(
   { weight: 8, arbitrary: endpointPath },
-  { weight: 1, arbitrary: fc.constantFrom('/health', '/ready', '/metrics', '/openapi.json', '/docs', '/', '/api/', '/api/endpoints/query/', '/%2e%2e/%2e%2e/etc/passwd', '/api/endpoints/query/%ff', '/%61pi/endpoints/query/logs.all', `/api/endpoints/query/${'n'.repeat(600)}`) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '/health',
+      '/ready',
+      '/metrics',
+      '/openapi.json',
+      '/docs',
+      '/',
+      '/api/',
+      '/api/endpoints/query/',
+      '/%2e%2e/%2e%2e/etc/passwd',
+      '/api/endpoints/query/%ff',
+      '/%61pi/endpoints/query/logs.all',
+      `/api/endpoints/query/${'n'.repeat(600)}`,
+    ),
+  },
   { weight: 2, arbitrary: fc.uint8Array({ maxLength: 80 }).map((bytes) => `/api/endpoints/query/${percentEncoded(bytes)}`) },
   { weight: 1, arbitrary: anyText(40).map((text) => `/${percentEncoded(text)}`) },
 );
 const query = fc.oneof(
-  { weight: 6, arbitrary: fc.array(fc.tuple(parameterName, parameterValue), { maxLength: 6 }).map((pairs) => pairs.map(([name, value]) => `${percentEncoded(name)}=${percentEncoded(value)}`).join('&')) },
+  {
+    weight: 6,
+    arbitrary: fc
+      .array(fc.tuple(parameterName, parameterValue), { maxLength: 6 })
+      .map((pairs) => pairs.map(([name, value]) => `${percentEncoded(name)}=${percentEncoded(value)}`).join('&')),
+  },
   { weight: 1, arbitrary: fc.tuple(rawQueryBytes, rawQueryBytes).map(([name, value]) => `${name}=${value}`) },
 );
-const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/json; charset=latin1', '*/*', 'application/octet-stream');
+const contentType = fc.constantFrom(
+  'application/json',
+  'application/json; charset=utf-8',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/xml',
+  'application/json; charset=latin1',
+  '*/*',
+  'application/octet-stream',
+);
 const body = fc.oneof(
-  { weight: 3, arbitrary: fc.dictionary(parameterName, fc.oneof(parameterValue, fc.integer(), fc.boolean(), fc.constant(null), fc.array(parameterValue, { maxLength: 3 }), fc.object({ maxDepth: 2 })), { maxKeys: 6 }).map((object) => Buffer.from(JSON.stringify(object))) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .dictionary(
+        parameterName,
+        fc.oneof(parameterValue, fc.integer(), fc.boolean(), fc.constant(null), fc.array(parameterValue, { maxLength: 3 }), fc.object({ maxDepth: 2 })),
+        { maxKeys: 6 },
+      )
+      .map((object) => Buffer.from(JSON.stringify(object))),
+  },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 2048 }).map((bytes) => Buffer.from(bytes)) },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((value) => Buffer.from(JSON.stringify(value) ?? 'null')) },
-  { weight: 1, arbitrary: fc.constantFrom('{"__proto__": {"project": "x"}}', '{"project": "abc", "sql": 5}', '[]', '"str"', '{', '{"project": "abc", "lql": ["a"]}').map((text) => Buffer.from(text)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('{"__proto__": {"project": "x"}}', '{"project": "abc", "sql": 5}', '[]', '"str"', '{', '{"project": "abc", "lql": ["a"]}')
+      .map((text) => Buffer.from(text)),
+  },
 );
 const headers = fc.record(
   {
-    'x-api-key': fc.oneof({ weight: 8, arbitrary: fc.constant(KEY) }, { weight: 1, arbitrary: printable(80) }, { weight: 1, arbitrary: fc.constant('lpk_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA') }),
+    'x-api-key': fc.oneof(
+      { weight: 8, arbitrary: fc.constant(KEY) },
+      { weight: 1, arbitrary: printable(80) },
+      { weight: 1, arbitrary: fc.constant('lpk_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA') },
+    ),
     authorization: fc.oneof(printable(60), fc.constant(`Bearer ${KEY}`)),
-    'svc-endpoint-redact-pii': fc.oneof(fc.constantFrom('true', 'false', 'TRUE', ' false ', '1', 'yes', 'true;', ''), printable(20), fc.constant(['true', 'false'] as string[])),
+    'svc-endpoint-redact-pii': fc.oneof(
+      fc.constantFrom('true', 'false', 'TRUE', ' false ', '1', 'yes', 'true;', ''),
+      printable(20),
+      fc.constant(['true', 'false'] as string[]),
+    ),
     'x-request-id': printable(200),
     accept: fc.constantFrom('*/*', 'application/json', 'text/html', 'application/xml'),
     'x-fuzz': printable(2000),
@@ -151,7 +222,14 @@ const headers = fc.record(
 );
 const fuzzRequest = fc
   // HEAD is left out: a HEAD refused by Node's HTTP parser itself (an oversized head) gets the envelope body, which HEAD clients reject (docs/known-gaps.md)
-  .record({ method: fc.constantFrom('GET', 'GET', 'GET', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'), path, query, headers, contentType, body: fc.option(body, { nil: undefined }) })
+  .record({
+    method: fc.constantFrom('GET', 'GET', 'GET', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'),
+    path,
+    query,
+    headers,
+    contentType,
+    body: fc.option(body, { nil: undefined }),
+  })
   .map(({ method, path, query, headers, contentType, body }): FuzzRequest => {
     const all: Record<string, string | string[]> = { ...headers };
     if (body !== undefined) all['content-type'] = contentType;
@@ -174,7 +252,10 @@ describe('fuzzing the query service over HTTP', () => {
     await Promise.all(SOURCE_NAMES.map((source) => ensureEventIndex(elasticsearch, legacyIndexName(prefix, source), 0)));
     const now = Date.now();
     const events = Array.from({ length: 50 }, (_, i) =>
-      edgeEvent(`fuzz-${i}`, new Date(now - i * 60_000).toISOString().replace('Z', '000Z'), i % 2 === 0 ? 'abc' : 'default', { url: `https://abc.supabase.co/rest/v1/t${i}?ip=203.0.113.${i}`, path: `/rest/v1/t${i}` }),
+      edgeEvent(`fuzz-${i}`, new Date(now - i * 60_000).toISOString().replace('Z', '000Z'), i % 2 === 0 ? 'abc' : 'default', {
+        url: `https://abc.supabase.co/rest/v1/t${i}?ip=203.0.113.${i}`,
+        path: `/rest/v1/t${i}`,
+      }),
     );
     await elasticsearch.bulk({ refresh: true, operations: events.flatMap((event) => [{ index: { _index: edge, _id: event.id } }, event]) });
     service = await startServiceProcess({
@@ -191,12 +272,19 @@ describe('fuzzing the query service over HTTP', () => {
     // warm-up, outside the measured time: the first /health waits for its dependency check, the
     // first SQL starts the parser thread, the first query the engine runs forks its processes
     await fetch(`${service.address}/health`);
-    const warmUp = ['select 1', 'select r.path, count(*) as n from edge_logs t cross join unnest(t.metadata) as m cross join unnest(m.request) as r group by r.path'];
+    const warmUp = [
+      'select 1',
+      'select r.path, count(*) as n from edge_logs t cross join unnest(t.metadata) as m cross join unnest(m.request) as r group by r.path',
+    ];
     for (const sql of warmUp) {
-      const response = await fetch(`${service.address}/api/endpoints/query/logs.all?project=abc&sql=${encodeURIComponent(sql)}`, { headers: { 'x-api-key': KEY } });
+      const response = await fetch(`${service.address}/api/endpoints/query/logs.all?project=abc&sql=${encodeURIComponent(sql)}`, {
+        headers: { 'x-api-key': KEY },
+      });
       expect(response.status, await response.text()).toBe(200);
     }
-    await fetch(`${service.address}/api/endpoints/query/logs.all?project=abc&lql=${encodeURIComponent('f:edge_logs c:count(*) c:group_by(t::minute)')}`, { headers: { 'x-api-key': KEY } });
+    await fetch(`${service.address}/api/endpoints/query/logs.all?project=abc&lql=${encodeURIComponent('f:edge_logs c:count(*) c:group_by(t::minute)')}`, {
+      headers: { 'x-api-key': KEY },
+    });
     poller = healthPoller(service.address);
   }, 180_000);
 
@@ -220,7 +308,12 @@ describe('fuzzing the query service over HTTP', () => {
         const request: FuzzRequest =
           text.length < 60_000
             ? { method: 'GET', path: `/api/endpoints/query/${endpoint}?${new URLSearchParams(parameters).toString()}`, headers: { 'x-api-key': KEY } }
-            : { method: 'POST', path: `/api/endpoints/query/${endpoint}`, headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: Buffer.from(text) };
+            : {
+                method: 'POST',
+                path: `/api/endpoints/query/${endpoint}`,
+                headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+                body: Buffer.from(text),
+              };
         const started = performance.now();
         checkAnswer(request, await send(service.address, request));
         slowest.push([performance.now() - started, `${endpoint} ${JSON.stringify(sandbox).slice(0, 80)}`]);
@@ -228,7 +321,12 @@ describe('fuzzing the query service over HTTP', () => {
       }
     }
     slowest.sort((a, b) => b[0] - a[0]);
-    console.log(`fuzz: slowest attack cases: ${slowest.slice(0, 5).map(([ms, label]) => `${ms.toFixed(0)} ms ${label}`).join('; ')}`);
+    console.log(
+      `fuzz: slowest attack cases: ${slowest
+        .slice(0, 5)
+        .map(([ms, label]) => `${ms.toFixed(0)} ms ${label}`)
+        .join('; ')}`,
+    );
   }, 600_000);
 
   it(`${RANDOM_RUNS} random requests (parameters, headers, paths, bodies, methods): never a 5xx, always the envelope`, async () => {
@@ -239,9 +337,16 @@ describe('fuzzing the query service over HTTP', () => {
         tried += 1;
       }),
       // a counterexample can hold 60 KB of text: report its start only
-      { numRuns: RANDOM_RUNS, endOnFailure: true, reporter: (details) => {
-        if (details.failed) throw new Error(`fuzz failed after ${details.numRuns} runs (seed ${details.seed}): ${String(details.errorInstance).slice(0, 600)}\n${JSON.stringify(details.counterexample).slice(0, 600)}`);
-      } },
+      {
+        numRuns: RANDOM_RUNS,
+        endOnFailure: true,
+        reporter: (details) => {
+          if (details.failed)
+            throw new Error(
+              `fuzz failed after ${details.numRuns} runs (seed ${details.seed}): ${String(details.errorInstance).slice(0, 600)}\n${JSON.stringify(details.counterexample).slice(0, 600)}`,
+            );
+        },
+      },
     );
   }, 600_000);
 

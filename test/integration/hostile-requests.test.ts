@@ -15,7 +15,11 @@ const NOW = Date.UTC(2024, 0, 1, 12, 30);
 const headers = { 'x-api-key': BOOTSTRAP_KEY };
 
 /** A raw HTTP/1.1 exchange, for what fetch and inject cannot send (a repeated header). */
-function rawGet(address: string, path: string, requestHeaders: Record<string, string | string[]>): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+function rawGet(
+  address: string,
+  path: string,
+  requestHeaders: Record<string, string | string[]>,
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(`${address}${path}`, { headers: requestHeaders }, (response) => {
       let body = '';
@@ -28,7 +32,11 @@ function rawGet(address: string, path: string, requestHeaders: Record<string, st
   });
 }
 
-function expectEnvelope(response: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code: string): { code: string; message: string } {
+function expectEnvelope(
+  response: { statusCode: number; headers: Record<string, unknown>; body: string },
+  status: number,
+  code: string,
+): { code: string; message: string } {
   expect(response.statusCode).toBe(status);
   expect(response.headers['content-type']).toMatch(/^application\/json/);
   expect(response.headers['x-request-id']).toEqual(expect.any(String));
@@ -46,11 +54,26 @@ describe('hostile requests against the query service', () => {
     server = await startEndpointServer({ now: NOW, overrides: { RATE_LIMIT_PER_MINUTE: '0' } });
     address = await server.app.listen({ host: '127.0.0.1', port: 0 });
     await server.index('edge_logs', [
-      edgeEvent('issue-ips', '2024-01-01T12:10:00.000000Z', 'abc', {
-        url: 'https://abc.supabase.co/rest/v1/t?ip=2001:db8::1_end&h=%5B2001%3Adb8%3A%3A9%5D&v4=198%2E51%2E100%2E14',
-        path: '/rest/v1/t',
-        headers: { '203.0.113.50': 'yes', forwarded: '[2001:db8::9]:8080' },
-      }, { notes: ['2001:db8::28: connection refused', 'ip:::1', 'host.2001:db8::7', 'client_2001:db8::5', '2001:db8::6ms', '2001:db8:85a3:0:0:8a2e:370:7334:443'] }),
+      edgeEvent(
+        'issue-ips',
+        '2024-01-01T12:10:00.000000Z',
+        'abc',
+        {
+          url: 'https://abc.supabase.co/rest/v1/t?ip=2001:db8::1_end&h=%5B2001%3Adb8%3A%3A9%5D&v4=198%2E51%2E100%2E14',
+          path: '/rest/v1/t',
+          headers: { '203.0.113.50': 'yes', forwarded: '[2001:db8::9]:8080' },
+        },
+        {
+          notes: [
+            '2001:db8::28: connection refused',
+            'ip:::1',
+            'host.2001:db8::7',
+            'client_2001:db8::5',
+            '2001:db8::6ms',
+            '2001:db8:85a3:0:0:8a2e:370:7334:443',
+          ],
+        },
+      ),
     ]);
   });
 
@@ -62,10 +85,20 @@ describe('hostile requests against the query service', () => {
     it('redacts every address of the issue, in values and keys, over HTTP', async () => {
       const plain = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers });
       expect(plain.body).toContain('203.0.113.50');
-      const redacted = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers: { ...headers, 'svc-endpoint-redact-pii': ' TRUE ' } });
+      const redacted = await server.app.inject({
+        url: '/api/endpoints/query/logs.all?project=abc',
+        headers: { ...headers, 'svc-endpoint-redact-pii': ' TRUE ' },
+      });
       expect(redacted.statusCode).toBe(200);
       expect(redacted.body).not.toMatch(/2001|db8|203\.0\.113|198%2E51|198\.51|:::1/);
-      expect(redacted.json().result[0].metadata[0].notes).toEqual(['REDACTED: connection refused', 'ip:REDACTED', 'host.REDACTED', 'client_REDACTED', 'REDACTEDms', 'REDACTED:443']);
+      expect(redacted.json().result[0].metadata[0].notes).toEqual([
+        'REDACTED: connection refused',
+        'ip:REDACTED',
+        'host.REDACTED',
+        'client_REDACTED',
+        'REDACTEDms',
+        'REDACTED:443',
+      ]);
       expect(redacted.json().result[0].metadata[0].request[0].headers[0]).toEqual({ REDACTED: 'yes', forwarded: '[REDACTED]:8080' });
     });
 
@@ -80,16 +113,22 @@ describe('hostile requests against the query service', () => {
 
     it.each(['svc-endpoint-redact-pii', 'lf-endpoint-redact-pii'])('refuses a repeated %s header sent over real HTTP', async (name) => {
       const response = await rawGet(address, '/api/endpoints/query/logs.all?project=abc', { ...headers, [name]: ['true', 'true'] });
-      expect(expectEnvelope({ statusCode: response.status, headers: response.headers, body: response.body }, 400, 'bad_request').message).toMatch(/must be exactly true or false/);
+      expect(expectEnvelope({ statusCode: response.status, headers: response.headers, body: response.body }, 400, 'bad_request').message).toMatch(
+        /must be exactly true or false/,
+      );
     });
   });
 
   describe('project patterns', () => {
     it('answers 3,000 nested parentheses with 400, not 500', async () => {
-      const pattern = '('.repeat(3000) + 'a' + ')'.repeat(3000);
+      const pattern = `${'('.repeat(3000)}a${')'.repeat(3000)}`;
       const response = await server.app.inject({ url: '/api/endpoints/query/usage.api-counts', query: { interval: 'hourly', project: pattern }, headers });
       expect(expectEnvelope(response, 400, 'pattern_too_complex').message).toMatch(/more than 1000/);
-      const nested = await server.app.inject({ url: '/api/endpoints/query/usage.api-counts', query: { interval: 'hourly', project: '('.repeat(40) + 'a' + ')'.repeat(40) }, headers });
+      const nested = await server.app.inject({
+        url: '/api/endpoints/query/usage.api-counts',
+        query: { interval: 'hourly', project: `${'('.repeat(40)}a${')'.repeat(40)}` },
+        headers,
+      });
       expect(expectEnvelope(nested, 400, 'pattern_too_complex').message).toMatch(/nests groups more than 32 deep/);
     });
 
@@ -105,7 +144,7 @@ describe('hostile requests against the query service', () => {
   });
 
   describe('store refusals', () => {
-    it('a query tripping the store\'s request circuit breaker gets 400 query_too_expensive with the reason, and others keep being answered', async () => {
+    it("a query tripping the store's request circuit breaker gets 400 query_too_expensive with the reason, and others keep being answered", async () => {
       const url = '/api/endpoints/query/usage.api-counts?interval=daily&project=breaker';
       // a breaker limit no aggregation fits in, for as short a time as one request takes
       await server.elasticsearch.cluster.putSettings({ transient: { 'indices.breaker.request.limit': '1b' } });
@@ -115,7 +154,9 @@ describe('hostile requests against the query service', () => {
       } finally {
         await server.elasticsearch.cluster.putSettings({ transient: { 'indices.breaker.request.limit': null } });
       }
-      expect(expectEnvelope(tripped, 400, 'query_too_expensive').message).toMatch(/more memory than the log store allows one request \(\[request\] Data too large/);
+      expect(expectEnvelope(tripped, 400, 'query_too_expensive').message).toMatch(
+        /more memory than the log store allows one request \(\[request\] Data too large/,
+      );
       const after = await server.app.inject({ url, headers });
       expect(after.statusCode).toBe(200);
       expect(after.headers['x-cache']).toBe('MISS');
@@ -150,7 +191,9 @@ describe('hostile requests against the query service', () => {
     it('wrong content types, bodies too large, bodies that are not objects, __proto__ keys, a non-string sql', async () => {
       const post = (payload: string, contentType = 'application/json') =>
         server.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', headers: { ...headers, 'content-type': contentType }, payload });
-      expect(expectEnvelope(await post('project=abc', 'application/x-www-form-urlencoded'), 415, 'bad_request').message).toMatch(/unsupported content type: send the parameters as a JSON object/);
+      expect(expectEnvelope(await post('project=abc', 'application/x-www-form-urlencoded'), 415, 'bad_request').message).toMatch(
+        /unsupported content type: send the parameters as a JSON object/,
+      );
       expectEnvelope(await post('x', 'text/plain'), 415, 'bad_request');
       expectEnvelope(await post(JSON.stringify({ project: 'abc', padding: 'x'.repeat(1024 * 1024) })), 413, 'request_too_large');
       expect(expectEnvelope(await post('{"project": '), 400, 'bad_request').message).toMatch(/body is not valid JSON/);
@@ -158,7 +201,9 @@ describe('hostile requests against the query service', () => {
       expect(expectEnvelope(await post('{"__proto__": {"project": "abc"}}'), 400, 'bad_request').message).toMatch(/holds the key "__proto__"/);
       expect(expectEnvelope(await post('{"\\u005f_proto__": {}}'), 400, 'bad_request').message).toMatch(/holds the key "__proto__"/);
       expect(expectEnvelope(await post('{"project": "abc", "sql": 5}'), 400, 'bad_parameter').message).toMatch(/sql must be a string .* got number/);
-      expect(expectEnvelope(await post('{"project": "abc", "sql": {"select": 1}}'), 400, 'bad_parameter').message).toMatch(/sql must be a string .* got object/);
+      expect(expectEnvelope(await post('{"project": "abc", "sql": {"select": 1}}'), 400, 'bad_parameter').message).toMatch(
+        /sql must be a string .* got object/,
+      );
     });
   });
 
@@ -226,7 +271,13 @@ describe('failed authentication', () => {
       lookUps += 1;
       return find(keyId);
     };
-    const authenticator = new Authenticator({ keyStore: store, bootstrapKey: BOOTSTRAP_KEY, clock, cacheSeconds: 5, missCacheSeconds: config.API_KEY_MISS_CACHE_SECONDS });
+    const authenticator = new Authenticator({
+      keyStore: store,
+      bootstrapKey: BOOTSTRAP_KEY,
+      clock,
+      cacheSeconds: 5,
+      missCacheSeconds: config.API_KEY_MISS_CACHE_SECONDS,
+    });
     app = await buildServer({ config, logger: pino({ level: 'silent' }), elasticsearch, kafkaBrokers: config.KAFKA_BROKERS!, clock, authenticator });
   });
 
@@ -236,7 +287,8 @@ describe('failed authentication', () => {
     await elasticsearch.close();
   });
 
-  const call = (key: string, remoteAddress: string) => app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers: { 'x-api-key': key }, remoteAddress });
+  const call = (key: string, remoteAddress: string) =>
+    app.inject({ url: '/api/endpoints/query/logs.all?project=abc', headers: { 'x-api-key': key }, remoteAddress });
 
   it('asks the store once for an unknown key id, then refuses it from memory; both refusals take the same floor', async () => {
     const unknown = 'lpk_00000000000000aa_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
@@ -283,7 +335,10 @@ describe('slow clients', () => {
   let port: number;
 
   beforeAll(async () => {
-    server = await startEndpointServer({ now: NOW, overrides: { HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '4000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' } });
+    server = await startEndpointServer({
+      now: NOW,
+      overrides: { HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '4000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '1000' },
+    });
     await server.app.listen({ host: '127.0.0.1', port: 0 });
     port = (server.app.server.address() as { port: number }).port;
   });

@@ -5,7 +5,17 @@ import type { Config } from '../../shared/config.ts';
 import { eventIndexTemplateName } from '../../shared/event-index.ts';
 import { sourceTopic } from '../../ingest/topics.ts';
 import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
-import { deleteIndices, documentCount, ingestTestConfig, produce, silentLogger, sourceIndex, storeClient, waitFor, waitForCommittedToEnd } from '../support/ingest.ts';
+import {
+  deleteIndices,
+  documentCount,
+  ingestTestConfig,
+  produce,
+  silentLogger,
+  sourceIndex,
+  storeClient,
+  waitFor,
+  waitForCommittedToEnd,
+} from '../support/ingest.ts';
 
 /**
  * The worker reaches the suite's Elasticsearch through a TCP relay the test can close: a closed
@@ -68,14 +78,17 @@ describe('ingest: consumer lag while Elasticsearch is unreachable', () => {
   /** ingest_consumer_lag summed over the partitions of a topic, once every partition is reported. */
   const topicLag = async (topic: string): Promise<number | undefined> => {
     const text = await (await fetch(`http://127.0.0.1:${worker!.port}/metrics`)).text();
-    const values = [...text.matchAll(/^ingest_consumer_lag\{topic="([^"]+)",partition="(\d+)"\} (\d+)$/gm)].filter((match) => match[1] === topic).map((match) => Number(match[3]));
+    const values = [...text.matchAll(/^ingest_consumer_lag\{topic="([^"]+)",partition="(\d+)"\} (\d+)$/gm)]
+      .filter((match) => match[1] === topic)
+      .map((match) => Number(match[3]));
     return values.length === Number(config.INGEST_TOPIC_PARTITIONS) ? values.reduce((sum, value) => sum + value, 0) : undefined;
   };
 
   it('reports the uncommitted events during the outage and 0 once the worker has caught up', { timeout: 120_000 }, async () => {
     const topic = sourceTopic(config, 'storage_logs');
     const index = sourceIndex(config, 'storage_logs');
-    const batch = (from: number, count: number) => Array.from({ length: count }, (_, n) => ({ event_message: `object ${from + n}`, metadata: { project: 'default', seq: from + n } }));
+    const batch = (from: number, count: number) =>
+      Array.from({ length: count }, (_, n) => ({ event_message: `object ${from + n}`, metadata: { project: 'default', seq: from + n } }));
 
     await produce(config, 'storage_logs', batch(0, 50));
     await waitForCommittedToEnd(config, [topic]);

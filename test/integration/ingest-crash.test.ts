@@ -4,7 +4,17 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repositoryRoot, type Config } from '../../shared/config.ts';
 import { sourceTopic } from '../../ingest/topics.ts';
-import { deleteIndices, documentCount, ingestTestConfig, produce, sourceIndex, storeClient, testKafka, waitFor, waitForCommittedToEnd } from '../support/ingest.ts';
+import {
+  deleteIndices,
+  documentCount,
+  ingestTestConfig,
+  produce,
+  sourceIndex,
+  storeClient,
+  testKafka,
+  waitFor,
+  waitForCommittedToEnd,
+} from '../support/ingest.ts';
 
 const EVENTS = 40_000;
 
@@ -79,7 +89,12 @@ describe('ingest: the worker killed with SIGKILL mid-batch', () => {
       config,
       'edge_logs',
       // ids of their own: a send the test producer retries under load cannot add events; the worker's redelivery is what is tested
-      Array.from({ length: EVENTS }, (_, seq) => ({ id: `seq-${seq}`, event_message: `GET | 200 | event ${seq}`, project: 'default', metadata: { seq, request: { path: '/rest/v1/items', url: 'https://default.supabase.co/rest/v1/items' } } })),
+      Array.from({ length: EVENTS }, (_, seq) => ({
+        id: `seq-${seq}`,
+        event_message: `GET | 200 | event ${seq}`,
+        project: 'default',
+        metadata: { seq, request: { path: '/rest/v1/items', url: 'https://default.supabase.co/rest/v1/items' } },
+      })),
     );
     // killed while the stream is still arriving and batches are in flight
     await waitFor('part of the stream to be indexed', async () => ((await indexedSoFar(first.port)) >= EVENTS / 20 ? true : undefined));

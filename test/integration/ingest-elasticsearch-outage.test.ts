@@ -24,13 +24,23 @@ describe('ingest: Elasticsearch stopped mid-stream and restarted', () => {
   let worker: IngestWorker | undefined;
 
   const startPrivate = () =>
-    startElasticsearch({ ...artifacts, runDir, httpPort: ports.http, transportPort: ports.transport, heap: '512m', unprivilegedUser: config.STACK_ELASTICSEARCH_USER });
+    startElasticsearch({
+      ...artifacts,
+      runDir,
+      httpPort: ports.http,
+      transportPort: ports.transport,
+      heap: '512m',
+      unprivilegedUser: config.STACK_ELASTICSEARCH_USER,
+    });
 
   beforeAll(async () => {
     config = ingestTestConfig('es-outage', { INGEST_RETRY_INITIAL_MS: '100', INGEST_RETRY_MAX_MS: '1000', INGEST_BULK_MAX_EVENTS: '200' });
     artifacts = await ensureArtifacts(config.STACK_CACHE_DIR, () => {});
     const claimed = new Set<number>();
-    ports = { http: await claimPort(0, 'private elasticsearch http', 'none', claimed), transport: await claimPort(0, 'private elasticsearch transport', 'none', claimed) };
+    ports = {
+      http: await claimPort(0, 'private elasticsearch http', 'none', claimed),
+      transport: await claimPort(0, 'private elasticsearch transport', 'none', claimed),
+    };
     runDir = mkdtempSync(path.join(os.tmpdir(), 'logplatform-ingest-outage-'));
     elasticsearch = await startPrivate();
     config = { ...config, ELASTICSEARCH_URL: elasticsearch.url };

@@ -21,7 +21,12 @@ describe('ingest: partitions are created from the template as events arrive', ()
       event_message: `GET /rest/v1/items ${n}`,
       timestamp: `2024-05-01T10:00:00.${String(n).padStart(6, '0')}Z`,
       project: 'default',
-      metadata: { request: [{ url: `https://example.test/rest/v1/items?n=${n}`, path: '/rest/v1/items' }, { url: 'https://example.test/health', path: '/health' }] },
+      metadata: {
+        request: [
+          { url: `https://example.test/rest/v1/items?n=${n}`, path: '/rest/v1/items' },
+          { url: 'https://example.test/health', path: '/health' },
+        ],
+      },
     }));
     await produce(config, 'edge_logs', events);
     await waitFor(`20 events in the re-created ${index}`, async () => ((await documentCount(client, index)) === 20 ? true : undefined));
@@ -32,7 +37,12 @@ describe('ingest: partitions are created from the template as events arrive', ()
     // nested: each request record is matched on its own, so url and path of different records do not mix
     const mixed = await client.count({
       index,
-      query: { nested: { path: 'metadata.request', query: { bool: { filter: [{ term: { 'metadata.request.path': '/health' } }, { prefix: { 'metadata.request.url': 'https://example.test/rest' } }] } } } },
+      query: {
+        nested: {
+          path: 'metadata.request',
+          query: { bool: { filter: [{ term: { 'metadata.request.path': '/health' } }, { prefix: { 'metadata.request.url': 'https://example.test/rest' } }] } },
+        },
+      },
     });
     expect(mixed.count).toBe(0);
     const stored = await client.search<{ timestamp: string }>({ index, size: 1, sort: [{ timestamp: 'desc' }] });

@@ -2,7 +2,17 @@ import { CompressionTypes } from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startIngestWorker, type IngestWorker } from '../../ingest/worker.ts';
 import { ensureTopics, sourceRoutes, sourceTopic } from '../../ingest/topics.ts';
-import { documentCount, produceMessages, removeKafkaTestData, silentLogger, sourceIndex, storedIds, storeForFile, testKafka, waitForCommittedToEnd } from '../support/ingest.ts';
+import {
+  documentCount,
+  produceMessages,
+  removeKafkaTestData,
+  silentLogger,
+  sourceIndex,
+  storedIds,
+  storeForFile,
+  testKafka,
+  waitForCommittedToEnd,
+} from '../support/ingest.ts';
 
 const BATCHES = 20;
 const PER_BATCH = 100;
@@ -21,7 +31,12 @@ describe('ingest: the memory budget holds back decompression', () => {
   it('decompresses a compressed backlog a part at a time, and stores every event once', async () => {
     const admin = testKafka(config).admin();
     await admin.connect();
-    await ensureTopics(admin, sourceRoutes(config).flatMap((route) => [route.topic, route.deadLetterTopic]), 1, 1);
+    await ensureTopics(
+      admin,
+      sourceRoutes(config).flatMap((route) => [route.topic, route.deadLetterTopic]),
+      1,
+      1,
+    );
     await admin.disconnect();
     const topic = sourceTopic(config, 'edge_logs');
     const ids: string[] = [];

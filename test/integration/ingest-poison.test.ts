@@ -22,7 +22,9 @@ describe('ingest: poison messages go to the dead-letter topic and the partition 
       ['{"message": "x", "id": {"retry": 1}}', 'invalid_id'],
     ];
     const messages: (string | null)[] = [];
-    poison.forEach(([value], position) => messages.push(value, JSON.stringify({ id: `good-${position}`, event_message: `good ${position}`, project: 'default' })));
+    poison.forEach(([value], position) =>
+      messages.push(value, JSON.stringify({ id: `good-${position}`, event_message: `good ${position}`, project: 'default' })),
+    );
     await produce(config, 'edge_logs', messages, 0);
     await produce(config, 'edge_logs', [unindexable, JSON.stringify({ id: 'good-last', event_message: 'after the unindexable one' })], 0);
 
@@ -30,7 +32,9 @@ describe('ingest: poison messages go to the dead-letter topic and the partition 
     const expected = [...poison.map(([, reason]) => reason), 'not_an_object', 'unindexable'].sort();
     const letters = await readDeadLetters(config, deadLetterTopicName({ topicPrefix: config.TOPIC_PREFIX }, 'edge_logs'), expected.length);
     expect(letters.map((letter) => letter.headers['dead-letter-reason']).sort()).toEqual(expected);
-    expect(letters.filter((letter) => letter.headers['source-element'] !== undefined).map((letter) => [letter.headers['source-element'], letter.value])).toEqual([
+    expect(
+      letters.filter((letter) => letter.headers['source-element'] !== undefined).map((letter) => [letter.headers['source-element'], letter.value]),
+    ).toEqual([
       ['0', '1'],
       ['1', '2'],
     ]);
@@ -43,7 +47,11 @@ describe('ingest: poison messages go to the dead-letter topic and the partition 
     }
     const byReason = (reason: string) => letters.filter((letter) => letter.headers['dead-letter-reason'] === reason);
     expect(byReason('invalid_json')[0]!.value).toBe('{"event_message": "unterminated');
-    expect(byReason('invalid_timestamp').map((letter) => letter.headers['dead-letter-detail']).join('\n')).toMatch(/the day after tomorrow/);
+    expect(
+      byReason('invalid_timestamp')
+        .map((letter) => letter.headers['dead-letter-detail'])
+        .join('\n'),
+    ).toMatch(/the day after tomorrow/);
     expect(byReason('too_large')[0]!.value).toHaveLength(JSON.stringify({ event_message: 'x'.repeat(50_000) }).length);
     expect(byReason('unindexable')[0]!.headers['dead-letter-detail']).toMatch(/nested/);
     expect(byReason('unindexable')[0]!.value).toBe(unindexable);

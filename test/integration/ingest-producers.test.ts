@@ -50,7 +50,12 @@ describe('ingest: real producer tools, every codec, every event exactly once', (
 
     await waitFor('the kcat events', async () => ((await documentCount(client, index)) >= expectedIds.size ? true : undefined));
     const sample = await storedById<Record<string, unknown>>(client, index, 'kcat-snappy-7');
-    expect(sample._source).toMatchObject({ event_message: 'kcat snappy 7', timestamp: '2024-01-01T00:00:07.000000Z', project: 'default', metadata: { level: 'info', kafka_key: 'key-7' } });
+    expect(sample._source).toMatchObject({
+      event_message: 'kcat snappy 7',
+      timestamp: '2024-01-01T00:00:07.000000Z',
+      project: 'default',
+      metadata: { level: 'info', kafka_key: 'key-7' },
+    });
     expect((await storedById<Record<string, unknown>>(client, index, 'kcat-header-id'))._source).toMatchObject({ event_message: 'id from a header' });
   });
 
@@ -65,10 +70,25 @@ describe('ingest: real producer tools, every codec, every event exactly once', (
       await run(
         java.bin,
         [
-          '-cp', java.classpath, 'kafka.tools.ConsoleProducer',
-          '--bootstrap-server', brokers, '--topic', topic, '--compression-codec', codec,
-          '--property', 'parse.key=true', '--property', 'key.separator=|', '--property', 'parse.headers=true',
-          '--batch-size', '100', '--timeout', '50',
+          '-cp',
+          java.classpath,
+          'kafka.tools.ConsoleProducer',
+          '--bootstrap-server',
+          brokers,
+          '--topic',
+          topic,
+          '--compression-codec',
+          codec,
+          '--property',
+          'parse.key=true',
+          '--property',
+          'key.separator=|',
+          '--property',
+          'parse.headers=true',
+          '--batch-size',
+          '100',
+          '--timeout',
+          '50',
         ],
         `${lines.join('\n')}\n`,
       );

@@ -2,7 +2,19 @@ import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from '../../shared/event-index.ts';
 import { sourceTopic } from '../../ingest/topics.ts';
 import { startIngestWorker } from '../../ingest/worker.ts';
-import { deleteIndices, documentCount, ingestTestConfig, produce, replayFromStart, silentLogger, sourceIndex, storeClient, storeForFile, testKafka, waitForCommittedToEnd } from '../support/ingest.ts';
+import {
+  deleteIndices,
+  documentCount,
+  ingestTestConfig,
+  produce,
+  replayFromStart,
+  silentLogger,
+  sourceIndex,
+  storeClient,
+  storeForFile,
+  testKafka,
+  waitForCommittedToEnd,
+} from '../support/ingest.ts';
 
 const EVENTS = 3000;
 
@@ -71,7 +83,11 @@ describe('ingest: redelivery leaves no duplicate', () => {
       const producer = testKafka(shared).producer();
       await producer.connect();
       for (let partition = 0; partition < 4; partition += 1) {
-        await producer.send({ topic: sourceTopic(shared, 'auth_logs'), acks: -1, messages: values.slice(partition * 500, partition * 500 + 500).map((value) => ({ value: JSON.stringify(value), partition })) });
+        await producer.send({
+          topic: sourceTopic(shared, 'auth_logs'),
+          acks: -1,
+          messages: values.slice(partition * 500, partition * 500 + 500).map((value) => ({ value: JSON.stringify(value), partition })),
+        });
       }
       await producer.disconnect();
       await waitForCommittedToEnd(shared, [sourceTopic(shared, 'auth_logs')]);

@@ -40,19 +40,39 @@ describe('ingest: every sample source into its own index', () => {
 
   it('makes the project fields searchable the way each source is filtered', async () => {
     for (const source of SOURCES) {
-      const { count } = await client.count({ index: sourceIndex(config, source.name), query: { term: { [source.projectField]: expectedProject(source.name) } } });
+      const { count } = await client.count({
+        index: sourceIndex(config, source.name),
+        query: { term: { [source.projectField]: expectedProject(source.name) } },
+      });
       expect(count, source.name).toBe(1);
     }
     const { count } = await client.count({
       index: sourceIndex(config, 'edge_logs'),
-      query: { nested: { path: 'metadata.request', query: { bool: { filter: [{ term: { 'metadata.request.path': '/rest/v1/some_table' } }, { prefix: { 'metadata.request.url': 'https://default.supabase.co/rest/v1/' } }] } } } },
+      query: {
+        nested: {
+          path: 'metadata.request',
+          query: {
+            bool: {
+              filter: [
+                { term: { 'metadata.request.path': '/rest/v1/some_table' } },
+                { prefix: { 'metadata.request.url': 'https://default.supabase.co/rest/v1/' } },
+              ],
+            },
+          },
+        },
+      },
     });
     expect(count).toBe(1);
   });
 
   it('stores an event whose metadata type clashes with the mapping, sets the field aside and counts the conflict', async () => {
     const first = { id: 'typed-1', event_message: 'a', project: 'default', metadata: { detail: { code: 1 }, level: 'info' } };
-    const clashing = { id: 'typed-2', event_message: 'b', project: 'default', metadata: { detail: 'plain text', level: 'info', request: [{ url: 'https://default.supabase.co/rest/v1/x', path: '/rest/v1/x' }] } };
+    const clashing = {
+      id: 'typed-2',
+      event_message: 'b',
+      project: 'default',
+      metadata: { detail: 'plain text', level: 'info', request: [{ url: 'https://default.supabase.co/rest/v1/x', path: '/rest/v1/x' }] },
+    };
     await produce(config, 'postgres_logs', [first], 0);
     const index = sourceIndex(config, 'postgres_logs');
     await waitFor('the first typed event', async () => ((await storedById(client, index, 'typed-1')).found ? true : undefined));
@@ -66,7 +86,10 @@ describe('ingest: every sample source into its own index', () => {
     expect(restoreSetAsideFields(stored!)).toMatchObject({ id: 'typed-2', metadata: clashing.metadata });
     // the rest of the event stays searchable
     await client.indices.refresh({ index });
-    const { count } = await client.count({ index, query: { nested: { path: 'metadata.request', query: { term: { 'metadata.request.path': '/rest/v1/x' } } } } });
+    const { count } = await client.count({
+      index,
+      query: { nested: { path: 'metadata.request', query: { term: { 'metadata.request.path': '/rest/v1/x' } } } },
+    });
     expect(count).toBe(1);
     const metrics = await (await fetch(`http://127.0.0.1:${worker().port}/metrics`)).text();
     expect(metrics).toMatch(/ingest_type_conflicts_total\{source="postgres_logs"\} 1/);
@@ -74,10 +97,20 @@ describe('ingest: every sample source into its own index', () => {
 
   it('returns the ingested edge events through the query path as the same events, set-aside fields included', async () => {
     const request = { url: 'https://default.supabase.co/rest/v1/t', path: '/rest/v1/t', method: 'GET' };
-    await produce(config, 'edge_logs', [{ id: 'edge-typed-1', event_message: 'a', project: 'default', timestamp: '2023-11-14T22:13:21.5Z', metadata: { request, extra: { a: 1 } } }], 0);
+    await produce(
+      config,
+      'edge_logs',
+      [{ id: 'edge-typed-1', event_message: 'a', project: 'default', timestamp: '2023-11-14T22:13:21.5Z', metadata: { request, extra: { a: 1 } } }],
+      0,
+    );
     const index = sourceIndex(config, 'edge_logs');
     await waitFor('the first edge event', async () => ((await storedById(client, index, 'edge-typed-1')).found ? true : undefined));
-    await produce(config, 'edge_logs', [{ id: 'edge-typed-2', event_message: 'b', project: 'default', timestamp: '2023-11-14T22:13:22.25Z', metadata: { request, extra: 'text' } }], 0);
+    await produce(
+      config,
+      'edge_logs',
+      [{ id: 'edge-typed-2', event_message: 'b', project: 'default', timestamp: '2023-11-14T22:13:22.25Z', metadata: { request, extra: 'text' } }],
+      0,
+    );
     await waitFor('the clashing edge event', async () => ((await storedById(client, index, 'edge-typed-2')).found ? true : undefined));
     await client.indices.refresh({ index });
 
@@ -87,7 +120,10 @@ describe('ingest: every sample source into its own index', () => {
       expect(response.statusCode).toBe(200);
       const rows = (response.json() as { result: { id: string; timestamp: number; event_message: string; metadata: Record<string, unknown>[] }[] }).result;
       expect(rows.map((row) => row.id)).toEqual(['edge-typed-2', 'edge-typed-1', 'sample-edge_logs']);
-      const edge = sample('cloudflare.logs.prod') as { event_message: string; metadata: { request: { cf: { city: string }; path: string }; response: { status_code: number } } };
+      const edge = sample('cloudflare.logs.prod') as {
+        event_message: string;
+        metadata: { request: { cf: { city: string }; path: string }; response: { status_code: number } };
+      };
       const [typed2, typed1, sampleRow] = rows as [(typeof rows)[0], (typeof rows)[0], (typeof rows)[0]];
       expect(sampleRow).toMatchObject({ timestamp: 1_700_000_000_000_000, event_message: edge.event_message });
       const metadata = sampleRow.metadata[0] as { request: [{ path: string; cf: [{ city: string }] }]; response: [{ status_code: number }] };
@@ -109,10 +145,14 @@ describe('ingest: every sample source into its own index', () => {
     expect(metrics).toMatch(/ingest_events_indexed_total\{source="edge_logs"\} 3/);
     expect(metrics).toMatch(/ingest_bulk_duration_seconds_bucket/);
     // the lag gauge is read from Kafka every INGEST_LAG_POLL_MS, so it may lag the indexing by one poll
-    const lag = await waitFor('the consumer lag gauge for edge_logs', async () => {
-      const text = await (await fetch(`http://127.0.0.1:${worker().port}/metrics`)).text();
-      return /ingest_consumer_lag\{topic="[^"]+edge_logs",partition="\d"\} 0/.exec(text)?.[0];
-    }, 20_000);
+    const lag = await waitFor(
+      'the consumer lag gauge for edge_logs',
+      async () => {
+        const text = await (await fetch(`http://127.0.0.1:${worker().port}/metrics`)).text();
+        return /ingest_consumer_lag\{topic="[^"]+edge_logs",partition="\d"\} 0/.exec(text)?.[0];
+      },
+      20_000,
+    );
     expect(lag).toMatch(/ 0$/);
   });
 });

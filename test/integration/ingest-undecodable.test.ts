@@ -10,7 +10,10 @@ import { produceMessages, readDeadLetters, sourceIndex, storedIds, waitForCommit
  * verify that checksum) and lz4_flex refuses it, so it is a batch the broker serves and we cannot read.
  */
 async function produceCorruptLz4Batch(send: () => Promise<void>): Promise<void> {
-  const codecs = CompressionCodecs as unknown as Record<number, () => { compress(encoder: { buffer: Buffer }): Promise<Buffer>; decompress(data: Buffer): Promise<Buffer> }>;
+  const codecs = CompressionCodecs as unknown as Record<
+    number,
+    () => { compress(encoder: { buffer: Buffer }): Promise<Buffer>; decompress(data: Buffer): Promise<Buffer> }
+  >;
   const registered = codecs[CompressionTypes.LZ4]!;
   const ours = registered();
   codecs[CompressionTypes.LZ4] = () => ({
@@ -35,16 +38,42 @@ describe('ingest: a batch nobody can decode is dead-lettered and every partition
 
   it('dead-letters the corrupt batch with its offsets, counts and logs it, and indexes what comes before, after and beside it', async () => {
     const topic = sourceTopic(config, 'auth_logs');
-    await produceMessages(config, topic, [event('before-1'), event('before-2')].map((message) => ({ ...message, partition: 0 })), CompressionTypes.Snappy);
+    await produceMessages(
+      config,
+      topic,
+      [event('before-1'), event('before-2')].map((message) => ({ ...message, partition: 0 })),
+      CompressionTypes.Snappy,
+    );
     await produceCorruptLz4Batch(() =>
-      produceMessages(config, topic, ['lost-1', 'lost-2', 'lost-3'].map((id) => ({ ...event(id), partition: 0 })), CompressionTypes.LZ4),
+      produceMessages(
+        config,
+        topic,
+        ['lost-1', 'lost-2', 'lost-3'].map((id) => ({ ...event(id), partition: 0 })),
+        CompressionTypes.LZ4,
+      ),
     );
     // the other partition's events travel in the same fetches as the corrupt batch
-    await produceMessages(config, topic, ['beside-1', 'beside-2'].map((id) => ({ ...event(id), partition: 1 })), CompressionTypes.LZ4);
-    await produceMessages(config, topic, [event('after-1')].map((message) => ({ ...message, partition: 0 })), CompressionTypes.GZIP);
+    await produceMessages(
+      config,
+      topic,
+      ['beside-1', 'beside-2'].map((id) => ({ ...event(id), partition: 1 })),
+      CompressionTypes.LZ4,
+    );
+    await produceMessages(
+      config,
+      topic,
+      [event('after-1')].map((message) => ({ ...message, partition: 0 })),
+      CompressionTypes.GZIP,
+    );
 
     const [letter] = await readDeadLetters(config, deadLetterTopicName({ topicPrefix: config.TOPIC_PREFIX }, 'auth_logs'), 1);
-    expect(letter!.headers).toMatchObject({ 'dead-letter-reason': 'undecodable_batch', 'source-topic': topic, 'source-partition': '0', 'source-offset': '2', 'source-last-offset': '4' });
+    expect(letter!.headers).toMatchObject({
+      'dead-letter-reason': 'undecodable_batch',
+      'source-topic': topic,
+      'source-partition': '0',
+      'source-offset': '2',
+      'source-last-offset': '4',
+    });
     expect(letter!.headers['dead-letter-detail']).toMatch(/^lz4 record batch at offsets 2\.\.4 \(3 records\) could not be decoded: .*checksum/i);
     // the letter carries the batch as Kafka stores it: base offset 2, magic 2, codec 3
     const stored = letter!.bytes;

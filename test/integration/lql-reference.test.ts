@@ -53,7 +53,9 @@ function storedPath(path: string): string[] {
 function valuesAt(event: Record<string, unknown>, path: string): unknown[] {
   let current: unknown[] = [event];
   for (const step of storedPath(path)) {
-    current = current.flatMap((node) => (Array.isArray(node) ? node : [node])).flatMap((node) => (node !== null && typeof node === 'object' && step in (node as object) ? [(node as Record<string, unknown>)[step]] : []));
+    current = current
+      .flatMap((node) => (Array.isArray(node) ? node : [node]))
+      .flatMap((node) => (node !== null && typeof node === 'object' && step in (node as object) ? [(node as Record<string, unknown>)[step]] : []));
   }
   return current.filter((value) => value !== null && value !== undefined);
 }
@@ -98,7 +100,9 @@ function holds(filter: MeaningFilter, event: Record<string, unknown>): boolean {
     }
     default: {
       const limit = Number(filter.value);
-      const test = { '>': (v: number) => v > limit, '>=': (v: number) => v >= limit, '<': (v: number) => v < limit, '<=': (v: number) => v <= limit }[filter.operator as '>'];
+      const test = { '>': (v: number) => v > limit, '>=': (v: number) => v >= limit, '<': (v: number) => v < limit, '<=': (v: number) => v <= limit }[
+        filter.operator as '>'
+      ];
       result = compare((value) => test(number(value)));
     }
   }
@@ -110,16 +114,21 @@ function holds(filter: MeaningFilter, event: Record<string, unknown>): boolean {
  * any of them: those are one alternative here; every other filter must hold.
  */
 function accepts(filters: MeaningFilter[], event: Record<string, unknown>): boolean {
-  const isLevel = (filter: MeaningFilter) => filter.operator === '=' && typeof filter.value === 'string' && LEVELS.includes(filter.value.toLowerCase()) && filter.path.endsWith('level');
+  const isLevel = (filter: MeaningFilter) =>
+    filter.operator === '=' && typeof filter.value === 'string' && LEVELS.includes(filter.value.toLowerCase()) && filter.path.endsWith('level');
   const levels = filters.filter(isLevel);
-  if (levels.length > 1) return levels.some((filter) => holds(filter, event)) && filters.filter((filter) => !isLevel(filter)).every((filter) => holds(filter, event));
+  if (levels.length > 1)
+    return levels.some((filter) => holds(filter, event)) && filters.filter((filter) => !isLevel(filter)).every((filter) => holds(filter, event));
   return filters.every((filter) => holds(filter, event));
 }
 
 /** Values on both sides of a filter (the value itself, neighbours, something else entirely). */
 function candidates(filter: MeaningFilter): unknown[] {
   const value = filter.value;
-  const literal = (pattern: unknown) => String(pattern).replace(/\\(.)/g, '$1').replace(/[\^$()|*+?{}[\]]/g, '');
+  const literal = (pattern: unknown) =>
+    String(pattern)
+      .replace(/\\(.)/g, '$1')
+      .replace(/[\^$()|*+?{}[\]]/g, '');
   switch (filter.operator) {
     case 'is_null':
       return [undefined, 'present'];
@@ -191,8 +200,21 @@ async function answer(events: StoredEvent[], lql: string, now: number, rowsOf: '
   const parsed = parseLql(`f:edge_logs ${lql}`);
   const catalogs = await new FieldCatalogs(client, 0, { now: () => Date.now() }, 30_000).forSources(indexPrefix, ['edge_logs']);
   const query = rowsOf === 'ids' ? { ...parsed, select: [{ kind: 'field' as const, path: 'id', offset: 1 }], chart: undefined } : parsed;
-  const plan = planEndpointQuery(logsAll, { project: 'p' }, { now, projects: null, indexPrefix }, { language: 'lql', query, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs });
-  const rows = (await executePlan(plan, { elasticsearch: client, timeoutMs: 30_000, engine: () => Promise.reject(new Error('no engine needed')), engineKey: 'test', deadline: performance.now() + 30_000, maxTranslatedChars: 1, maxValueBytes: 1 })) as Record<string, unknown>[];
+  const plan = planEndpointQuery(
+    logsAll,
+    { project: 'p' },
+    { now, projects: null, indexPrefix },
+    { language: 'lql', query, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs },
+  );
+  const rows = (await executePlan(plan, {
+    elasticsearch: client,
+    timeoutMs: 30_000,
+    engine: () => Promise.reject(new Error('no engine needed')),
+    engineKey: 'test',
+    deadline: performance.now() + 30_000,
+    maxTranslatedChars: 1,
+    maxValueBytes: 1,
+  })) as Record<string, unknown>[];
   await client.indices.delete({ index });
   return rows;
 }
@@ -204,12 +226,21 @@ describe(`LQL reference cases on real Elasticsearch (${cases.length} cases with 
     for (const reference of cases) {
       const filters = reference.meaning!.filters;
       const events = eventsFor(filters);
-      if (!filters.every((filter) => events.some((event) => holds(filter, event as unknown as Record<string, unknown>)) && events.some((event) => !holds(filter, event as unknown as Record<string, unknown>)))) {
+      if (
+        !filters.every(
+          (filter) =>
+            events.some((event) => holds(filter, event as unknown as Record<string, unknown>)) &&
+            events.some((event) => !holds(filter, event as unknown as Record<string, unknown>)),
+        )
+      ) {
         oneSided.push(reference.id);
         continue;
       }
       const rows = await answer(events, reference.lql, Date.UTC(2024, 0, 1, 1), 'ids');
-      const expected = events.filter((event) => accepts(filters, event as unknown as Record<string, unknown>)).map((event) => event.id).sort();
+      const expected = events
+        .filter((event) => accepts(filters, event as unknown as Record<string, unknown>))
+        .map((event) => event.id)
+        .sort();
       expect(rows.map((row) => row.id).sort(), `${reference.id}: ${reference.lql}`).toEqual(expected);
       checked += 1;
     }
@@ -251,7 +282,10 @@ function floorTo(micros: number, unit: string): number {
 
 /** `floor(now, hour) - 100h`, `startOfWeek(floor(now, day))`, `startOfDay(now) + 1d - 1s`, `floor(now, day) - 1 month`... */
 function relativeMicros(expression: string): [number, number] {
-  const match = /^(now|floor\(now, (?:minute|hour|day)\)|startOf(?:Day|Week|Month|Year)\((?:now|floor\(now, day\))\))((?:\s+[+-]\s+\d+\s*(?:s|min|h|d|month))*)$/.exec(expression.trim());
+  const match =
+    /^(now|floor\(now, (?:minute|hour|day)\)|startOf(?:Day|Week|Month|Year)\((?:now|floor\(now, day\))\))((?:\s+[+-]\s+\d+\s*(?:s|min|h|d|month))*)$/.exec(
+      expression.trim(),
+    );
   if (!match) throw new Error(`unreadable relative time ${expression}`);
   const [, base, terms] = match;
   const now = NOW * 1000;
@@ -308,11 +342,20 @@ describe(`LQL reference time filters on real Elasticsearch (${timeCases.length} 
       const filters = reference.meaning!.filters;
       const fieldFilters = filters.filter((filter) => !isTime(filter));
       const instants = filters.filter(isTime).flatMap(instantsAround);
-      const events = eventsFor(fieldFilters).flatMap((event, n) => instants.map((micros, m) => ({ ...event, id: `e${n}-${m}`, timestamp: isoOfMicros(micros) })));
-      const accepted = (event: StoredEvent) => filters.filter(isTime).every((filter) => timeHolds(filter, microsOf(event.timestamp))) && accepts(fieldFilters, event as unknown as Record<string, unknown>);
+      const events = eventsFor(fieldFilters).flatMap((event, n) =>
+        instants.map((micros, m) => ({ ...event, id: `e${n}-${m}`, timestamp: isoOfMicros(micros) })),
+      );
+      const accepted = (event: StoredEvent) =>
+        filters.filter(isTime).every((filter) => timeHolds(filter, microsOf(event.timestamp))) &&
+        accepts(fieldFilters, event as unknown as Record<string, unknown>);
       expect(events.some(accepted) && events.some((event) => !accepted(event)), `${reference.id}: events on both sides`).toBe(true);
       const rows = await answer(events, reference.lql, NOW, 'ids');
-      expect(rows.map((row) => row.id).sort(), `${reference.id}: ${reference.lql}`).toEqual(events.filter(accepted).map((event) => event.id).sort());
+      expect(rows.map((row) => row.id).sort(), `${reference.id}: ${reference.lql}`).toEqual(
+        events
+          .filter(accepted)
+          .map((event) => event.id)
+          .sort(),
+      );
     }
   }, 600_000);
 });
@@ -347,7 +390,10 @@ function chartEvents(chart: { aggregate: string; path: string; period: keyof typ
   return events;
 }
 
-function expectedChart(chart: { aggregate: string; path: string; period: keyof typeof PERIOD_MICROS }, events: StoredEvent[]): { timestamp: number; values: number[]; count: number }[] {
+function expectedChart(
+  chart: { aggregate: string; path: string; period: keyof typeof PERIOD_MICROS },
+  events: StoredEvent[],
+): { timestamp: number; values: number[]; count: number }[] {
   const period = PERIOD_MICROS[chart.period];
   const buckets = new Map<number, { timestamp: number; values: number[]; count: number }>();
   for (const event of events) {
@@ -390,9 +436,13 @@ describe(`LQL reference charts on real Elasticsearch (${chartCases.length} cases
       if (filters.length > 0) expect(matching.length > 0 && matching.length < events.length, `${reference.id}: events on both sides of its filters`).toBe(true);
       const rows = await answer(events, reference.lql, NOW, 'chart');
       const expected = expectedChart(chart, matching);
-      expect(rows.map((row) => row.timestamp), `${reference.id}: bucket starts`).toEqual(expected.map((bucket) => bucket.timestamp));
+      expect(
+        rows.map((row) => row.timestamp),
+        `${reference.id}: bucket starts`,
+      ).toEqual(expected.map((bucket) => bucket.timestamp));
       const column = chart.aggregate;
-      for (const [n, bucket] of expected.entries()) checkAggregate(column, chart.path === 'timestamp', rows[n]![column], bucket, `${reference.id} bucket ${n}: ${reference.lql}`);
+      for (const [n, bucket] of expected.entries())
+        checkAggregate(column, chart.path === 'timestamp', rows[n]![column], bucket, `${reference.id} bucket ${n}: ${reference.lql}`);
     }
   }, 600_000);
 });
@@ -417,13 +467,23 @@ describe(`LQL reference rejections (${all.filter((c) => c.expect === 'reject').l
       for (const [path, type] of Object.entries(reference.schema ?? {})) {
         if (path.startsWith('metadata.')) metadata[path.slice('metadata.'.length)] = type === 'string' ? 'text' : 1;
       }
-      await client.index({ index, id: 'e1', refresh: true, document: { id: 'e1', timestamp: '2024-01-01T00:30:00.000000Z', event_message: 'message', project: 'p', metadata, shape: eventShape(metadata) } });
+      await client.index({
+        index,
+        id: 'e1',
+        refresh: true,
+        document: { id: 'e1', timestamp: '2024-01-01T00:30:00.000000Z', event_message: 'message', project: 'p', metadata, shape: eventShape(metadata) },
+      });
       // the endpoint cases are about f: itself; the others name their table as a caller of logs.all must
       const text = reference.id.startsWith('http_lql_') ? reference.lql : `f:edge_logs ${reference.lql}`;
       let refusal: unknown;
       try {
         const catalogs = await new FieldCatalogs(client, 0, { now: () => Date.now() }, 30_000).forSources(indexPrefix, ['edge_logs']);
-        planEndpointQuery(logsAll, { project: 'p' }, { now: NOW, projects: null, indexPrefix }, { language: 'lql', query: parseLql(text), limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs });
+        planEndpointQuery(
+          logsAll,
+          { project: 'p' },
+          { now: NOW, projects: null, indexPrefix },
+          { language: 'lql', query: parseLql(text), limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs },
+        );
       } catch (error) {
         refusal = error;
       }
@@ -433,4 +493,3 @@ describe(`LQL reference rejections (${all.filter((c) => c.expect === 'reject').l
     }
   }, 120_000);
 });
-

@@ -9,14 +9,24 @@ import { startIngestWorker } from '../../ingest/worker.ts';
 import { SHARD_START_RETRY_MS } from '../../src/executor/elasticsearch.ts';
 import { BOOTSTRAP_KEY, edgeEvent, startEndpointServer, storedTimestamp, type EndpointTestServer } from '../support/endpoint-server.ts';
 import { testConfig } from '../support/stack.ts';
-import { documentCount, ingestTestConfig, produce, removeKafkaTestData, removeTestData, silentLogger, storeClient, storedById, waitFor } from '../support/ingest.ts';
+import {
+  documentCount,
+  ingestTestConfig,
+  produce,
+  removeKafkaTestData,
+  removeTestData,
+  silentLogger,
+  storeClient,
+  storedById,
+  waitFor,
+} from '../support/ingest.ts';
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2024, 0, 1, 12, 0);
 const headers = { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' };
 const rest = [{ url: 'https://abc.supabase.co/rest/v1/t', path: '/rest/v1/t' }];
 
-describe('the ingest worker creates each source\'s current and next partition ahead of their events', () => {
+describe("the ingest worker creates each source's current and next partition ahead of their events", () => {
   const config = ingestTestConfig('partitions-ahead', { PARTITION_PERIODS: 'auth_logs=hourly,storage_logs=weekly' });
   const client = storeClient(config);
 
@@ -26,7 +36,7 @@ describe('the ingest worker creates each source\'s current and next partition ah
     await client.close();
   });
 
-  it('once started, every source has its current and next period\'s partition with a started primary and no event; the next period\'s first event lands in it', async () => {
+  it("once started, every source has its current and next period's partition with a started primary and no event; the next period's first event lands in it", async () => {
     const before = Date.now();
     const worker = await startIngestWorker(config, silentLogger);
     try {
@@ -34,11 +44,21 @@ describe('the ingest worker creates each source\'s current and next partition ah
       // the worker's pass ran between the two: whatever boundary passed meanwhile, these two are there
       const ahead = SOURCE_NAMES.flatMap((source) => {
         const period = partitionPeriodOf(config, source);
-        return [partitionIndexName(config.INDEX_PREFIX, source, period, after), partitionIndexName(config.INDEX_PREFIX, source, period, periodEnd(period, periodStart(period, before)))];
+        return [
+          partitionIndexName(config.INDEX_PREFIX, source, period, after),
+          partitionIndexName(config.INDEX_PREFIX, source, period, periodEnd(period, periodStart(period, before))),
+        ];
       });
-      const shards = (await client.cat.shards({ index: `${config.INDEX_PREFIX}*`, format: 'json', h: 'index,prirep,state' })) as { index: string; prirep: string; state: string }[];
+      const shards = (await client.cat.shards({ index: `${config.INDEX_PREFIX}*`, format: 'json', h: 'index,prirep,state' })) as {
+        index: string;
+        prirep: string;
+        state: string;
+      }[];
       for (const index of ahead) {
-        expect(shards.filter((shard) => shard.index === index && shard.prirep === 'p').map((shard) => shard.state), index).toEqual(['STARTED']);
+        expect(
+          shards.filter((shard) => shard.index === index && shard.prirep === 'p').map((shard) => shard.state),
+          index,
+        ).toEqual(['STARTED']);
       }
       expect(await documentCount(client, `${config.INDEX_PREFIX}*`)).toBe(0);
       const metrics = await (await fetch(`http://127.0.0.1:${worker.port}/metrics`)).text();
@@ -48,7 +68,9 @@ describe('the ingest worker creates each source\'s current and next partition ah
       const nextIndex = partitionIndexName(config.INDEX_PREFIX, 'edge_logs', 'daily', next);
       const indicesBefore = Object.keys(await client.indices.get({ index: `${config.INDEX_PREFIX}edge_logs-*` })).sort();
       expect(indicesBefore).toContain(nextIndex);
-      await produce(config, 'edge_logs', [{ id: 'first-of-next-day', timestamp: new Date(next + 1000).toISOString(), event_message: 'tomorrow', project: 'p' }]);
+      await produce(config, 'edge_logs', [
+        { id: 'first-of-next-day', timestamp: new Date(next + 1000).toISOString(), event_message: 'tomorrow', project: 'p' },
+      ]);
       const stored = await waitFor('the event in its partition', async () => {
         const found = await storedById(client, `${config.INDEX_PREFIX}edge_logs-*`, 'first-of-next-day');
         return found.found ? found : undefined;

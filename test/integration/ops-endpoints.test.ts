@@ -63,7 +63,13 @@ describe('operational endpoints', () => {
       expect(text).toMatch(/^http_requests_total\{endpoint="\/health",status="200"\} [1-9]/m);
       expect(text).toMatch(/^http_requests_total\{endpoint="unmatched",status="404"\} [1-9]/m);
       expect(text).toMatch(/^http_request_duration_seconds_bucket\{le="\+Inf",endpoint="\/health"\} [1-9]/m);
-      for (const series of ['result_cache_lookups_total', 'result_cache_warming_runs_total', 'result_cache_evictions_total', 'result_cache_bytes', 'elasticsearch_query_duration_seconds']) {
+      for (const series of [
+        'result_cache_lookups_total',
+        'result_cache_warming_runs_total',
+        'result_cache_evictions_total',
+        'result_cache_bytes',
+        'elasticsearch_query_duration_seconds',
+      ]) {
         expect(text).toContain(`# TYPE ${series} `);
       }
       expect(text).toMatch(/^result_cache_lookups_total\{result="miss"\} \d+/m);
@@ -105,13 +111,25 @@ describe('operational endpoints', () => {
       expect(usageParameters.interval).toMatchObject({ in: 'query', required: true, schema: { enum: ['hourly', 'daily', 'minutely'] } });
       expect(usageParameters.project).toMatchObject({ in: 'query', required: true });
       expect(usageParameters.sql).toMatchObject({ required: false });
-      expect(usage.responses['200'].content['application/json'].schema.properties.result.items.properties).toHaveProperty('total_realtime_requests', { type: 'integer', minimum: 0 });
+      expect(usage.responses['200'].content['application/json'].schema.properties.result.items.properties).toHaveProperty('total_realtime_requests', {
+        type: 'integer',
+        minimum: 0,
+      });
 
       const logs = document.paths['/api/endpoints/query/logs.all'];
       const logsParameters = Object.fromEntries(logs.get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]));
-      expect(logsParameters).toMatchObject({ project: true, iso_timestamp_start: false, iso_timestamp_end: false, 'SVC-ENDPOINT-REDACT-PII': false, 'LF-ENDPOINT-REDACT-PII': false });
+      expect(logsParameters).toMatchObject({
+        project: true,
+        iso_timestamp_start: false,
+        iso_timestamp_end: false,
+        'SVC-ENDPOINT-REDACT-PII': false,
+        'LF-ENDPOINT-REDACT-PII': false,
+      });
       expect(logs.post.requestBody.content['application/json'].schema.required).toEqual(['project']);
-      expect(logs.get.parameters.find((p: { name: string }) => p.name === 'format')).toMatchObject({ required: false, schema: { enum: ['json', 'ndjson', 'csv'] } });
+      expect(logs.get.parameters.find((p: { name: string }) => p.name === 'format')).toMatchObject({
+        required: false,
+        schema: { enum: ['json', 'ndjson', 'csv'] },
+      });
       expect(Object.keys(logs.get.responses['200'].content)).toEqual(['application/json', 'application/x-ndjson', 'text/csv']);
       expect(logs.get.description).toContain(ENDPOINTS.find((e) => e.name === 'logs.all')!.id);
       expect(Object.keys(logs.get.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '503', '504']));
@@ -131,7 +149,12 @@ describe('operational endpoints', () => {
     const OPS_TOKEN = 'ops-token-for-the-ops-tests-0123456789';
 
     it('the query service serves /metrics and /health details only to the token, and liveness and readiness to anyone', async () => {
-      const guarded = await buildServer({ config: { ...config, OPS_TOKEN }, logger: createLogger('test', 'silent'), elasticsearch, kafkaBrokers: config.KAFKA_BROKERS! });
+      const guarded = await buildServer({
+        config: { ...config, OPS_TOKEN },
+        logger: createLogger('test', 'silent'),
+        elasticsearch,
+        kafkaBrokers: config.KAFKA_BROKERS!,
+      });
       try {
         const anonymous = await guarded.inject({ method: 'GET', url: '/metrics' });
         expect(anonymous.statusCode).toBe(401);
@@ -148,7 +171,12 @@ describe('operational endpoints', () => {
         expect(publicHealth.statusCode).toBe(200);
         expect(publicHealth.json()).toEqual({ status: 'ok' });
         const detailed = await guarded.inject({ method: 'GET', url: '/health', headers: { authorization: `bearer ${OPS_TOKEN}` } });
-        expect(detailed.json()).toMatchObject({ status: 'ok', pid: process.pid, elasticsearch: { status: 'up' }, kafka: { status: 'up', brokers: config.KAFKA_BROKERS } });
+        expect(detailed.json()).toMatchObject({
+          status: 'ok',
+          pid: process.pid,
+          elasticsearch: { status: 'up' },
+          kafka: { status: 'up', brokers: config.KAFKA_BROKERS },
+        });
         expect((await guarded.inject({ method: 'GET', url: '/ready' })).statusCode).not.toBe(401);
       } finally {
         await guarded.close();
@@ -167,7 +195,10 @@ describe('operational endpoints', () => {
         expect(operator.status).toBe(200);
         expect(await operator.text()).toContain('ingest_events_indexed_total');
         expect(await (await fetch(`${base}/health`)).json()).toEqual({ status: 'consuming' });
-        expect(await (await fetch(`${base}/health`, { headers: { authorization: `Bearer ${OPS_TOKEN}` } })).json()).toEqual({ status: 'consuming', heldPartitions: 0 });
+        expect(await (await fetch(`${base}/health`, { headers: { authorization: `Bearer ${OPS_TOKEN}` } })).json()).toEqual({
+          status: 'consuming',
+          heldPartitions: 0,
+        });
       } finally {
         await worker.stop();
         await removeKafkaTestData(workerConfig);

@@ -51,9 +51,16 @@ describe('partitions: the worker writes each event into the partition of its own
   it('events over several days land in the daily, hourly or weekly partition of their UTC time', async () => {
     const times = ['2024-03-17T23:59:59.999999Z', '2024-03-18T00:00:00Z', '2024-03-18T13:30:00+02:00', '2024-03-24T23:00:00Z', '2024-03-25T00:00:00.000001Z'];
     for (const source of ['edge_logs', 'auth_logs', 'storage_logs'] as const) {
-      await produce(config, source, times.map((timestamp, n) => ({ id: `${source}-${n}`, timestamp, event_message: `event ${n}`, project: 'p' })));
+      await produce(
+        config,
+        source,
+        times.map((timestamp, n) => ({ id: `${source}-${n}`, timestamp, event_message: `event ${n}`, project: 'p' })),
+      );
     }
-    await waitForCommittedToEnd(config, ['edge_logs', 'auth_logs', 'storage_logs'].map((source) => sourceTopic(config, source as 'edge_logs')));
+    await waitForCommittedToEnd(
+      config,
+      ['edge_logs', 'auth_logs', 'storage_logs'].map((source) => sourceTopic(config, source as 'edge_logs')),
+    );
     const expected = {
       edge_logs: ['2024.03.17', '2024.03.18', '2024.03.18', '2024.03.24', '2024.03.25'],
       auth_logs: ['2024.03.17.23', '2024.03.18.00', '2024.03.18.11', '2024.03.24.23', '2024.03.25.00'],
@@ -61,7 +68,9 @@ describe('partitions: the worker writes each event into the partition of its own
     };
     for (const [source, suffixes] of Object.entries(expected)) {
       const stored = await partitionsById(client, sourceIndex(config, source as 'edge_logs'));
-      expect(Object.fromEntries(stored), source).toEqual(Object.fromEntries(suffixes.map((suffix, n) => [`${source}-${n}`, `${config.INDEX_PREFIX}${source}-${suffix}`])));
+      expect(Object.fromEntries(stored), source).toEqual(
+        Object.fromEntries(suffixes.map((suffix, n) => [`${source}-${n}`, `${config.INDEX_PREFIX}${source}-${suffix}`])),
+      );
     }
     // every partition has the event mapping from the template
     const mapping = await client.indices.getMapping({ index: `${config.INDEX_PREFIX}auth_logs-2024.03.18.11` });
@@ -96,7 +105,12 @@ describe('partitions: redelivery across a day boundary', () => {
   const { config, client } = storeForFile('partition-redelivery');
 
   it('a batch spanning midnight, delivered again from offset 0, overwrites each event in its own partition and duplicates none', async () => {
-    const events = Array.from({ length: 400 }, (_, n) => ({ id: `r-${n}`, timestamp: new Date(Date.UTC(2024, 4, 1) - 200_000 + n * 1000).toISOString(), event_message: `event ${n}`, project: 'p' }));
+    const events = Array.from({ length: 400 }, (_, n) => ({
+      id: `r-${n}`,
+      timestamp: new Date(Date.UTC(2024, 4, 1) - 200_000 + n * 1000).toISOString(),
+      event_message: `event ${n}`,
+      project: 'p',
+    }));
     const topic = sourceTopic(config, 'postgres_logs');
     const worker = await startIngestWorker(config, silentLogger);
     await produce(config, 'postgres_logs', events);
@@ -133,17 +147,33 @@ describe('partitions: queries read only the partitions their time bounds overlap
       await server.index('edge_logs', all);
       const start = new Date(now - 2 * DAY - 3 * HOUR).toISOString();
       const end = new Date(now - 2 * DAY + HOUR).toISOString();
-      const plan = planEndpointQuery(logsAll, logsAll.parameters.parse({ project: 'p', iso_timestamp_start: start, iso_timestamp_end: end }), { now, projects: null, indexPrefix: server.config.INDEX_PREFIX });
+      const plan = planEndpointQuery(logsAll, logsAll.parameters.parse({ project: 'p', iso_timestamp_start: start, iso_timestamp_end: end }), {
+        now,
+        projects: null,
+        indexPrefix: server.config.INDEX_PREFIX,
+      });
       const index = (plan.scans[0] as { index: string }).index.split(',');
       const day = (offset: number) => partitionIndexName(server.config.INDEX_PREFIX, 'edge_logs', 'daily', now + offset * DAY);
       expect(expressionReads(index, day(-2))).toBe(true);
       for (const other of [-5, -4, -3, -1, 0]) expect(expressionReads(index, day(other)), `day ${other}`).toBe(false);
 
-      const bounded = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all', query: { project: 'p', iso_timestamp_start: start, iso_timestamp_end: end, sql: 'select id, timestamp from edge_logs' }, headers: { 'x-api-key': BOOTSTRAP_KEY } });
-      const unbounded = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all', query: { project: 'p', sql: 'select id, timestamp from edge_logs' }, headers: { 'x-api-key': BOOTSTRAP_KEY } });
+      const bounded = await server.app.inject({
+        method: 'GET',
+        url: '/api/endpoints/query/logs.all',
+        query: { project: 'p', iso_timestamp_start: start, iso_timestamp_end: end, sql: 'select id, timestamp from edge_logs' },
+        headers: { 'x-api-key': BOOTSTRAP_KEY },
+      });
+      const unbounded = await server.app.inject({
+        method: 'GET',
+        url: '/api/endpoints/query/logs.all',
+        query: { project: 'p', sql: 'select id, timestamp from edge_logs' },
+        headers: { 'x-api-key': BOOTSTRAP_KEY },
+      });
       expect(bounded.statusCode).toBe(200);
       expect(unbounded.statusCode).toBe(200);
-      const inWindow = (unbounded.json().result as { id: string; timestamp: number }[]).filter((row) => row.timestamp > Date.parse(start) * 1000 && row.timestamp <= Date.parse(end) * 1000);
+      const inWindow = (unbounded.json().result as { id: string; timestamp: number }[]).filter(
+        (row) => row.timestamp > Date.parse(start) * 1000 && row.timestamp <= Date.parse(end) * 1000,
+      );
       expect(inWindow.length).toBe(12);
       expect((bounded.json().result as { id: string }[]).map((row) => row.id).sort()).toEqual(inWindow.map((row) => row.id).sort());
     } finally {
@@ -161,7 +191,12 @@ describe('partitions: queries read only the partitions their time bounds overlap
       const day = (offset: number) => partitionIndexName(server.config.INDEX_PREFIX, 'edge_logs', 'daily', now + offset * DAY);
       expect(expressionReads(indices, day(0))).toBe(true);
       for (const other of [-5, -4, -3, -2]) expect(expressionReads(indices, day(other)), `day ${other}`).toBe(false);
-      const response = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/usage.api-counts', query: { project: 'p\\.supabase\\.co', interval: 'hourly' }, headers: { 'x-api-key': BOOTSTRAP_KEY } });
+      const response = await server.app.inject({
+        method: 'GET',
+        url: '/api/endpoints/query/usage.api-counts',
+        query: { project: 'p\\.supabase\\.co', interval: 'hourly' },
+        headers: { 'x-api-key': BOOTSTRAP_KEY },
+      });
       expect(response.statusCode).toBe(200);
       const counted = (response.json().result as { total_rest_requests: number }[]).reduce((sum, row) => sum + row.total_rest_requests, 0);
       // the hourly window is the last hour: three events at 20-minute steps, each one rest request
@@ -178,16 +213,31 @@ describe('partitions: queries read only the partitions their time bounds overlap
     try {
       const legacy = legacyIndexName(server.config.INDEX_PREFIX, 'edge_logs');
       await ensureEventIndex(server.elasticsearch, legacy, 0);
-      const old: StoredEvent = { id: 'legacy-1', timestamp: storedTimestamp(now - 3 * DAY), event_message: 'written before partitioning', project: 'p', metadata: {} };
+      const old: StoredEvent = {
+        id: 'legacy-1',
+        timestamp: storedTimestamp(now - 3 * DAY),
+        event_message: 'written before partitioning',
+        project: 'p',
+        metadata: {},
+      };
       await server.elasticsearch.index({ index: legacy, id: old.id, document: old, refresh: true });
-      await server.index('edge_logs', [{ id: 'partitioned-1', timestamp: storedTimestamp(now - DAY), event_message: 'partitioned', project: 'p', metadata: {} }]);
+      await server.index('edge_logs', [
+        { id: 'partitioned-1', timestamp: storedTimestamp(now - DAY), event_message: 'partitioned', project: 'p', metadata: {} },
+      ]);
       const ids = async (query: Record<string, string>) => {
-        const response = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all', query: { project: 'p', ...query }, headers: { 'x-api-key': BOOTSTRAP_KEY } });
+        const response = await server.app.inject({
+          method: 'GET',
+          url: '/api/endpoints/query/logs.all',
+          query: { project: 'p', ...query },
+          headers: { 'x-api-key': BOOTSTRAP_KEY },
+        });
         expect(response.statusCode).toBe(200);
         return (response.json().result as { id: string }[]).map((row) => row.id).sort();
       };
       expect(await ids({})).toEqual(['legacy-1', 'partitioned-1']);
-      expect(await ids({ iso_timestamp_start: new Date(now - 4 * DAY).toISOString(), iso_timestamp_end: new Date(now - 2 * DAY).toISOString() })).toEqual(['legacy-1']);
+      expect(await ids({ iso_timestamp_start: new Date(now - 4 * DAY).toISOString(), iso_timestamp_end: new Date(now - 2 * DAY).toISOString() })).toEqual([
+        'legacy-1',
+      ]);
 
       const policy: RetentionPolicy = { indexPrefix: server.config.INDEX_PREFIX, sources: SOURCE_NAMES, retentionDays: () => 2 };
       const { deleted } = await applyRetention(server.elasticsearch, policy, now, silentLogger);
@@ -211,7 +261,11 @@ describe('retention on a manual clock', () => {
       for (const offset of dayOffsets) {
         const ms = now + offset * DAY;
         const index = partitionIndexName(config.INDEX_PREFIX, source, partitionPeriodOf(config, source), ms);
-        await client.index({ index, id: `${source}${offset}`, document: { id: `${source}${offset}`, timestamp: storedTimestamp(ms), event_message: 'x', project: 'p' } });
+        await client.index({
+          index,
+          id: `${source}${offset}`,
+          document: { id: `${source}${offset}`, timestamp: storedTimestamp(ms), event_message: 'x', project: 'p' },
+        });
         created.push(index);
       }
     }
@@ -223,7 +277,14 @@ describe('retention on a manual clock', () => {
     await other.close();
 
     const name = (source: string, offset: number) => partitionIndexName(config.INDEX_PREFIX, source as 'edge_logs', 'daily', now + offset * DAY);
-    const expected = [name('edge_logs', -45), name('edge_logs', -31), name('auth_logs', -45), name('auth_logs', -31), name('auth_logs', -30), name('auth_logs', -29)].sort();
+    const expected = [
+      name('edge_logs', -45),
+      name('edge_logs', -31),
+      name('auth_logs', -45),
+      name('auth_logs', -31),
+      name('auth_logs', -30),
+      name('auth_logs', -29),
+    ].sort();
     expect([...a.deleted, ...b.deleted].sort()).toEqual(expected);
     const remaining = Object.keys(await client.indices.get({ index: `${config.INDEX_PREFIX}*` })).sort();
     expect(remaining).toEqual([...created.filter((index) => !expected.includes(index)), `${config.INDEX_PREFIX}api-keys`].sort());
@@ -233,7 +294,18 @@ describe('retention on a manual clock', () => {
   });
 
   it('npm run indices lists the partitions that remain with their documents, and what expires next', async () => {
-    const result = spawnSync('npx', ['tsx', 'scripts/indices.ts'], { cwd: repositoryRoot, encoding: 'utf8', env: { ...process.env, ELASTICSEARCH_URL: config.ELASTICSEARCH_URL, INDEX_PREFIX: config.INDEX_PREFIX, RETENTION_DAYS: '30', RETENTION_DAYS_BY_SOURCE: 'auth_logs=7' }, timeout: 60_000 });
+    const result = spawnSync('npx', ['tsx', 'scripts/indices.ts'], {
+      cwd: repositoryRoot,
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        ELASTICSEARCH_URL: config.ELASTICSEARCH_URL,
+        INDEX_PREFIX: config.INDEX_PREFIX,
+        RETENTION_DAYS: '30',
+        RETENTION_DAYS_BY_SOURCE: 'auth_logs=7',
+      },
+      timeout: 60_000,
+    });
     expect(result.status, result.stderr).toBe(0);
     expect(result.stdout).toContain('edge_logs (keeps 30 days)');
     expect(result.stdout).toContain('auth_logs (keeps 7 days)');

@@ -15,7 +15,12 @@ async function searchesOf(endpoint: string): Promise<number> {
 }
 
 async function ask(endpoint: string, params: Record<string, string>): Promise<{ status: number; code?: string; message?: string }> {
-  const response = await server.app.inject({ method: 'POST', url: `/api/endpoints/query/${endpoint}`, headers: { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' }, payload: params });
+  const response = await server.app.inject({
+    method: 'POST',
+    url: `/api/endpoints/query/${endpoint}`,
+    headers: { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' },
+    payload: params,
+  });
   const body = response.json() as { error?: { code: string; message: string } };
   return { status: response.statusCode, code: body.error?.code, message: body.error?.message };
 }
@@ -23,11 +28,14 @@ async function ask(endpoint: string, params: Record<string, string>): Promise<{ 
 /** `count` LQL filters on request paths, each its own regular expression. */
 const lqlWith = (count: number) => `f:edge_logs ${Array.from({ length: count }, (_, n) => `-m.request.path:~"p${n}x"`).join(' ')}`;
 /** A WHERE with `count` regexp_contains the store can check, each pushed down as its own regexp query. */
-const sqlWith = (count: number) => `select id from edge_logs where ${Array.from({ length: count }, (_, n) => `regexp_contains(event_message, 'p${n}x')`).join(' or ')}`;
+const sqlWith = (count: number) =>
+  `select id from edge_logs where ${Array.from({ length: count }, (_, n) => `regexp_contains(event_message, 'p${n}x')`).join(' or ')}`;
 
 beforeAll(async () => {
   server = await startEndpointServer({ now: NOW, overrides: { RATE_LIMIT_PER_MINUTE: '0' } });
-  await server.index('edge_logs', [edgeEvent('e1', storedTimestamp(NOW - 60_000), 'default', { url: 'https://abc.supabase.co/rest/v1/a', path: '/rest/v1/a' })]);
+  await server.index('edge_logs', [
+    edgeEvent('e1', storedTimestamp(NOW - 60_000), 'default', { url: 'https://abc.supabase.co/rest/v1/a', path: '/rest/v1/a' }),
+  ]);
 });
 
 afterAll(async () => {
@@ -66,8 +74,15 @@ describe('regular expressions per request are bounded before any search runs', (
   it('the limits are configuration: a service allowing 20 patterns answers 17', async () => {
     const wider = await startEndpointServer({ now: NOW, overrides: { RATE_LIMIT_PER_MINUTE: '0', SANDBOX_MAX_REGEX_PER_QUERY: '20' } });
     try {
-      await wider.index('edge_logs', [edgeEvent('e1', storedTimestamp(NOW - 60_000), 'default', { url: 'https://abc.supabase.co/rest/v1/a', path: '/rest/v1/a' })]);
-      const response = await wider.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', headers: { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' }, payload: { project: 'default', lql: lqlWith(17) } });
+      await wider.index('edge_logs', [
+        edgeEvent('e1', storedTimestamp(NOW - 60_000), 'default', { url: 'https://abc.supabase.co/rest/v1/a', path: '/rest/v1/a' }),
+      ]);
+      const response = await wider.app.inject({
+        method: 'POST',
+        url: '/api/endpoints/query/logs.all',
+        headers: { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' },
+        payload: { project: 'default', lql: lqlWith(17) },
+      });
       expect(response.statusCode, response.body).toBe(200);
       expect(response.json().result.map((row: { id: string }) => row.id)).toEqual(['e1']);
     } finally {
@@ -87,7 +102,10 @@ describe('a pattern the store refuses as too complex is named after where it cam
     const answer = await ask('logs.all', { project: 'default', sql: `select id from edge_logs where regexp_contains(event_message, '${TOO_COMPLEX}')` });
     expect(answer).toMatchObject({ status: 400, code: 'pattern_too_complex' });
     expect(answer.message).toMatch(/^sql: the pattern "a\.\{12\}b" is too complex for the log store/);
-    const grouped = await ask('logs.all', { project: 'default', sql: `select count(*) as n from edge_logs where regexp_contains(event_message, '${TOO_COMPLEX}')` });
+    const grouped = await ask('logs.all', {
+      project: 'default',
+      sql: `select count(*) as n from edge_logs where regexp_contains(event_message, '${TOO_COMPLEX}')`,
+    });
     expect(grouped).toMatchObject({ status: 400, code: 'pattern_too_complex' });
     expect(grouped.message).toMatch(/^sql: the pattern "a\.\{12\}b" is too complex for the log store/);
   });

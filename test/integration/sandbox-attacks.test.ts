@@ -41,7 +41,10 @@ describe(`the attack corpus over HTTP (${SQL_ATTACKS.length} cases)`, () => {
   }, 120_000);
 
   it('and a harmless query does try the store (so the check above is not vacuous)', async () => {
-    const response = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=default&sql=select%20id%20from%20edge_logs', headers: { 'x-api-key': BOOTSTRAP_KEY } });
+    const response = await server.app.inject({
+      url: '/api/endpoints/query/logs.all?project=default&sql=select%20id%20from%20edge_logs',
+      headers: { 'x-api-key': BOOTSTRAP_KEY },
+    });
     expect(response.statusCode).toBe(503);
     expect(response.json().error.code).toBe('store_unavailable');
   });

@@ -60,19 +60,29 @@ describe('one meaning per name, whatever the window holds', () => {
     expect((await sandboxed(nested, ONLY_E1)).json().result).toEqual([]);
   });
 
-  it('a bare field only one record has is that record\'s, filtered in the store and in the engine', async () => {
+  it("a bare field only one record has is that record's, filtered in the store and in the engine", async () => {
     const path = "select id, path from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r where path = '/b'";
     expect((await sandboxed(path, { project: 'default' })).json().result).toEqual([{ id: 'e2', path: '/b' }]);
   });
 });
 
 describe('a table alias used as a value', () => {
-  it('is the whole row as a STRUCT of the table\'s columns', async () => {
+  it("is the whole row as a STRUCT of the table's columns", async () => {
     const response = await sandboxed("select t as raw from edge_logs as t where t.id = 'e1'", { project: 'default' });
     expect(response.statusCode, response.body).toBe(200);
     // a STRUCT value is answered as a one-element array of its record, as every record is
     expect(response.json().result).toEqual([
-      { raw: [{ id: 'e1', timestamp: Date.UTC(2024, 0, 1, 0, 10) * 1000, event_message: 'message e1', metadata: [{ level: 'error', request: [{ path: '/a' }] }], project: 'default' }] },
+      {
+        raw: [
+          {
+            id: 'e1',
+            timestamp: Date.UTC(2024, 0, 1, 0, 10) * 1000,
+            event_message: 'message e1',
+            metadata: [{ level: 'error', request: [{ path: '/a' }] }],
+            project: 'default',
+          },
+        ],
+      },
     ]);
   });
 

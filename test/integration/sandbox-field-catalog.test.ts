@@ -22,7 +22,9 @@ const query = (field: string) =>
 
 beforeAll(async () => {
   server = await startEndpointServer({ now: NOW, overrides: { RATE_LIMIT_PER_MINUTE: '0', FIELD_CATALOG_SECONDS: '3600' } });
-  await server.index('edge_logs', [edgeEvent('a', storedTimestamp(NOW - HOUR), 'default', { url: 'https://x/a', path: '/a' }, { response: { status_code: 200 } })]);
+  await server.index('edge_logs', [
+    edgeEvent('a', storedTimestamp(NOW - HOUR), 'default', { url: 'https://x/a', path: '/a' }, { response: { status_code: 200 } }),
+  ]);
 });
 
 afterAll(async () => {
@@ -36,7 +38,9 @@ describe('SQL binds a bare field against the field types read again when the kep
     const before = await sql(query(field));
     expect(before.status).toBe(200);
     expect(before.result).toEqual([{ id: 'a', [field]: null }]);
-    await server.index('edge_logs', [edgeEvent('b', storedTimestamp(NOW - HOUR / 2), 'default', { url: 'https://x/b', path: '/b' }, { response: { status_code: 500, [field]: 'yes' } })]);
+    await server.index('edge_logs', [
+      edgeEvent('b', storedTimestamp(NOW - HOUR / 2), 'default', { url: 'https://x/b', path: '/b' }, { response: { status_code: 500, [field]: 'yes' } }),
+    ]);
     const after = await sql(query(field));
     expect(after.status).toBe(200);
     expect(after.result).toEqual([

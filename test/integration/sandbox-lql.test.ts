@@ -15,7 +15,12 @@ function micros(stored: string): number {
 }
 
 async function lql(text: string, params: Record<string, string> = { project: 'default' }) {
-  const response = await server.app.inject({ method: 'POST', url: '/api/endpoints/query/logs.all', headers: { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' }, payload: { ...params, lql: text } });
+  const response = await server.app.inject({
+    method: 'POST',
+    url: '/api/endpoints/query/logs.all',
+    headers: { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' },
+    payload: { ...params, lql: text },
+  });
   return response;
 }
 
@@ -49,27 +54,48 @@ describe('LQL filters on the real store, both sides of each', () => {
   it('free text is a case-sensitive substring; ~ a partial regex; (?i) ignores case', async () => {
     expect(await ids('f:storage_logs ObjectNotFound')).toEqual(expected('storage_logs', (event) => event.event_message.includes('ObjectNotFound')));
     expect(await ids('f:storage_logs objectnotfound')).toEqual([]);
-    expect(await ids('f:storage_logs ~"(?i)^storage_logs objectnotfound"')).toEqual(expected('storage_logs', (event) => /^storage_logs objectnotfound/i.test(event.event_message)));
+    expect(await ids('f:storage_logs ~"(?i)^storage_logs objectnotfound"')).toEqual(
+      expected('storage_logs', (event) => /^storage_logs objectnotfound/i.test(event.event_message)),
+    );
     expect(await ids('f:edge_logs "| 500 |"')).toEqual(expected('edge_logs', (event) => event.event_message.includes('| 500 |')));
   });
 
   it('a field inside nested records matches when any record does; negation and NULL', async () => {
-    expect(await ids('f:edge_logs m.request.path:~"^/rest"')).toEqual(expected('edge_logs', (_, metadata) => requests(metadata).some((request) => /^\/rest/.test(String(request.path)))));
-    expect(await ids('f:edge_logs -m.request.path:~"^/rest"')).toEqual(expected('edge_logs', (_, metadata) => !requests(metadata).some((request) => /^\/rest/.test(String(request.path)))));
+    expect(await ids('f:edge_logs m.request.path:~"^/rest"')).toEqual(
+      expected('edge_logs', (_, metadata) => requests(metadata).some((request) => /^\/rest/.test(String(request.path)))),
+    );
+    expect(await ids('f:edge_logs -m.request.path:~"^/rest"')).toEqual(
+      expected('edge_logs', (_, metadata) => !requests(metadata).some((request) => /^\/rest/.test(String(request.path)))),
+    );
     expect(await ids('f:edge_logs m.response.status_code:NULL')).toEqual(expected('edge_logs', (_, metadata) => metadata.response === undefined));
   });
 
   it('numbers compare as numbers; ranges are inclusive', async () => {
     const status = (metadata: Record<string, unknown>) => (metadata.response as { status_code?: number } | undefined)?.status_code;
     expect(await ids('f:edge_logs m.response.status_code:>=500')).toEqual(expected('edge_logs', (_, metadata) => (status(metadata) ?? 0) >= 500));
-    expect(await ids('f:edge_logs m.response.status_code:400..429')).toEqual(expected('edge_logs', (_, metadata) => { const code = status(metadata); return code !== undefined && code >= 400 && code <= 429; }));
-    expect(await ids('f:edge_logs m.response.status_code:<201')).toEqual(expected('edge_logs', (_, metadata) => { const code = status(metadata); return code !== undefined && code < 201; }));
+    expect(await ids('f:edge_logs m.response.status_code:400..429')).toEqual(
+      expected('edge_logs', (_, metadata) => {
+        const code = status(metadata);
+        return code !== undefined && code >= 400 && code <= 429;
+      }),
+    );
+    expect(await ids('f:edge_logs m.response.status_code:<201')).toEqual(
+      expected('edge_logs', (_, metadata) => {
+        const code = status(metadata);
+        return code !== undefined && code < 201;
+      }),
+    );
   });
 
   it('times: a range, a comparison, and a window relative to now', async () => {
-    const inRange = (from: string, to: string) => (event: StoredEvent) => micros(event.timestamp) >= Date.parse(from) * 1000 && micros(event.timestamp) <= Date.parse(to) * 1000;
-    expect(await ids('f:auth_logs t:2024-01-01T00:00:00Z..2024-01-01T03:00:00Z')).toEqual(expected('auth_logs', inRange('2024-01-01T00:00:00Z', '2024-01-01T03:00:00Z')));
-    expect(await ids('f:auth_logs t:>2024-01-01T20:00:00Z')).toEqual(expected('auth_logs', (event) => micros(event.timestamp) > Date.parse('2024-01-01T20:00:00Z') * 1000));
+    const inRange = (from: string, to: string) => (event: StoredEvent) =>
+      micros(event.timestamp) >= Date.parse(from) * 1000 && micros(event.timestamp) <= Date.parse(to) * 1000;
+    expect(await ids('f:auth_logs t:2024-01-01T00:00:00Z..2024-01-01T03:00:00Z')).toEqual(
+      expected('auth_logs', inRange('2024-01-01T00:00:00Z', '2024-01-01T03:00:00Z')),
+    );
+    expect(await ids('f:auth_logs t:>2024-01-01T20:00:00Z')).toEqual(
+      expected('auth_logs', (event) => micros(event.timestamp) > Date.parse('2024-01-01T20:00:00Z') * 1000),
+    );
     // now is 01:00 on 2024-01-01: the last two hours
     expect(await ids('f:auth_logs t:last@2hours')).toEqual(expected('auth_logs', inRange('2023-12-31T23:00:00Z', '2024-01-01T01:00:00Z')));
   });
@@ -169,7 +195,10 @@ describe('LQL errors', () => {
   it('a path no stored event has is 400 unknown_field; a field first stored after the types were read is found', async () => {
     const unknown = await lql('f:function_logs m.nonexistent:value');
     expect(unknown.statusCode).toBe(400);
-    expect(unknown.json().error).toMatchObject({ code: 'unknown_field', message: expect.stringContaining('metadata.nonexistent is not a field of function_logs') });
+    expect(unknown.json().error).toMatchObject({
+      code: 'unknown_field',
+      message: expect.stringContaining('metadata.nonexistent is not a field of function_logs'),
+    });
     // the field types of function_logs are now kept (FIELD_CATALOG_SECONDS); an event with a new field arrives
     const field = `fresh_${Date.now().toString(36)}`;
     const base = dataset.events.get('function_logs')!.find((event) => event.id.startsWith('default-'))!;

@@ -13,7 +13,14 @@ import { BOOTSTRAP_KEY, startEndpointServer, type EndpointTestServer } from '../
 
 function event(id: string, minute: number, metadata: Record<string, unknown> | undefined, withShape = true): StoredEvent {
   const timestamp = `2024-01-01T00:${String(minute).padStart(2, '0')}:00.000000Z`;
-  return { id, timestamp, event_message: `message ${id}`, project: 'default', ...(metadata ? { metadata } : {}), ...(withShape ? { shape: eventShape(metadata) } : {}) };
+  return {
+    id,
+    timestamp,
+    event_message: `message ${id}`,
+    project: 'default',
+    ...(metadata ? { metadata } : {}),
+    ...(withShape ? { shape: eventShape(metadata) } : {}),
+  };
 }
 
 const get = (path: string) => ({ method: 'GET', path });
@@ -25,7 +32,10 @@ const EVENTS = [
   // from here on, only events a single-element filter would get wrong (or has no shape for)
   event('m05', 5, { request: get('/e'), response: [{ status_code: 200 }, { status_code: 404 }] }),
   event('m06', 6, { request: get('/f'), response: [{ status_code: 200 }, { status_code: 201 }] }),
-  event('m07', 7, [{ request: get('/g'), response: { status_code: 503 } }, { request: get('/h'), response: { status_code: 200 } }] as unknown as Record<string, unknown>),
+  event('m07', 7, [
+    { request: get('/g'), response: { status_code: 503 } },
+    { request: get('/h'), response: { status_code: 200 } },
+  ] as unknown as Record<string, unknown>),
   event('s08', 8, undefined),
   event('m09', 9, { request: [get('/i'), { method: 'POST', path: '/j' }], response: { status_code: 404 } }),
   event('n10', 10, { request: get('/k'), response: { status_code: 502 } }, false),
@@ -60,13 +70,16 @@ async function rows(sql: string, params: Record<string, string>): Promise<Record
 
 async function counter(name: string, label?: Record<string, string>): Promise<number> {
   const metric = await metricsRegistry.getSingleMetric(name)!.get();
-  return metric.values.filter((value) => !label || Object.entries(label).every(([key, wanted]) => value.labels[key] === wanted)).reduce((sum, value) => sum + value.value, 0);
+  return metric.values
+    .filter((value) => !label || Object.entries(label).every(([key, wanted]) => value.labels[key] === wanted))
+    .reduce((sum, value) => sum + value.value, 0);
 }
 
 const select = 'select id, timestamp, event_message, request.method, request.path, response.status_code from edge_logs cross join unnest(metadata) as m';
 const inner = `${select} cross join unnest(m.request) as request cross join unnest(m.response) as response`;
 const left = `${select} left join unnest(m.request) as request on true left join unnest(m.response) as response on true`;
-const leftAll = 'select id, request.path, response.status_code from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true left join unnest(m.response) as response on true';
+const leftAll =
+  'select id, request.path, response.status_code from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true left join unnest(m.response) as response on true';
 
 /** The query with `where <condition>`, and the same with a condition no rule pushes down. */
 function pair(from: string, condition: string, tail: string): [string, string] {
@@ -79,21 +92,41 @@ function canonical(result: Record<string, unknown>[]): string[] {
 }
 
 describe('record-field filters pushed down by the stored shape', () => {
-  it('the dashboard query: exactly the engine\'s rows, over single, multi-element and shapeless events', async () => {
+  it("the dashboard query: exactly the engine's rows, over single, multi-element and shapeless events", async () => {
     const [pushed, unpushed] = pair(inner, 'response.status_code >= 400', 'order by timestamp desc, id desc limit 100');
     const result = await rows(pushed, ALL);
     expect(result.map((row) => row.id)).toEqual(['n10', 'm09', 'm09', 'm07', 'm05', 's01']);
     expect(canonical(result)).toEqual(canonical(await rows(unpushed, ALL)));
-    expect(result.filter((row) => row.id === 'm09').map((row) => row.path).sort()).toEqual(['/i', '/j']);
+    expect(
+      result
+        .filter((row) => row.id === 'm09')
+        .map((row) => row.path)
+        .sort(),
+    ).toEqual(['/i', '/j']);
   });
 
   it.each([
     ['a limit cutting through the rows of one event', inner, 'response.status_code >= 400', 'order by timestamp desc, id desc limit 3'],
     ['NOT over inner unnests (NULL and absent values are not rows of it)', inner, 'not (response.status_code >= 400)', 'order by timestamp desc, id desc'],
     ['!= over left unnests', left, 'response.status_code != 200', 'order by timestamp desc, id desc'],
-    ['IS NULL over left unnests (absent records, NULL values, no metadata)', leftAll, 'response.status_code is null', 'order by timestamp desc, id desc limit 20'],
-    ['IS NOT NULL and a keyword through a left unnest', leftAll, "response.status_code is not null and request.path in ('/a', '/g', '/j', '/k')", 'order by timestamp desc, id desc limit 20'],
-    ['an inner unnest alone', 'select id, request.path from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request', "request.path != '/zzz'", 'order by timestamp desc, id desc limit 4'],
+    [
+      'IS NULL over left unnests (absent records, NULL values, no metadata)',
+      leftAll,
+      'response.status_code is null',
+      'order by timestamp desc, id desc limit 20',
+    ],
+    [
+      'IS NOT NULL and a keyword through a left unnest',
+      leftAll,
+      "response.status_code is not null and request.path in ('/a', '/g', '/j', '/k')",
+      'order by timestamp desc, id desc limit 20',
+    ],
+    [
+      'an inner unnest alone',
+      'select id, request.path from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request',
+      "request.path != '/zzz'",
+      'order by timestamp desc, id desc limit 4',
+    ],
   ])('%s: the same rows as the engine alone', async (_, from, condition, tail) => {
     const [pushed, unpushed] = pair(from, condition, tail);
     expect(canonical(await rows(pushed, ALL))).toEqual(canonical(await rows(unpushed, ALL)));
@@ -108,7 +141,7 @@ describe('record-field filters pushed down by the stored shape', () => {
     expect(result.map((row) => row.id)).toEqual(['s08', 's04', 's03']);
   });
 
-  it('reads only the limit\'s events when the scope holds no irregular event, and the engine gives the same rows', async () => {
+  it("reads only the limit's events when the scope holds no irregular event, and the engine gives the same rows", async () => {
     const [pushed, unpushed] = pair(inner, 'response.status_code >= 200', 'order by timestamp desc, id desc limit 1');
     const limited = await counter('sandbox_scans_total', { kind: 'limited' });
     const scanned = await counter('sandbox_scanned_events_total');

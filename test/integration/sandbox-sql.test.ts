@@ -56,11 +56,23 @@ async function referenceRows(sql: string, params: Record<string, string>): Promi
     const rows = dataset.events
       .get(cte.source)!
       .filter((event) => inScope(cte.source, event, params))
-      .map((event) => ({ id: event.id, timestamp: micros(event.timestamp), event_message: event.event_message, metadata: metadataRows(event.metadata), project: event.project ?? null }));
+      .map((event) => ({
+        id: event.id,
+        timestamp: micros(event.timestamp),
+        event_message: event.event_message,
+        metadata: metadataRows(event.metadata),
+        project: event.project ?? null,
+      }));
     const declared = cte.columns.map((column) => (column.name === 'metadata' ? { name: 'metadata', type: 'inferred' as const } : column));
     return [cte.name, ...cte.aliases].map((name) => ({ schema: inferTableSchema(name, declared, rows), rows }));
   });
-  const { sql: duckDb } = translateToDuckDb(query, { tables: tables.map((table) => table.schema), parameters: params, now: server.clock.now(), maxChars: server.config.SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: server.config.SANDBOX_MAX_RESULT_BYTES });
+  const { sql: duckDb } = translateToDuckDb(query, {
+    tables: tables.map((table) => table.schema),
+    parameters: params,
+    now: server.clock.now(),
+    maxChars: server.config.SANDBOX_MAX_TRANSLATED_CHARS,
+    maxValueBytes: server.config.SANDBOX_MAX_RESULT_BYTES,
+  });
   return (await engine.run({ tables, sql: duckDb, timeoutMs: 30_000 })).rows;
 }
 
@@ -148,8 +160,14 @@ describe('pushdown on the real store', () => {
 
     // a window with only regular events (no multi-record event falls in it) is answered by Elasticsearch alone
     const defaults = dataset.events.get('edge_logs')!.filter((event) => event.project === 'default');
-    const first = defaults.findIndex((_, at) => at > 0 && defaults[at]!.timestamp > '2023-12-31T19' && defaults.slice(at - 1, at + 6).every((event) => event.shape!.multi.length === 0));
-    const windowed = { project: 'default', iso_timestamp_start: defaults[first]!.timestamp.replace(/\d{3}Z$/, 'Z'), iso_timestamp_end: defaults[first + 4]!.timestamp.replace(/\d{3}Z$/, 'Z') };
+    const first = defaults.findIndex(
+      (_, at) => at > 0 && defaults[at]!.timestamp > '2023-12-31T19' && defaults.slice(at - 1, at + 6).every((event) => event.shape!.multi.length === 0),
+    );
+    const windowed = {
+      project: 'default',
+      iso_timestamp_start: defaults[first]!.timestamp.replace(/\d{3}Z$/, 'Z'),
+      iso_timestamp_end: defaults[first + 4]!.timestamp.replace(/\d{3}Z$/, 'Z'),
+    };
     const inWindow = dataset.events.get('edge_logs')!.filter((event) => inScope('edge_logs', event, windowed));
     expect(inWindow.every((event) => event.shape!.multi.length === 0)).toBe(true);
     const aggregationsBefore = await scanCount('aggregation');
@@ -171,11 +189,16 @@ describe('pushdown on the real store', () => {
     }
   });
 
-  it('pushes LIMIT down when the store\'s order is the query\'s', async () => {
+  it("pushes LIMIT down when the store's order is the query's", async () => {
     const before = await scanCount('limited');
     const response = await sandboxed('select id, timestamp from auth_logs order by timestamp desc limit 5', { project: 'other' });
     expect(await scanCount('limited')).toBe(before + 1);
-    const expected = dataset.events.get('auth_logs')!.filter((event) => event.project === 'other').map((event) => event.id).reverse().slice(0, 5);
+    const expected = dataset.events
+      .get('auth_logs')!
+      .filter((event) => event.project === 'other')
+      .map((event) => event.id)
+      .reverse()
+      .slice(0, 5);
     expect((response.json().result as { id: string }[]).map((row) => row.id)).toEqual(expected);
   });
 
@@ -200,7 +223,7 @@ describe('pushdown on the real store', () => {
 describe('isolation', () => {
   it('1,000 randomised queries as project default never return a row of project other', async () => {
     let seed = 11;
-    const next = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)]!;
     const names = [...tableNames(logsAll.ctes)];
     const shapes = [
@@ -231,7 +254,7 @@ describe('isolation', () => {
   });
 });
 
-describe('the reference implementation\'s own cases over HTTP', () => {
+describe("the reference implementation's own cases over HTTP", () => {
   it.each([
     ['update a set x=2', 'sandbox_violation', /only a single SELECT/i],
     ['SELECT SESSION_USER()', 'sandbox_violation', /session_user/],
@@ -253,15 +276,18 @@ describe('the reference implementation\'s own cases over HTTP', () => {
 });
 
 describe('usage.api-counts tables', () => {
-  it('chart_counts holds the saved query\'s buckets, dates its window start, edge_logs its matching events', async () => {
+  it("chart_counts holds the saved query's buckets, dates its window start, edge_logs its matching events", async () => {
     const now = server.clock.now();
     // the saved query bounds the window below only (`timestamp >= start`), as the reference's does
     const recent = dataset.events.get('edge_logs')!.filter((event) => micros(event.timestamp) >= (now - 7 * 86_400_000) * 1000);
-    const url = (sql?: string) => `/api/endpoints/query/usage.api-counts?interval=daily&project=${encodeURIComponent('default\\.example')}${sql ? `&sql=${encodeURIComponent(sql)}` : ''}`;
+    const url = (sql?: string) =>
+      `/api/endpoints/query/usage.api-counts?interval=daily&project=${encodeURIComponent('default\\.example')}${sql ? `&sql=${encodeURIComponent(sql)}` : ''}`;
     const headers = { 'x-api-key': BOOTSTRAP_KEY };
     const saved = (await server.app.inject({ url: url(), headers })).json().result as { timestamp: string; total_rest_requests: number }[];
     expect(saved.length).toBeGreaterThan(0);
-    const sandboxed = (await server.app.inject({ url: url('select cast(timestamp as datetime) as day, total_rest_requests from chart_counts order by day'), headers })).json().result as { day: string; total_rest_requests: number }[];
+    const sandboxed = (
+      await server.app.inject({ url: url('select cast(timestamp as datetime) as day, total_rest_requests from chart_counts order by day'), headers })
+    ).json().result as { day: string; total_rest_requests: number }[];
     expect(sandboxed).toEqual(saved.map((row) => ({ day: row.timestamp, total_rest_requests: row.total_rest_requests })));
     const dates = (await server.app.inject({ url: url('select start from dates'), headers })).json().result;
     expect(dates).toEqual([{ start: (now - 7 * 86_400_000) * 1000 }]);

@@ -9,7 +9,13 @@ const NOW = Date.UTC(2024, 0, 10, 12);
 const FIRST = Date.UTC(2024, 0, 1);
 const times = Array.from({ length: 38 }, (_, n) => FIRST + n * 6 * HOUR + n * 1000);
 const events = times.map((ms, n) =>
-  edgeEvent(`e${String(n).padStart(2, '0')}`, storedTimestamp(ms, n), n % 5 === 0 ? 'other' : 'default', { url: `https://x/${n}`, path: `/p/${n % 3}` }, { response: { status_code: n % 2 === 0 ? 200 : 500 } }),
+  edgeEvent(
+    `e${String(n).padStart(2, '0')}`,
+    storedTimestamp(ms, n),
+    n % 5 === 0 ? 'other' : 'default',
+    { url: `https://x/${n}`, path: `/p/${n % 3}` },
+    { response: { status_code: n % 2 === 0 ? 200 : 500 } },
+  ),
 );
 const DAYS = Array.from({ length: 10 }, (_, n) => new Date(FIRST + n * DAY).toISOString().slice(0, 10).replaceAll('-', '.'));
 

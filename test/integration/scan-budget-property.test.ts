@@ -22,7 +22,13 @@ async function scannedEvents(): Promise<number> {
 }
 
 const source = fc.constantFrom(...SOURCES);
-const filter = fc.constantFrom('', " where event_message like '%a%'", " where id != 'x'", ' where length(event_message) > 3', " where timestamp > '2023-12-31T18:00:00Z'");
+const filter = fc.constantFrom(
+  '',
+  " where event_message like '%a%'",
+  " where id != 'x'",
+  ' where length(event_message) > 3',
+  " where timestamp > '2023-12-31T18:00:00Z'",
+);
 const read = fc.tuple(source, filter).map(([table, where]) => `select id from ${table}${where}`);
 const queryShape = fc.oneof(
   fc.array(read, { minLength: 1, maxLength: 12 }).map((reads) => reads.join(' union all ')),

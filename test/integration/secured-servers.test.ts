@@ -23,10 +23,32 @@ const scratch = mkdtempSync(path.join(os.tmpdir(), 'secured-servers-'));
 
 beforeAll(async () => {
   const ports = { STACK_KAFKA_PORT: '0', STACK_KAFKA_CONTROLLER_PORT: '0', STACK_ELASTICSEARCH_PORT: '0', STACK_ELASTICSEARCH_TRANSPORT_PORT: '0' };
-  stack = await startLocalStack(loadConfig({ ...ports, STACK_ELASTICSEARCH_HEAP: '512m', STACK_KAFKA_HEAP: '384m' }), (line) => console.error(`secured stack: ${line}`), { secure: true });
+  stack = await startLocalStack(
+    loadConfig({ ...ports, STACK_ELASTICSEARCH_HEAP: '512m', STACK_KAFKA_HEAP: '384m' }),
+    (line) => console.error(`secured stack: ${line}`),
+    { secure: true },
+  );
   // a CA that signed neither server: trusting it alone must not be enough
   otherCaFile = path.join(scratch, 'other-ca.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=some other CA', '-days', '1', '-keyout', path.join(scratch, 'other-ca.key'), '-out', otherCaFile], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=some other CA',
+      '-days',
+      '1',
+      '-keyout',
+      path.join(scratch, 'other-ca.key'),
+      '-out',
+      otherCaFile,
+    ],
+    { stdio: 'ignore' },
+  );
 }, 600_000);
 
 afterAll(async () => {
@@ -41,7 +63,12 @@ function security() {
 
 /** A client of the secured node as `elastic`, for the test's own set-up, look-ups and clean-up. */
 function adminClient() {
-  const env = { ELASTICSEARCH_URL: stack.elasticsearchUrl, ELASTICSEARCH_CA_FILE: security().caFile, ELASTICSEARCH_USERNAME: 'elastic', ELASTICSEARCH_PASSWORD: security().elasticsearch.password };
+  const env = {
+    ELASTICSEARCH_URL: stack.elasticsearchUrl,
+    ELASTICSEARCH_CA_FILE: security().caFile,
+    ELASTICSEARCH_USERNAME: 'elastic',
+    ELASTICSEARCH_PASSWORD: security().elasticsearch.password,
+  };
   return createElasticsearchClient(elasticsearchConnection(loadConfig(env)));
 }
 
@@ -83,7 +110,11 @@ async function ingestAndQuery(label: string, env: Record<string, string>): Promi
   try {
     worker = await startIngestWorker(config, silentLogger);
     await produce(config, 'edge_logs', [edgeEvent(20, '/rest/v1/items'), edgeEvent(10, '/auth/v1/token'), edgeEvent(5, '/storage/v1/object')]);
-    await waitFor('the three events to be searchable', async () => ((await documentCount(store, sourceIndex(config, 'edge_logs'))) === 3 ? true : undefined), 90_000);
+    await waitFor(
+      'the three events to be searchable',
+      async () => ((await documentCount(store, sourceIndex(config, 'edge_logs'))) === 3 ? true : undefined),
+      90_000,
+    );
 
     const response = await server.app.inject({ url: '/api/endpoints/query/logs.all?project=secured', headers: { 'x-api-key': BOOTSTRAP_KEY } });
     expect(response.statusCode).toBe(200);
@@ -133,7 +164,12 @@ function runProcess(entry: string, env: Record<string, string>, timeoutMs = 150_
 
 /** The message the process ends with: its last non-JSON line on stderr/stdout. */
 function lastPlainLine(output: string): string {
-  return output.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('{')).at(-1) ?? '';
+  return (
+    output
+      .split('\n')
+      .filter((line) => line.trim() !== '' && !line.startsWith('{'))
+      .at(-1) ?? ''
+  );
 }
 
 describe('secured servers: ingest and queries', () => {
@@ -143,7 +179,9 @@ describe('secured servers: ingest and queries', () => {
 
   // API keys live in the .security index, whose analyzer needs components of a module the minimal
   // distribution lacks; the stack installs our own plugin with them (stack/elasticsearch-plugin)
-  it('an Elasticsearch API key made by `elastic` (no user or password given), SCRAM-SHA-512 to Kafka; invalidated, it stops both processes at start-up', { timeout: 600_000 }, async () => {
+  it('an Elasticsearch API key made by `elastic` (no user or password given), SCRAM-SHA-512 to Kafka; invalidated, it stops both processes at start-up', {
+    timeout: 600_000,
+  }, async () => {
     const admin = adminClient();
     try {
       const key = await admin.security.createApiKey({ name: 'secured-servers-test' });
@@ -192,7 +230,9 @@ describe('secured servers: refused at start-up, with the server named', () => {
     const result = await runProcess('ingest/main.ts', env);
     expect(result.code).not.toBe(0);
     expect(lastPlainLine(result.output)).toMatch(
-      new RegExp(`^Kafka at ${stack.kafkaBrokers[0]} \\(SASL_SSL \\(SCRAM-SHA-512\\)\\): SASL authentication failed: check KAFKA_SASL_USERNAME / KAFKA_SASL_PASSWORD`),
+      new RegExp(
+        `^Kafka at ${stack.kafkaBrokers[0]} \\(SASL_SSL \\(SCRAM-SHA-512\\)\\): SASL authentication failed: check KAFKA_SASL_USERNAME / KAFKA_SASL_PASSWORD`,
+      ),
     );
     // debug logs included: neither the password tried nor the Elasticsearch password appears
     expect(result.output).not.toContain('wrong-kafka-password');
@@ -202,24 +242,36 @@ describe('secured servers: refused at start-up, with the server named', () => {
   it('the worker trusting another CA exits non-zero naming Kafka and KAFKA_CA_FILE', { timeout: 180_000 }, async () => {
     const result = await runProcess('ingest/main.ts', { ...securedEnv('SCRAM-SHA-512'), KAFKA_CA_FILE: otherCaFile });
     expect(result.code).not.toBe(0);
-    expect(lastPlainLine(result.output)).toMatch(new RegExp(`^Kafka at ${stack.kafkaBrokers[0]} .*presented a certificate this client does not trust: set KAFKA_CA_FILE`));
+    expect(lastPlainLine(result.output)).toMatch(
+      new RegExp(`^Kafka at ${stack.kafkaBrokers[0]} .*presented a certificate this client does not trust: set KAFKA_CA_FILE`),
+    );
   });
 
   it('the worker with a wrong Elasticsearch password exits non-zero naming Elasticsearch', { timeout: 180_000 }, async () => {
-    const result = await runProcess('ingest/main.ts', securedEnv('SCRAM-SHA-512', { ELASTICSEARCH_USERNAME: 'elastic', ELASTICSEARCH_PASSWORD: 'wrong-es-password' }));
+    const result = await runProcess(
+      'ingest/main.ts',
+      securedEnv('SCRAM-SHA-512', { ELASTICSEARCH_USERNAME: 'elastic', ELASTICSEARCH_PASSWORD: 'wrong-es-password' }),
+    );
     expect(result.code).not.toBe(0);
-    expect(lastPlainLine(result.output)).toBe(`Elasticsearch at ${stack.elasticsearchUrl} rejected the credentials (401): check ELASTICSEARCH_USERNAME / ELASTICSEARCH_PASSWORD`);
+    expect(lastPlainLine(result.output)).toBe(
+      `Elasticsearch at ${stack.elasticsearchUrl} rejected the credentials (401): check ELASTICSEARCH_USERNAME / ELASTICSEARCH_PASSWORD`,
+    );
     expect(result.output).not.toContain('wrong-es-password');
   });
 
   it('the query service with a wrong API key, or trusting another CA, exits non-zero naming Elasticsearch', { timeout: 240_000 }, async () => {
-    const wrongKey = await runProcess('src/main.ts', securedEnv('SCRAM-SHA-512', { ELASTICSEARCH_API_KEY: Buffer.from('no-such-id:no-such-key').toString('base64') }));
+    const wrongKey = await runProcess(
+      'src/main.ts',
+      securedEnv('SCRAM-SHA-512', { ELASTICSEARCH_API_KEY: Buffer.from('no-such-id:no-such-key').toString('base64') }),
+    );
     expect(wrongKey.code).not.toBe(0);
     expect(lastPlainLine(wrongKey.output)).toBe(`Elasticsearch at ${stack.elasticsearchUrl} rejected the credentials (401): check ELASTICSEARCH_API_KEY`);
 
     const untrusted = await runProcess('src/main.ts', securedEnv('SCRAM-SHA-512', { ELASTICSEARCH_CA_FILE: otherCaFile }));
     expect(untrusted.code).not.toBe(0);
-    expect(lastPlainLine(untrusted.output)).toMatch(new RegExp(`^Elasticsearch at ${stack.elasticsearchUrl} presented a certificate this client does not trust: set ELASTICSEARCH_CA_FILE`));
+    expect(lastPlainLine(untrusted.output)).toMatch(
+      new RegExp(`^Elasticsearch at ${stack.elasticsearchUrl} presented a certificate this client does not trust: set ELASTICSEARCH_CA_FILE`),
+    );
   });
 
   it('a password without its user stops the worker before it connects', { timeout: 60_000 }, async () => {

@@ -37,7 +37,14 @@ const dataset = sandboxDataset({ perSource: 720, projects: ['default', 'other'] 
 const DAY = { iso_timestamp_start: '2023-12-31T12:00:00.000Z', iso_timestamp_end: '2024-01-02T00:00:00.000Z' };
 
 function odd(id: string, minute: number, metadata: Record<string, unknown>, extraMicros = 0): StoredEvent {
-  return { id, timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 6, minute), extraMicros), event_message: `odd ${id}`, project: 'odd', metadata, shape: eventShape(metadata) };
+  return {
+    id,
+    timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 6, minute), extraMicros),
+    event_message: `odd ${id}`,
+    project: 'odd',
+    metadata,
+    shape: eventShape(metadata),
+  };
 }
 
 /** Project `odd`: values the service must leave to the engine, and values it must convert exactly. */
@@ -45,7 +52,13 @@ const ODD_EVENTS: StoredEvent[] = [
   odd('o1', 1, { request: { method: 'GET', path: '/\u{1F600}' }, response: { status_code: 500, origin_time: 1.5, code: 500 } }),
   odd('o2', 2, { request: { method: 'GET', path: '/\uFF5E' }, response: { status_code: 404, origin_time: 2, code: '404' } }),
   odd('o3', 3, { request: { method: null, path: '/ä' }, response: { status_code: 503 } }),
-  odd('o4', 4, { request: [{ method: 'GET', path: '/x' }, { method: 'POST', path: '/y' }], response: { status_code: 502 } }),
+  odd('o4', 4, {
+    request: [
+      { method: 'GET', path: '/x' },
+      { method: 'POST', path: '/y' },
+    ],
+    response: { status_code: 502 },
+  }),
   odd('o5', 5, { request: { method: 'PUT', path: '/same' } }),
   odd('o6', 5, { request: { method: 'PUT', path: '/same' }, response: { status_code: 400 } }),
   odd('o7', 7, { request: { method: 'GET', path: '/z' }, response: { status_code: 200 } }, 1),
@@ -54,24 +67,45 @@ const ODD_EVENTS: StoredEvent[] = [
 /** Project `plain`: every event with one request and one response record, as the demo data has them. */
 const PLAIN_EVENTS: StoredEvent[] = Array.from({ length: 40 }, (_, n) => {
   const metadata = { request: { method: n % 2 ? 'GET' : 'POST', path: `/rest/v1/t${n % 5}` }, response: { status_code: [200, 404, 500][n % 3] } };
-  return { id: `p${n}`, timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 3, n)), event_message: `plain ${n}`, project: 'plain', metadata, shape: eventShape(metadata) };
+  return {
+    id: `p${n}`,
+    timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 3, n)),
+    event_message: `plain ${n}`,
+    project: 'plain',
+    metadata,
+    shape: eventShape(metadata),
+  };
 });
 
 /** Project `text`: paths whose UTF-8 order differs from their UTF-16 order, one record each. */
 const TEXT_EVENTS: StoredEvent[] = ['/\u{1F600}', '/\uFF5E', '/ä', '/a', '/Z', '/'].map((path, n) => {
   const metadata = { request: { method: 'GET', path } };
-  return { id: `t${n}`, timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 4, n)), event_message: `text ${n}`, project: 'text', metadata, shape: eventShape(metadata) };
+  return {
+    id: `t${n}`,
+    timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 4, n)),
+    event_message: `text ${n}`,
+    project: 'text',
+    metadata,
+    shape: eventShape(metadata),
+  };
 });
 
 const EDGE = 'from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request cross join unnest(m.response) as response';
-const LEFT = 'from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true left join unnest(m.response) as response on true';
+const LEFT =
+  'from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true left join unnest(m.response) as response on true';
 
 /** Shapes the planner admits, and near ones it does not, over each project. */
 const SHAPES: [string, string][] = [
-  ['dashboard', `select id, timestamp, event_message, request.method, request.path, response.status_code ${EDGE} where response.status_code >= 400 order by timestamp desc limit 100`],
+  [
+    'dashboard',
+    `select id, timestamp, event_message, request.method, request.path, response.status_code ${EDGE} where response.status_code >= 400 order by timestamp desc limit 100`,
+  ],
   ['dashboard, offset', `select id, timestamp, request.path ${EDGE} where response.status_code >= 400 order by timestamp desc, id desc limit 10 offset 3`],
   ['left unnests', `select id, request.path, response.status_code ${LEFT} order by timestamp desc limit 50`],
-  ['comma unnests', 'select id, response.status_code from edge_logs, unnest(metadata) as m, unnest(m.response) as response where response.status_code >= 500 order by timestamp desc limit 20'],
+  [
+    'comma unnests',
+    'select id, response.status_code from edge_logs, unnest(metadata) as m, unnest(m.response) as response where response.status_code >= 500 order by timestamp desc limit 20',
+  ],
   ['ordered by a string', `select request.path as p, timestamp ${EDGE} order by p, timestamp limit 30`],
   ['ordered by a string, descending', `select request.path, id ${EDGE} order by request.path desc, id limit 30`],
   ['ascending', 'select id, timestamp from edge_logs order by timestamp asc limit 20'],
@@ -82,16 +116,34 @@ const SHAPES: [string, string][] = [
   ['missing field', `select id, request.nosuch ${EDGE} order by timestamp desc limit 5`],
   ['a field of two types', `select id, response.code ${EDGE} order by timestamp desc limit 10`],
   ['float field', `select id, response.origin_time ${EDGE} order by response.origin_time desc, id limit 10`],
-  ['record field of a record-holding unnest', 'select id, m.function_id from edge_logs cross join unnest(metadata) as m order by m.function_id, timestamp desc limit 10'],
+  [
+    'record field of a record-holding unnest',
+    'select id, m.function_id from edge_logs cross join unnest(metadata) as m order by m.function_id, timestamp desc limit 10',
+  ],
   ['one row without order', "select id, timestamp from edge_logs where id = 'default-edge_logs-5' limit 1"],
-  ['a TIMESTAMP cast to DATETIME', `select cast(timestamp as datetime) as timestamp, id ${EDGE} where response.status_code >= 400 order by timestamp desc limit 10`],
+  [
+    'a TIMESTAMP cast to DATETIME',
+    `select cast(timestamp as datetime) as timestamp, id ${EDGE} where response.status_code >= 400 order by timestamp desc limit 10`,
+  ],
   ['hourly counts', 'select timestamp_trunc(timestamp, hour) as h, count(*) as n from edge_logs group by h order by h'],
-  ['minute counts, newest first', `select timestamp_trunc(timestamp, minute) as t, count(*) as n, countif(response.status_code >= 500) as errors ${EDGE} group by t order by t desc limit 5`],
+  [
+    'minute counts, newest first',
+    `select timestamp_trunc(timestamp, minute) as t, count(*) as n, countif(response.status_code >= 500) as errors ${EDGE} group by t order by t desc limit 5`,
+  ],
   ['one group', 'select count(*) as n from edge_logs'],
-  ['hourly counts as DATETIME', 'select cast(timestamp_trunc(timestamp, hour) as datetime) as hour, count(*) as n from edge_logs group by hour order by hour desc'],
+  [
+    'hourly counts as DATETIME',
+    'select cast(timestamp_trunc(timestamp, hour) as datetime) as hour, count(*) as n from edge_logs group by hour order by hour desc',
+  ],
   ['groups by count', `select request.path as path, count(*) as c ${EDGE} group by path order by c desc limit 3`],
-  ['an array no row holds, by a LEFT JOIN', 'select id, parsed.error_severity from postgres_logs left join unnest(metadata) as m on true left join unnest(m.parsed) as parsed on true order by timestamp desc limit 10'],
-  ['postgres', "select id, parsed.error_severity from postgres_logs cross join unnest(metadata) as m cross join unnest(m.parsed) as parsed where parsed.error_severity = 'ERROR' order by timestamp desc limit 10"],
+  [
+    'an array no row holds, by a LEFT JOIN',
+    'select id, parsed.error_severity from postgres_logs left join unnest(metadata) as m on true left join unnest(m.parsed) as parsed on true order by timestamp desc limit 10',
+  ],
+  [
+    'postgres',
+    "select id, parsed.error_severity from postgres_logs cross join unnest(metadata) as m cross join unnest(m.parsed) as parsed where parsed.error_severity = 'ERROR' order by timestamp desc limit 10",
+  ],
   ['computed (refused)', 'select id, upper(event_message) as e from edge_logs order by timestamp desc limit 5'],
 ];
 
@@ -117,7 +169,12 @@ async function plan(sql: string, params: Record<string, string>): Promise<Plan> 
   const query = parseSandboxQuery(sql, { allowedTables: tableNames(logsAll.ctes), parameterNames: logsAll.parameterDocs.map((parameter) => parameter.name) });
   const context = { now: NOW, projects: null, indexPrefix: server.config.INDEX_PREFIX };
   const limits = { maxScanEvents: server.config.SANDBOX_MAX_SCAN_EVENTS, maxScans: server.config.SANDBOX_MAX_SCANS };
-  return planEndpointQuery(logsAll, validateParameters(logsAll, params), context, { language: 'sql', query, limits, catalogs: await catalogs.forSources(server.config.INDEX_PREFIX, SOURCE_NAMES) });
+  return planEndpointQuery(logsAll, validateParameters(logsAll, params), context, {
+    language: 'sql',
+    query,
+    limits,
+    catalogs: await catalogs.forSources(server.config.INDEX_PREFIX, SOURCE_NAMES),
+  });
 }
 
 /** The answer's JSON (or its error) and whether the engine was asked for. */
@@ -157,7 +214,7 @@ async function bothWays(sql: string, params: Record<string, string>): Promise<{ 
   return { admitted: true, finished: !finished.engine };
 }
 
-describe('the service finishes a query with the engine\'s bytes', () => {
+describe("the service finishes a query with the engine's bytes", () => {
   it('the 20 studio queries: each one admitted answers as the engine does', async () => {
     const finished: string[] = [];
     for (const query of studio) {
@@ -249,7 +306,7 @@ describe('the service finishes a query with the engine\'s bytes', () => {
     }
   });
 
-  it('the oracle\'s cases the planner admits', async () => {
+  it("the oracle's cases the planner admits", async () => {
     let admitted = 0;
     for (const oracle of ORACLE_CASES) {
       let result;
@@ -270,7 +327,7 @@ describe('over HTTP, a query the service finishes never waits for the engine', (
   it.each([
     ['the dashboard query', SHAPES[0]![1]],
     ['the hourly aggregation', 'select timestamp_trunc(timestamp, hour) as h, count(*) as n from edge_logs group by h order by h'],
-  ])('%s: the engine\'s answer, and no engine phase in Server-Timing', async (_, sql) => {
+  ])("%s: the engine's answer, and no engine phase in Server-Timing", async (_, sql) => {
     const params = { project: 'plain', ...DAY };
     const response = await server.app.inject({
       method: 'POST',

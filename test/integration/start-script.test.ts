@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loaderArgs, modulePath, repositoryRoot } from '../../shared/module-runtime.ts';
 import { startStateFile } from '../../scripts/start-state.ts';
 import { processAlive } from '../../stack/server-process.ts';
@@ -14,8 +14,17 @@ import { testConfig, uniqueName } from '../support/stack.ts';
 const KEY = 'start-script-test-key-0123456789';
 
 /** Runs one of the npm scripts' entries the way npm does, with only the variables given (no server addresses). */
-async function runScript(entry: string, args: string[], env: Record<string, string>, input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [...loaderArgs, modulePath(entry), ...args], { cwd: repositoryRoot, env: { PATH: process.env.PATH!, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+async function runScript(
+  entry: string,
+  args: string[],
+  env: Record<string, string>,
+  input?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [...loaderArgs, modulePath(entry), ...args], {
+    cwd: repositoryRoot,
+    env: { PATH: process.env.PATH!, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -94,21 +103,34 @@ describe('npm start against external servers', () => {
 
     // keys and produce, given no addresses, find the servers npm start uses
     const stateFile = startStateFile(cacheDir);
-    expect(JSON.parse(readFileSync(stateFile, 'utf8')).env).toMatchObject({ KAFKA_BROKERS: config.KAFKA_BROKERS!.join(','), ELASTICSEARCH_URL: config.ELASTICSEARCH_URL, INDEX_PREFIX: config.INDEX_PREFIX });
+    expect(JSON.parse(readFileSync(stateFile, 'utf8')).env).toMatchObject({
+      KAFKA_BROKERS: config.KAFKA_BROKERS!.join(','),
+      ELASTICSEARCH_URL: config.ELASTICSEARCH_URL,
+      INDEX_PREFIX: config.INDEX_PREFIX,
+    });
     const created = await runScript('scripts/keys', ['create', '--account', 'start-test'], { STACK_CACHE_DIR: cacheDir });
     expect(created.stderr).toContain('using the stack npm start');
     expect(created.code).toBe(0);
     const key = created.stdout.trim();
     const withCreatedKey = await fetch(`${ready}/api/endpoints/query/logs.all?project=${prefix}`, { headers: { 'x-api-key': key } });
     expect(withCreatedKey.status).toBe(200);
-    const produced = await runScript('scripts/produce', ['--source', 'edge_logs'], { STACK_CACHE_DIR: cacheDir }, `${JSON.stringify({ message: 'produced without addresses', project: prefix })}\n`);
+    const produced = await runScript(
+      'scripts/produce',
+      ['--source', 'edge_logs'],
+      { STACK_CACHE_DIR: cacheDir },
+      `${JSON.stringify({ message: 'produced without addresses', project: prefix })}\n`,
+    );
     expect(produced.code).toBe(0);
     expect(produced.stdout).toContain(`published 1 event(s) to ${config.TOPIC_PREFIX}edge_logs`);
-    const rows = await waitFor('the produced event to be answered', async () => {
-      const response = await fetch(`${ready}/api/endpoints/query/logs.all?project=${prefix}`, { headers: { 'x-api-key': key } });
-      const { result } = (await response.json()) as { result: { event_message: string }[] };
-      return result.length > 0 ? result : undefined;
-    }, 60_000);
+    const rows = await waitFor(
+      'the produced event to be answered',
+      async () => {
+        const response = await fetch(`${ready}/api/endpoints/query/logs.all?project=${prefix}`, { headers: { 'x-api-key': key } });
+        const { result } = (await response.json()) as { result: { event_message: string }[] };
+        return result.length > 0 ? result : undefined;
+      },
+      60_000,
+    );
     expect(rows.map((row) => row.event_message)).toEqual(['produced without addresses']);
 
     // indices and demo-data find them the same way

@@ -11,10 +11,13 @@ const DISTINCT = 30;
 async function counter(name: string, labels: Record<string, string>, series = name): Promise<number> {
   const metric = (await metricsRegistry.getMetricsAsJSON()).find((m) => m.name === name);
   const values = (metric?.values ?? []) as { value: number; labels: Record<string, unknown>; metricName?: string }[];
-  return values.filter((v) => (v.metricName ?? name) === series && Object.entries(labels).every(([k, l]) => v.labels[k] === l)).reduce((sum, v) => sum + v.value, 0);
+  return values
+    .filter((v) => (v.metricName ?? name) === series && Object.entries(labels).every(([k, l]) => v.labels[k] === l))
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
-const warmingRuns = async () => (await counter('result_cache_warming_runs_total', { outcome: 'ok' })) + (await counter('result_cache_warming_runs_total', { outcome: 'failed' }));
+const warmingRuns = async () =>
+  (await counter('result_cache_warming_runs_total', { outcome: 'ok' })) + (await counter('result_cache_warming_runs_total', { outcome: 'failed' }));
 const usageSearches = () => counter('elasticsearch_query_duration_seconds', { endpoint: 'usage.api-counts' }, 'elasticsearch_query_duration_seconds_count');
 
 /** Many distinct usage.api-counts requests cached at once, warmed through the route on real Elasticsearch, the clock moved by the test. */
@@ -22,13 +25,23 @@ describe('warming is bounded: CACHE_WARM_MAX_ENTRIES runs per period, the most r
   let server: EndpointTestServer;
   const pattern = (n: number) => `warm\\.supabase|never-${n}`;
   const usage = async (n: number) => {
-    const response = await server.app.inject({ method: 'GET', url: '/api/endpoints/query/usage.api-counts', query: { interval: 'hourly', project: pattern(n) }, headers: { 'x-api-key': BOOTSTRAP_KEY } });
-    return { status: response.statusCode, cache: response.headers['x-cache'], age: Number(response.headers['age']) };
+    const response = await server.app.inject({
+      method: 'GET',
+      url: '/api/endpoints/query/usage.api-counts',
+      query: { interval: 'hourly', project: pattern(n) },
+      headers: { 'x-api-key': BOOTSTRAP_KEY },
+    });
+    return { status: response.statusCode, cache: response.headers['x-cache'], age: Number(response.headers.age) };
   };
 
   beforeAll(async () => {
-    server = await startEndpointServer({ now: NOW, overrides: { CACHE_WARM_MAX_ENTRIES: String(BUDGET), CACHE_WARM_CONCURRENCY: '2', RATE_LIMIT_PER_MINUTE: '0' } });
-    await server.index('edge_logs', [edgeEvent('w1', '2024-06-01T12:00:00.000000Z', 'warm', { url: 'https://warm.supabase.co/rest/v1/t', path: '/rest/v1/t' })]);
+    server = await startEndpointServer({
+      now: NOW,
+      overrides: { CACHE_WARM_MAX_ENTRIES: String(BUDGET), CACHE_WARM_CONCURRENCY: '2', RATE_LIMIT_PER_MINUTE: '0' },
+    });
+    await server.index('edge_logs', [
+      edgeEvent('w1', '2024-06-01T12:00:00.000000Z', 'warm', { url: 'https://warm.supabase.co/rest/v1/t', path: '/rest/v1/t' }),
+    ]);
   });
 
   afterAll(async () => {

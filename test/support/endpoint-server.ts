@@ -29,12 +29,23 @@ export interface EndpointTestServer {
 }
 
 /** A query service on its own index prefix, with a clock the test moves. */
-export async function startEndpointServer(options: { now: number; overrides?: Record<string, string>; elasticsearchUrl?: string }): Promise<EndpointTestServer> {
+export async function startEndpointServer(options: {
+  now: number;
+  overrides?: Record<string, string>;
+  elasticsearchUrl?: string;
+}): Promise<EndpointTestServer> {
   const config = testConfig({ INDEX_PREFIX: `${uniqueName('endpoints')}-`, BOOTSTRAP_API_KEY: BOOTSTRAP_KEY, ...options.overrides });
   const storeClient = createElasticsearchClient(elasticsearchConnection(config));
   const elasticsearch = options.elasticsearchUrl ? createElasticsearchClient({ url: options.elasticsearchUrl }) : storeClient;
   const clock = new ManualClock(options.now);
-  const app = await buildServer({ config, logger: createLogger('query-service', 'silent'), elasticsearch, kafkaBrokers: config.KAFKA_BROKERS!, kafkaTls: kafkaConnection(config).tls, clock });
+  const app = await buildServer({
+    config,
+    logger: createLogger('query-service', 'silent'),
+    elasticsearch,
+    kafkaBrokers: config.KAFKA_BROKERS!,
+    kafkaTls: kafkaConnection(config).tls,
+    clock,
+  });
   await app.ready();
   return {
     app,
@@ -47,7 +58,10 @@ export async function startEndpointServer(options: { now: number; overrides?: Re
       const { indexOf } = eventPartitioning(config.INDEX_PREFIX, source, partitionPeriodOf(config, source), retentionDaysOf(config, source));
       for (let offset = 0; offset < events.length; offset += 5000) {
         const chunk = events.slice(offset, offset + 5000);
-        const response = await storeClient.bulk({ refresh: true, operations: chunk.flatMap((event) => [{ index: { _index: indexOf(event), _id: event.id } }, event]) });
+        const response = await storeClient.bulk({
+          refresh: true,
+          operations: chunk.flatMap((event) => [{ index: { _index: indexOf(event), _id: event.id } }, event]),
+        });
         if (response.errors) throw new Error(`bulk failed: ${JSON.stringify(response.items.find((item) => item.index?.error))}`);
       }
     },
@@ -80,6 +94,12 @@ export interface RequestRecord {
 }
 
 /** An edge event whose metadata.request is one record (as the samples have it) or several. */
-export function edgeEvent(id: string, timestamp: string, project: string, requests: RequestRecord | RequestRecord[], extra: Record<string, unknown> = {}): StoredEvent {
+export function edgeEvent(
+  id: string,
+  timestamp: string,
+  project: string,
+  requests: RequestRecord | RequestRecord[],
+  extra: Record<string, unknown> = {},
+): StoredEvent {
   return { id, timestamp, event_message: `GET | 200 | ${id}`, project, metadata: { request: requests, ...extra } };
 }

@@ -72,11 +72,15 @@ async function partitionsWithLeaders(kafka: Kafka, topic: string): Promise<Parti
   const admin = kafka.admin();
   await admin.connect();
   try {
-    return await waitFor(`leaders for every partition of ${topic}`, async () => {
-      const [metadata] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
-      const partitions = metadata?.partitions ?? [];
-      return partitions.length > 0 && partitions.every((partition) => partition.leader >= 0) ? partitions : undefined;
-    }, 30_000);
+    return await waitFor(
+      `leaders for every partition of ${topic}`,
+      async () => {
+        const [metadata] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
+        const partitions = metadata?.partitions ?? [];
+        return partitions.length > 0 && partitions.every((partition) => partition.leader >= 0) ? partitions : undefined;
+      },
+      30_000,
+    );
   } finally {
     await admin.disconnect();
   }
@@ -142,17 +146,21 @@ export async function waitForCommittedToEnd(config: Config, topics: string[], ti
   const admin = testKafka(config).admin();
   await admin.connect();
   try {
-    await waitFor(`${config.INGEST_GROUP_ID} to commit ${topics.join(', ')} to the end`, async () => {
-      for (const topic of topics) {
-        const ends = await admin.fetchTopicOffsets(topic);
-        const [committed] = await admin.fetchOffsets({ groupId: config.INGEST_GROUP_ID, topics: [topic] });
-        for (const end of ends) {
-          const offset = committed?.partitions.find((partition) => partition.partition === end.partition)?.offset ?? '-1';
-          if (end.high !== '0' && offset !== end.high) return undefined;
+    await waitFor(
+      `${config.INGEST_GROUP_ID} to commit ${topics.join(', ')} to the end`,
+      async () => {
+        for (const topic of topics) {
+          const ends = await admin.fetchTopicOffsets(topic);
+          const [committed] = await admin.fetchOffsets({ groupId: config.INGEST_GROUP_ID, topics: [topic] });
+          for (const end of ends) {
+            const offset = committed?.partitions.find((partition) => partition.partition === end.partition)?.offset ?? '-1';
+            if (end.high !== '0' && offset !== end.high) return undefined;
+          }
         }
-      }
-      return true;
-    }, timeoutMs);
+        return true;
+      },
+      timeoutMs,
+    );
   } finally {
     await admin.disconnect();
   }

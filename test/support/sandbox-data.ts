@@ -54,7 +54,14 @@ export function sandboxDataset(options: { perSource: number; projects: [string, 
       switch (source.name) {
         case 'edge_logs':
         case 'function_edge_logs': {
-          const request = { method: pick(['GET', 'POST']), path, search: pick(['?a=1', '', '?select=*']), url: `https://${project}.example.co${path}`, headers: { 'user-agent': pick(['curl', 'browser']) }, cf: { country: pick(['DE', 'US', 'FR', null]) } };
+          const request = {
+            method: pick(['GET', 'POST']),
+            path,
+            search: pick(['?a=1', '', '?select=*']),
+            url: `https://${project}.example.co${path}`,
+            headers: { 'user-agent': pick(['curl', 'browser']) },
+            cf: { country: pick(['DE', 'US', 'FR', null]) },
+          };
           const response = { status_code: status, origin_time: Math.round(next() * 500), headers: { 'content-type': 'application/json' } };
           metadata = {
             request: several ? [request, { ...request, path: '/rest/v1/second' }] : request,
@@ -65,12 +72,22 @@ export function sandboxDataset(options: { perSource: number; projects: [string, 
           break;
         }
         case 'postgres_logs': {
-          const parsed = { error_severity: pick(['LOG', 'WARNING', 'ERROR', 'FATAL', 'PANIC']), sql_state_code: pick(['00000', '42P01', '57014']), detail: pick(['d1', null]), hint: pick(['h1', null]) };
+          const parsed = {
+            error_severity: pick(['LOG', 'WARNING', 'ERROR', 'FATAL', 'PANIC']),
+            sql_state_code: pick(['00000', '42P01', '57014']),
+            detail: pick(['d1', null]),
+            hint: pick(['h1', null]),
+          };
           metadata = { parsed: several ? [parsed, { ...parsed, error_severity: 'LOG' }] : parsed };
           break;
         }
         case 'function_logs':
-          metadata = { level: pick(['error', 'info']), function_id: pick(['8c1f5e2a-7b3d-4c6e-9f0a-2b4d6e8f0a1c', '8c1f5e2a-7b3d-4c6e-9f0a-2b4d6e8f0a1c', 'other-fn']), event_type: 'Log', execution_id: `x${n}` };
+          metadata = {
+            level: pick(['error', 'info']),
+            function_id: pick(['8c1f5e2a-7b3d-4c6e-9f0a-2b4d6e8f0a1c', '8c1f5e2a-7b3d-4c6e-9f0a-2b4d6e8f0a1c', 'other-fn']),
+            event_type: 'Log',
+            execution_id: `x${n}`,
+          };
           break;
         case 'auth_logs': {
           const actor = pick(['3f2a7c1e-5b6d-4e8f-9a0b-1c2d3e4f5a6b', 'u2', 'u3']);
@@ -84,7 +101,13 @@ export function sandboxDataset(options: { perSource: number; projects: [string, 
           eventMessage = `${source.name} ${metadata.note as string} ${n}`;
       }
       const placed = withProject(source.name, project, metadata);
-      const event: StoredEvent = { id, timestamp, event_message: eventMessage, ...(placed.project ? { project: placed.project } : {}), metadata: placed.metadata };
+      const event: StoredEvent = {
+        id,
+        timestamp,
+        event_message: eventMessage,
+        ...(placed.project ? { project: placed.project } : {}),
+        metadata: placed.metadata,
+      };
       if (options.withShape !== false) event.shape = eventShape(event.metadata);
       list.push(event);
     }

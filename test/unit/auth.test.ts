@@ -57,7 +57,13 @@ describe('presentedKey', () => {
 
 describe('npm run keys arguments', () => {
   it('creates an operator key with --admin', () => {
-    expect(parseKeysCommand(['create', '--account', 'ops', '--admin'], ENDPOINTS)).toEqual({ action: 'create', account: 'ops', endpoints: 'all', projects: null, admin: true });
+    expect(parseKeysCommand(['create', '--account', 'ops', '--admin'], ENDPOINTS)).toEqual({
+      action: 'create',
+      account: 'ops',
+      endpoints: 'all',
+      projects: null,
+      admin: true,
+    });
   });
 
   it('creates a key for every endpoint and project by default', () => {
@@ -67,7 +73,9 @@ describe('npm run keys arguments', () => {
   it('limits a key to endpoints (by name or id, stored as ids, which outlive a rename) and projects', () => {
     const logsAll = ENDPOINTS.find((e) => e.name === 'logs.all')!;
     const usage = ENDPOINTS.find((e) => e.name === 'usage.api-counts')!;
-    expect(parseKeysCommand(['create', '--account', 'acme', '--endpoints', `usage.api-counts, ${logsAll.id.toUpperCase()}`, '--projects', 'p1,p2'], ENDPOINTS)).toEqual({
+    expect(
+      parseKeysCommand(['create', '--account', 'acme', '--endpoints', `usage.api-counts, ${logsAll.id.toUpperCase()}`, '--projects', 'p1,p2'], ENDPOINTS),
+    ).toEqual({
       action: 'create',
       account: 'acme',
       endpoints: [usage.id, logsAll.id],
@@ -77,7 +85,9 @@ describe('npm run keys arguments', () => {
 
   it('names what is wrong', () => {
     expect(() => parseKeysCommand(['create'], ENDPOINTS)).toThrow(/--account/);
-    expect(() => parseKeysCommand(['create', '--account', 'a', '--endpoints', 'logs.everything'], ENDPOINTS)).toThrow(/unknown endpoint "logs.everything".*usage.api-counts, logs.all/);
+    expect(() => parseKeysCommand(['create', '--account', 'a', '--endpoints', 'logs.everything'], ENDPOINTS)).toThrow(
+      /unknown endpoint "logs.everything".*usage.api-counts, logs.all/,
+    );
     expect(() => parseKeysCommand(['create', '--account', 'a', '--projects', ','], ENDPOINTS)).toThrow(/--projects/);
     expect(() => parseKeysCommand(['revoke'], ENDPOINTS)).toThrow(/key id/);
     expect(() => parseKeysCommand(['rotate'], ENDPOINTS)).toThrow(KeysUsageError);
@@ -92,17 +102,31 @@ describe('npm run keys arguments', () => {
   it('lists keys as a table of id, account, scopes, projects, created, revoked', () => {
     const table = keyTable([
       { keyId: '0123456789abcdef', account: 'acme', endpoints: 'all', projects: null, createdAt: '2024-01-01T00:00:00.000Z', revokedAt: null },
-      { keyId: 'fedcba9876543210', account: 'b', endpoints: ['logs.all'], projects: ['p1', 'p2'], createdAt: '2024-01-02T00:00:00.000Z', revokedAt: '2024-01-03T00:00:00.000Z' },
+      {
+        keyId: 'fedcba9876543210',
+        account: 'b',
+        endpoints: ['logs.all'],
+        projects: ['p1', 'p2'],
+        createdAt: '2024-01-02T00:00:00.000Z',
+        revokedAt: '2024-01-03T00:00:00.000Z',
+      },
     ]).split('\n');
     expect(table[0]).toMatch(/^KEY ID +ACCOUNT +ENDPOINTS +PROJECTS +CREATED +REVOKED$/);
     expect(table[1]!.split(/ +/)).toEqual(['0123456789abcdef', 'acme', 'all', 'all', '2024-01-01T00:00:00.000Z', '-']);
     expect(table[2]!.split(/ +/)).toEqual(['fedcba9876543210', 'b', 'logs.all', 'p1,p2', '2024-01-02T00:00:00.000Z', '2024-01-03T00:00:00.000Z']);
   });
 
-  it('shows a key\'s endpoint ids by the endpoints\' names now, and an id no endpoint has as it is', () => {
+  it("shows a key's endpoint ids by the endpoints' names now, and an id no endpoint has as it is", () => {
     const logsAll = ENDPOINTS.find((e) => e.name === 'logs.all')!;
     const renamed = [{ id: logsAll.id, name: 'logs.everything' }];
-    const record = { keyId: 'fedcba9876543210', account: 'b', endpoints: [logsAll.id, 'gone-id'], projects: null, createdAt: '2024-01-02T00:00:00.000Z', revokedAt: null };
+    const record = {
+      keyId: 'fedcba9876543210',
+      account: 'b',
+      endpoints: [logsAll.id, 'gone-id'],
+      projects: null,
+      createdAt: '2024-01-02T00:00:00.000Z',
+      revokedAt: null,
+    };
     expect(keyTable([record], renamed).split('\n')[1]!.split(/ +/)[2]).toBe('logs.everything,gone-id');
   });
 });

@@ -3,7 +3,14 @@ import { benchChartSpec, latencyRows, renderBenchChart } from '../../bench/chart
 import { formatBenchMarkdown, formatBenchText, growthRows, markdownTable, pipelineComparisons, pipelineTable } from '../../bench/report.ts';
 import type { BenchRun, LoadPoint, QuerySeries } from '../../bench/results.ts';
 
-const point = (concurrency: number, p50Ms: number, requestsPerSecond: number): LoadPoint => ({ concurrency, p50Ms, p99Ms: p50Ms * 2, requestsPerSecond, requests: 1000, errors: 0 });
+const point = (concurrency: number, p50Ms: number, requestsPerSecond: number): LoadPoint => ({
+  concurrency,
+  p50Ms,
+  p99Ms: p50Ms * 2,
+  requestsPerSecond,
+  requests: 1000,
+  errors: 0,
+});
 
 function sampleRunWith(series: QuerySeries[]): BenchRun {
   const run = sampleRun();
@@ -68,7 +75,10 @@ describe('bench report', () => {
   it('writes Markdown tables whose rows have as many cells as the head', () => {
     const markdown = formatBenchMarkdown(sampleRun());
     for (const block of markdown.split('\n\n').filter((part) => part.startsWith('| '))) {
-      const widths = block.split('\n').filter(Boolean).map((row) => row.split(/(?<!\\)\|/).length);
+      const widths = block
+        .split('\n')
+        .filter(Boolean)
+        .map((row) => row.split(/(?<!\\)\|/).length);
       expect(new Set(widths).size).toBe(1);
     }
     expect(markdown).toContain('(`--quick`)');
@@ -107,7 +117,12 @@ describe('sandboxed SQL against its direct pipeline', () => {
       ['sql example 2', '50,000', '7.00', '5.00', '1.40x (met)', '300.0', '400.0', '0.75x (met)'],
       ['sql example 4', '50,000', '', '', '', '500.0', '1,000.0', '0.50x (not met)'],
     ]);
-    expect(markdownTable(table).split('\n').filter((row) => row.startsWith('| ')).map((row) => row.split(/(?<!\\)\|/).length)).toEqual([10, 10, 10, 10]);
+    expect(
+      markdownTable(table)
+        .split('\n')
+        .filter((row) => row.startsWith('| '))
+        .map((row) => row.split(/(?<!\\)\|/).length),
+    ).toEqual([10, 10, 10, 10]);
   });
 
   it('is left out when no sandboxed series has a direct side', () => {
@@ -119,7 +134,9 @@ describe('sandboxed SQL against its direct pipeline', () => {
 describe('bench chart', () => {
   it('folds the example SQL series into their median and leaves the consumer out of the ingest bars', () => {
     const rows = latencyRows(sampleRun());
-    expect(rows.filter((row) => row.series.startsWith('sql'))).toEqual([{ series: 'sql examples (median of 3)', side: 'ours', events: '100,000 events', size: 100_000, concurrency: 1, p50: 7 }]);
+    expect(rows.filter((row) => row.series.startsWith('sql'))).toEqual([
+      { series: 'sql examples (median of 3)', side: 'ours', events: '100,000 events', size: 100_000, concurrency: 1, p50: 7 },
+    ]);
     const spec = JSON.stringify(benchChartSpec(sampleRun()));
     expect(spec).toContain('"side":"ceiling"');
     expect(spec).not.toContain('"side":"consume"');

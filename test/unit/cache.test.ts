@@ -259,7 +259,14 @@ describe('ResultCache warming budget', () => {
     const cache = new ResultCache({ maxBytes: 64 * 1024 * 1024, clock, logger: pino({ level: 'silent' }), warming });
     caches.push(cache);
     // runs are recorded once the test has filled the cache (watching), and held until released when gated
-    const record = { starts: [] as { at: number; key: string }[], inFlight: 0, maxInFlight: 0, gates: [] as ReturnType<typeof deferred<void>>[], watching: false, gated: false };
+    const record = {
+      starts: [] as { at: number; key: string }[],
+      inFlight: 0,
+      maxInFlight: 0,
+      gates: [] as ReturnType<typeof deferred<void>>[],
+      watching: false,
+      gated: false,
+    };
     const runOf = (key: string) => async () => {
       if (record.watching) record.starts.push({ at: clock.now(), key });
       record.inFlight += 1;

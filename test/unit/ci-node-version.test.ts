@@ -6,7 +6,7 @@ import { repositoryRoot } from '../../shared/config.ts';
 
 const check = (...version: string[]) => spawnSync(process.execPath, [path.join(repositoryRoot, '.ci', 'node-version.cjs'), ...version], { encoding: 'utf8' });
 
-describe('CI\'s Node version check against package.json engines (>=20.19)', () => {
+describe("CI's Node version check against package.json engines (>=20.19)", () => {
   it('stops on an older Node, saying which and what package.json asks for', () => {
     for (const version of ['v18.19.1', 'v20.18.3', 'v20.9.0', 'v16.20.2']) {
       const result = check(version);

@@ -24,7 +24,10 @@ function runWith(flag: string, files: string[]): Map<string, { exitCode: number 
     env: { PATH: process.env.PATH, KAFKA_BROKERS: '127.0.0.1:1', ELASTICSEARCH_URL: 'http://127.0.0.1:1', STACK_CACHE_DIR: os.tmpdir(), LOG_LEVEL: 'silent' },
     timeout: 120_000,
   });
-  const runs = driver.stdout.trim().split('\n').map((line) => JSON.parse(line) as { file: string; exitCode: number | null; stdout: string });
+  const runs = driver.stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { file: string; exitCode: number | null; stdout: string });
   return new Map(runs.map(({ file, ...run }) => [file, run]));
 }
 
@@ -39,7 +42,10 @@ describe('every npm run command answers --help and -h', () => {
 
   for (const flag of ['--help', '-h']) {
     it(`prints the usage and exits 0 on ${flag}`, () => {
-      const runs = runWith(flag, listed.map((command) => command.file));
+      const runs = runWith(
+        flag,
+        listed.map((command) => command.file),
+      );
       for (const command of listed) {
         const run = runs.get(command.file);
         expect({ command: command.name, exitCode: run?.exitCode }).toEqual({ command: command.name, exitCode: 0 });

@@ -14,18 +14,28 @@ function issuesOf(env: Record<string, string>): string[] {
 
 describe('ports that fetch refuses', () => {
   it('are refused for the services at start-up, naming the port and why', () => {
-    expect(issuesOf({ PORT: '4190' })).toEqual([expect.stringMatching(/^PORT: 4190 is on the Fetch standard's bad-port list: Node's fetch and browsers refuse/)]);
+    expect(issuesOf({ PORT: '4190' })).toEqual([
+      expect.stringMatching(/^PORT: 4190 is on the Fetch standard's bad-port list: Node's fetch and browsers refuse/),
+    ]);
     expect(issuesOf({ INGEST_PORT: '6000' })).toEqual([expect.stringMatching(/^INGEST_PORT: 6000 is on the Fetch standard's bad-port list/)]);
     expect(issuesOf({ PORT: '4191', INGEST_PORT: '0' })).toEqual([]);
   });
 
-  it('are the ports Node\'s own fetch refuses', async () => {
+  it("are the ports Node's own fetch refuses", async () => {
     const reasons = await Promise.all(
-      [...FETCH_BAD_PORTS].map((port) => fetch(`http://127.0.0.1:${port}/`).then(() => 'answered', (error: Error) => (error.cause as Error | undefined)?.message)),
+      [...FETCH_BAD_PORTS].map((port) =>
+        fetch(`http://127.0.0.1:${port}/`).then(
+          () => 'answered',
+          (error: Error) => (error.cause as Error | undefined)?.message,
+        ),
+      ),
     );
     expect(new Set(reasons)).toEqual(new Set(['bad port']));
     // a port beside one on the list is merely closed
-    const neighbour = await fetch('http://127.0.0.1:4191/').then(() => 'answered', (error: Error) => (error.cause as Error | undefined)?.message);
+    const neighbour = await fetch('http://127.0.0.1:4191/').then(
+      () => 'answered',
+      (error: Error) => (error.cause as Error | undefined)?.message,
+    );
     expect(neighbour).not.toBe('bad port');
   });
 });

@@ -28,7 +28,9 @@ describe('configuration', () => {
 
   it('bounds the HTTP timeouts against each other and the query timeout', () => {
     const config = loadConfig({});
-    expect([config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS, config.HTTP_KEEP_ALIVE_TIMEOUT_MS, config.HTTP_CONNECTION_TIMEOUT_MS]).toEqual([10_000, 30_000, 5000, 120_000]);
+    expect([config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS, config.HTTP_KEEP_ALIVE_TIMEOUT_MS, config.HTTP_CONNECTION_TIMEOUT_MS]).toEqual([
+      10_000, 30_000, 5000, 120_000,
+    ]);
     expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS/);
     expect(() => loadConfig({ QUERY_TIMEOUT_MS: '200000' })).toThrow(/HTTP_CONNECTION_TIMEOUT_MS: must exceed QUERY_TIMEOUT_MS/);
     expect(() => loadConfig({ HTTP_MAX_HEADER_BYTES: '1000' })).toThrow(/HTTP_MAX_HEADER_BYTES/);

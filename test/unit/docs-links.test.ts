@@ -14,12 +14,19 @@ function markdownFiles(folder: string): string[] {
 
 /** The text outside fenced code blocks, where a link is a link. */
 function prose(text: string): string {
-  return text.split(/^```.*$/m).filter((_, index) => index % 2 === 0).join('\n');
+  return text
+    .split(/^```.*$/m)
+    .filter((_, index) => index % 2 === 0)
+    .join('\n');
 }
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
 function anchorOf(heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}_\- ]/gu, '')
+    .replace(/ /g, '-');
 }
 
 function anchorsIn(path: string): Set<string> {

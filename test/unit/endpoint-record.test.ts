@@ -29,7 +29,16 @@ describe('endpoint record', () => {
     [{ ...minimal, maxRows: 0 }, /^maxRows: /],
     [{ ...minimal, warmingSeconds: 60 }, /warming needs caching/],
     [{ ...minimal, cacheSeconds: 30, warmingSeconds: 60 }, /must not exceed cacheSeconds/],
-    [{ ...minimal, parameters: [{ name: 'a', type: 'string' }, { name: 'a', type: 'integer' }] }, /parameters\.1\.name: parameter a is declared twice/],
+    [
+      {
+        ...minimal,
+        parameters: [
+          { name: 'a', type: 'string' },
+          { name: 'a', type: 'integer' },
+        ],
+      },
+      /parameters\.1\.name: parameter a is declared twice/,
+    ],
     [{ ...minimal, parameters: [{ name: 'sql', type: 'string' }] }, /sandbox parameters/],
     [{ ...minimal, parameters: [{ name: 'Stats', type: 'boolean' }] }, /sql, lql, stats, format, cursor, page_size are read by the query route itself/],
     [{ ...minimal, parameters: [{ name: 'page_size', type: 'integer' }] }, /page_size are read by the query route itself/],
@@ -56,7 +65,9 @@ describe('declared parameters', () => {
   const endpoint = { ...logsAll, name: 'custom', parameters: schema };
 
   it('normalises values to text and fills defaults', () => {
-    expect(validateParameters(endpoint, { project: ' p1 ', level: 'error', verbose: 'TRUE', code: 'ABC', since: '2024-01-01T00:00:00Z', other: 'dropped' })).toEqual({
+    expect(
+      validateParameters(endpoint, { project: ' p1 ', level: 'error', verbose: 'TRUE', code: 'ABC', since: '2024-01-01T00:00:00Z', other: 'dropped' }),
+    ).toEqual({
       project: 'p1',
       limit_rows: '10',
       level: 'error',
@@ -87,8 +98,26 @@ describe('declared parameters', () => {
 describe('seeded endpoints', () => {
   it('seed the two spec endpoints with their UUIDs and settings', () => {
     const [usage, logs] = SEEDED_ENDPOINTS.map((seed) => seed.record);
-    expect(usage).toMatchObject({ id: usageApiCounts.id, name: 'usage.api-counts', maxRows: 1000, cacheSeconds: 900, warmingSeconds: 300, sandboxable: true, redactPii: false, enabled: true });
-    expect(logs).toMatchObject({ id: logsAll.id, name: 'logs.all', maxRows: 1000, cacheSeconds: 0, warmingSeconds: null, sandboxable: true, redactPii: false, enabled: true });
+    expect(usage).toMatchObject({
+      id: usageApiCounts.id,
+      name: 'usage.api-counts',
+      maxRows: 1000,
+      cacheSeconds: 900,
+      warmingSeconds: 300,
+      sandboxable: true,
+      redactPii: false,
+      enabled: true,
+    });
+    expect(logs).toMatchObject({
+      id: logsAll.id,
+      name: 'logs.all',
+      maxRows: 1000,
+      cacheSeconds: 0,
+      warmingSeconds: null,
+      sandboxable: true,
+      redactPii: false,
+      enabled: true,
+    });
     for (const { id, ...input } of SEEDED_ENDPOINTS.map((seed) => seed.record)) expect(endpointInputSchema.parse(input), id).toEqual(input);
   });
 

@@ -9,7 +9,7 @@ const usage = usageApiCounts as unknown as EndpointDefinition;
 const everything: Principal = { keyId: 'k', account: 'a', endpoints: 'all', projects: null };
 
 describe('saved endpoints', () => {
-  it('are found by name and by UUID, and carry the spec\'s settings', () => {
+  it("are found by name and by UUID, and carry the spec's settings", () => {
     expect(findEndpoint('usage.api-counts')).toBe(usage);
     expect(findEndpoint(logsAll.id.toUpperCase())?.name).toBe('logs.all');
     expect(findEndpoint('nothing')).toBeUndefined();
@@ -60,10 +60,13 @@ describe('request rules', () => {
     expect(redactionRequested(as(undefined), usage)).toBe(false);
   });
 
-  it.each(['1', 'yes', 'on', '"true"', 'true;', 'true, true', 'true, false', '', 'tru', 'false x'])('refuses the redaction header %j naming the allowed values', (value) => {
-    expect(() => redactionRequested(svc(value), usage)).toThrow(/^SVC-ENDPOINT-REDACT-PII must be exactly true or false/);
-    expect(() => redactionRequested(lf(value), usage)).toThrow(/^LF-ENDPOINT-REDACT-PII must be exactly true or false/);
-  });
+  it.each(['1', 'yes', 'on', '"true"', 'true;', 'true, true', 'true, false', '', 'tru', 'false x'])(
+    'refuses the redaction header %j naming the allowed values',
+    (value) => {
+      expect(() => redactionRequested(svc(value), usage)).toThrow(/^SVC-ENDPOINT-REDACT-PII must be exactly true or false/);
+      expect(() => redactionRequested(lf(value), usage)).toThrow(/^LF-ENDPOINT-REDACT-PII must be exactly true or false/);
+    },
+  );
 
   it('refuses a repeated redaction header', () => {
     expect(() => redactionRequested(svc(['true', 'true']), usage)).toThrow(/sent 2 times/);

@@ -36,7 +36,12 @@ describe('result values in the API form', () => {
     const row = await single(
       `select TIMESTAMP '2024-01-01 10:11:12' as whole, TIMESTAMP '2024-01-01 10:11:12.5' as half, TIMESTAMP '1969-12-31 23:59:59.999999' as before_epoch, TIMESTAMP '0001-01-01 00:00:00' as first`,
     );
-    expect(row).toEqual({ whole: '2024-01-01T10:11:12', half: '2024-01-01T10:11:12.500000', before_epoch: '1969-12-31T23:59:59.999999', first: '0001-01-01T00:00:00' });
+    expect(row).toEqual({
+      whole: '2024-01-01T10:11:12',
+      half: '2024-01-01T10:11:12.500000',
+      before_epoch: '1969-12-31T23:59:59.999999',
+      first: '0001-01-01T00:00:00',
+    });
   });
 
   it('timestamp_trunc-like results of TIMESTAMPTZ cast to TIMESTAMP read as UTC civil time', async () => {
@@ -57,7 +62,9 @@ describe('result values in the API form', () => {
   });
 
   it('BIGINT and HUGEINT -> numbers while exact, strings beyond 2^53', async () => {
-    const row = await single(`select 9007199254740991::BIGINT as safe, 9007199254740993::BIGINT as unsafe, 12::HUGEINT as small_huge, (2::HUGEINT ** 70)::HUGEINT as big_huge, -5::BIGINT as negative`);
+    const row = await single(
+      `select 9007199254740991::BIGINT as safe, 9007199254740993::BIGINT as unsafe, 12::HUGEINT as small_huge, (2::HUGEINT ** 70)::HUGEINT as big_huge, -5::BIGINT as negative`,
+    );
     expect(row).toEqual({ safe: 9_007_199_254_740_991, unsafe: '9007199254740993', small_huge: 12, big_huge: '1180591620717411303424', negative: -5 });
   });
 
@@ -78,7 +85,12 @@ describe('result values in the API form', () => {
   });
 
   it('NULL -> null, of any type', async () => {
-    expect(await single(`select NULL as n, NULL::TIMESTAMPTZ as t, NULL::STRUCT(a INT) as s, NULL::INT[] as l`)).toEqual({ n: null, t: null, s: null, l: null });
+    expect(await single(`select NULL as n, NULL::TIMESTAMPTZ as t, NULL::STRUCT(a INT) as s, NULL::INT[] as l`)).toEqual({
+      n: null,
+      t: null,
+      s: null,
+      l: null,
+    });
   });
 
   it('doubles that JSON cannot hold -> strings', async () => {
@@ -141,9 +153,21 @@ describe('loading tables', () => {
     };
     const result = await query('select * from typed', [{ schema, rows: [row, {}] }]);
     expect(result.columns.map((c) => c.duckDbType)).toEqual([
-      'VARCHAR', 'BIGINT', 'DOUBLE', 'DECIMAL(38,9)', 'BOOLEAN', 'BLOB', 'TIMESTAMP WITH TIME ZONE', 'TIMESTAMP', 'DATE', 'TIME', 'JSON',
+      'VARCHAR',
+      'BIGINT',
+      'DOUBLE',
+      'DECIMAL(38,9)',
+      'BOOLEAN',
+      'BLOB',
+      'TIMESTAMP WITH TIME ZONE',
+      'TIMESTAMP',
+      'DATE',
+      'TIME',
+      'JSON',
       // DuckDB's client API reports a column of its "NULL" type as INTEGER.
-      'INTEGER', 'BIGINT[]', 'STRUCT("k" VARCHAR)',
+      'INTEGER',
+      'BIGINT[]',
+      'STRUCT("k" VARCHAR)',
     ]);
     expect(result.rows[0]).toEqual({ ...row, n: 12.5, dt: '2024-01-01T10:00:00.500000', rec: [{ k: 'v' }] });
     expect(Object.values(result.rows[1]!).every((value) => value === null)).toBe(true);
@@ -151,9 +175,10 @@ describe('loading tables', () => {
 
   it('compares and casts a column of unknown type implicitly, as BigQuery does a NULL', async () => {
     const schema = inferTableSchema('t', [{ name: 'metadata', type: 'inferred' }], [{ metadata: [{ status: null }] }]);
-    const row = await single(`select m.status >= 500 as ge, m.status = 'a' as eq, m.status like 'a%' as matches, coalesce(m.status, 7) as fallback from t, unnest(metadata) as u(m)`, [
-      { schema, rows: [{ metadata: [{ status: null }] }] },
-    ]);
+    const row = await single(
+      `select m.status >= 500 as ge, m.status = 'a' as eq, m.status like 'a%' as matches, coalesce(m.status, 7) as fallback from t, unnest(metadata) as u(m)`,
+      [{ schema, rows: [{ metadata: [{ status: null }] }] }],
+    );
     expect(row).toEqual({ ge: null, eq: null, matches: null, fallback: 7 });
   });
 
@@ -169,7 +194,9 @@ describe('loading tables', () => {
 
   it('refuses a value that does not fit its declared column, naming table, row and column', async () => {
     const schema: TableSchema = { name: 'counts', columns: [{ name: 'n', type: { kind: 'int64' } }] };
-    await expect(query('select * from counts', [{ schema, rows: [{ n: 1 }, { n: 'many' }] }])).rejects.toThrow(/table counts, row 1, column n: expected an integer, got "many"/);
+    await expect(query('select * from counts', [{ schema, rows: [{ n: 1 }, { n: 'many' }] }])).rejects.toThrow(
+      /table counts, row 1, column n: expected an integer, got "many"/,
+    );
     expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
   });
 
@@ -179,13 +206,20 @@ describe('loading tables', () => {
       const rows = [{ id: file, timestamp: 1_704_067_200_000_000, event_message: event.event_message, metadata: metadataRows(event.metadata) }];
       const schema = inferTableSchema(
         'logs',
-        [{ name: 'id', type: { kind: 'string' } }, { name: 'timestamp', type: { kind: 'timestamp' } }, { name: 'event_message', type: { kind: 'string' } }, { name: 'metadata', type: 'inferred' }],
+        [
+          { name: 'id', type: { kind: 'string' } },
+          { name: 'timestamp', type: { kind: 'timestamp' } },
+          { name: 'event_message', type: { kind: 'string' } },
+          { name: 'metadata', type: 'inferred' },
+        ],
         rows,
       );
       const result = await query('select * from logs', [{ schema, rows }]);
       expect(result.rows, file).toEqual(rows);
     }
-    const edge = JSON.parse(readFileSync(path.join(samplesDirectory, 'cloudflare.logs.prod.json'), 'utf8')) as { metadata: { request: { method: string; path?: string; cf: { country: string } } } };
+    const edge = JSON.parse(readFileSync(path.join(samplesDirectory, 'cloudflare.logs.prod.json'), 'utf8')) as {
+      metadata: { request: { method: string; path?: string; cf: { country: string } } };
+    };
     const rows = [{ metadata: metadataRows(edge.metadata) }];
     const schema = inferTableSchema('edge_logs', [{ name: 'metadata', type: 'inferred' }], rows);
     const row = await single(
@@ -211,7 +245,9 @@ describe('errors', () => {
   });
 
   it('memory limit exceeded -> QueryTooExpensive', async () => {
-    await expect(query(`select count(distinct i::varchar || 'abcdefghijklmnopqrstuvwxyz') as c from range(60000000) t(i)`, [], 60_000)).rejects.toThrow(QueryTooExpensive);
+    await expect(query(`select count(distinct i::varchar || 'abcdefghijklmnopqrstuvwxyz') as c from range(60000000) t(i)`, [], 60_000)).rejects.toThrow(
+      QueryTooExpensive,
+    );
     expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
   });
 });
@@ -250,10 +286,12 @@ describe('bounded results', () => {
     expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
   });
 
-  it('a value the translation\'s size guard refuses fails with QueryTooExpensive in the guard\'s words, and the next query works', async () => {
+  it("a value the translation's size guard refuses fails with QueryTooExpensive in the guard's words, and the next query works", async () => {
     const error = await query(`select (CASE ${stringGuard('REPEAT', '2000', 1000)} ELSE 'x' END) as s`).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(QueryTooExpensive);
-    expect((error as Error).message).toMatch(/^REPEAT would build a string of more than 1000 bytes, the most a result may hold \(SANDBOX_MAX_RESULT_BYTES\); use shorter/);
+    expect((error as Error).message).toMatch(
+      /^REPEAT would build a string of more than 1000 bytes, the most a result may hold \(SANDBOX_MAX_RESULT_BYTES\); use shorter/,
+    );
     expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
   });
 });
@@ -269,16 +307,19 @@ describe('time limits and crashes', () => {
     expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
   });
 
-  it.each(['SIGKILL', 'SIGABRT'] as const)('a process ended by %s mid-query fails that request with StoreUnavailable, and the next query works', async (signal) => {
-    const [pid] = engine.idleProcessIds;
-    const running = query(long, [], 30_000);
-    setTimeout(() => process.kill(pid!, signal), 300);
-    const error = await running.catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(StoreUnavailable);
-    expect((error as Error).message).toMatch(new RegExp(`query engine stopped while running this query \\(${signal}\\)`));
-    expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
-    expect(engine.idleProcessIds).not.toContain(pid);
-  });
+  it.each(['SIGKILL', 'SIGABRT'] as const)(
+    'a process ended by %s mid-query fails that request with StoreUnavailable, and the next query works',
+    async (signal) => {
+      const [pid] = engine.idleProcessIds;
+      const running = query(long, [], 30_000);
+      setTimeout(() => process.kill(pid!, signal), 300);
+      const error = await running.catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(StoreUnavailable);
+      expect((error as Error).message).toMatch(new RegExp(`query engine stopped while running this query \\(${signal}\\)`));
+      expect(await single('select 1 as still_working')).toEqual({ still_working: 1 });
+      expect(engine.idleProcessIds).not.toContain(pid);
+    },
+  );
 
   it('keeps the event loop free while a query runs: timers fire before the query ends', async () => {
     const events: string[] = [];
@@ -305,13 +346,30 @@ describe('measurements (printed, not asserted)', () => {
       event_message: `GET | ${[200, 404, 500][index % 3]} | 203.0.113.${index % 250} | https://default.supabase.co/rest/v1/table_${index % 50}`,
       metadata: [
         {
-          request: [{ method: 'GET', path: `/rest/v1/table_${index % 50}`, host: 'default.supabase.co', headers: [{ user_agent: 'Mozilla/5.0', x_real_ip: `203.0.113.${index % 250}` }], cf: [{ country: ['DE', 'US', 'FR'][index % 3], asn: 3209 }] }],
+          request: [
+            {
+              method: 'GET',
+              path: `/rest/v1/table_${index % 50}`,
+              host: 'default.supabase.co',
+              headers: [{ user_agent: 'Mozilla/5.0', x_real_ip: `203.0.113.${index % 250}` }],
+              cf: [{ country: ['DE', 'US', 'FR'][index % 3], asn: 3209 }],
+            },
+          ],
           response: [{ status_code: [200, 404, 500][index % 3], origin_time: index % 97 }],
         },
       ],
     }));
     const inferStarted = performance.now();
-    const schema = inferTableSchema('edge_logs', [{ name: 'id', type: { kind: 'string' } }, { name: 'timestamp', type: { kind: 'timestamp' } }, { name: 'event_message', type: { kind: 'string' } }, { name: 'metadata', type: 'inferred' }], rows);
+    const schema = inferTableSchema(
+      'edge_logs',
+      [
+        { name: 'id', type: { kind: 'string' } },
+        { name: 'timestamp', type: { kind: 'timestamp' } },
+        { name: 'event_message', type: { kind: 'string' } },
+        { name: 'metadata', type: 'inferred' },
+      ],
+      rows,
+    );
     const inferMs = performance.now() - inferStarted;
     const loadStarted = performance.now();
     const loaded = await engine.run({ tables: [{ schema, rows }], sql: 'select count(*) as n from edge_logs', timeoutMs: 120_000 });

@@ -126,7 +126,11 @@ describe('a locked database refuses on its own, below the engine', () => {
   afterAll(() => database?.close());
 
   it('reads every lock-down setting back as set', async () => {
-    const rows = (await database.connection.runAndReadAll(`select name, value from duckdb_settings() where name in ('temp_directory', 'enable_external_access', 'allow_community_extensions', 'TimeZone', 'lock_configuration') order by name`)).getRowObjectsJS();
+    const rows = (
+      await database.connection.runAndReadAll(
+        `select name, value from duckdb_settings() where name in ('temp_directory', 'enable_external_access', 'allow_community_extensions', 'TimeZone', 'lock_configuration') order by name`,
+      )
+    ).getRowObjectsJS();
     expect(rows).toEqual([
       { name: 'TimeZone', value: 'UTC' },
       { name: 'allow_community_extensions', value: 'false' },
@@ -144,7 +148,7 @@ describe('a locked database refuses on its own, below the engine', () => {
     [`ATTACH '${attached}'`, /Permission Error/],
     ['SET enable_external_access = true', /configuration has been locked/],
     ['SET lock_configuration = false', /configuration has been locked/],
-    ['SET temp_directory = \'/tmp\'', /configuration has been locked/],
+    ["SET temp_directory = '/tmp'", /configuration has been locked/],
     ['LOAD httpfs', /./],
   ])('%s', async (sql, message) => {
     await expect(database.connection.run(sql)).rejects.toThrow(message);
@@ -164,7 +168,10 @@ describe('enable_logging on a locked database, in a process of its own', () => {
       database.close();
       console.log('closed cleanly');
     `;
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], { encoding: 'utf8', cwd: path.resolve(import.meta.dirname, '../..') });
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], {
+      encoding: 'utf8',
+      cwd: path.resolve(import.meta.dirname, '../..'),
+    });
     expect(child.stdout).toMatch(/next query: Permission Error/);
     expect(child.stdout).not.toMatch(/closed cleanly/);
     expect(child.signal).toBe('SIGABRT');

@@ -73,7 +73,7 @@ describe('EngineQueue', () => {
     expect(work.granted).toEqual(['f1', 'f2', 'q1', 'o1', 'f3', 'f4']);
   });
 
-  it('refuses a key over its waiting share with RateLimited and a Retry-After from its running query\'s deadline', async () => {
+  it("refuses a key over its waiting share with RateLimited and a Retry-After from its running query's deadline", async () => {
     const queue = queueOf({ maxWaitingPerKey: 1 });
     const work = recorder(queue);
     void work.enter('a', 'a1', Date.now() + 4_500);
@@ -83,7 +83,9 @@ describe('EngineQueue', () => {
     const refusal = work.failures.get('a3');
     expect(refusal).toBeInstanceOf(RateLimited);
     expect((refusal as RateLimited).retryAfterSeconds).toBe(5);
-    expect((refusal as Error).message).toMatch(/1 sandboxed query running and 1 waiting .*SANDBOX_ENGINE_PER_KEY.*SANDBOX_ENGINE_QUEUE_PER_KEY\); retry in 5 s/);
+    expect((refusal as Error).message).toMatch(
+      /1 sandboxed query running and 1 waiting .*SANDBOX_ENGINE_PER_KEY.*SANDBOX_ENGINE_QUEUE_PER_KEY\); retry in 5 s/,
+    );
     // another key is not affected
     void work.enter('b', 'b1');
     await vi.advanceTimersByTimeAsync(0);
@@ -141,7 +143,7 @@ describe('EngineQueue', () => {
 });
 
 describe('EngineQueue reservations (taken before the scans)', () => {
-  it('counts a reservation against the key\'s bound before it runs: a key at its share and queue is refused while its queries scan', () => {
+  it("counts a reservation against the key's bound before it runs: a key at its share and queue is refused while its queries scan", () => {
     const queue = queueOf({ slots: 2, perKey: 1, maxWaitingPerKey: 1 });
     queue.reserve('a', Date.now() + 3_000);
     queue.reserve('a', Date.now() + FAR);
@@ -149,7 +151,9 @@ describe('EngineQueue reservations (taken before the scans)', () => {
     const refusal = catching(() => queue.reserve('a', Date.now() + FAR));
     expect(refusal).toBeInstanceOf(RateLimited);
     expect((refusal as RateLimited).retryAfterSeconds).toBe(3);
-    expect((refusal as Error).message).toMatch(/0 sandboxed queries running and 2 waiting for the query engine or scanning before it .*SANDBOX_ENGINE_QUEUE_PER_KEY/);
+    expect((refusal as Error).message).toMatch(
+      /0 sandboxed queries running and 2 waiting for the query engine or scanning before it .*SANDBOX_ENGINE_QUEUE_PER_KEY/,
+    );
     // another key still has its place
     queue.reserve('b', Date.now() + FAR);
     expect(queue.counts).toEqual({ running: 0, waiting: 0, reserved: 3 });
@@ -220,7 +224,7 @@ describe('EngineQueue reservations (taken before the scans)', () => {
     expect(order).toEqual(['f1', 'f2', 'q1', 'f3', 'f4']);
   });
 
-  it('the deadline is the request\'s: scans that end after it get QueryTimeout and free the place', async () => {
+  it("the deadline is the request's: scans that end after it get QueryTimeout and free the place", async () => {
     const queue = queueOf({ slots: 1, perKey: 1, maxWaitingPerKey: 0 });
     const reservation = queue.reserve('a', Date.now() + 1_000);
     await vi.advanceTimersByTimeAsync(1_000);
@@ -229,7 +233,7 @@ describe('EngineQueue reservations (taken before the scans)', () => {
     queue.reserve('a', Date.now() + FAR);
   });
 
-  it('a turn waiting for a slot times out at the request\'s deadline, not a whole time limit after the scans', async () => {
+  it("a turn waiting for a slot times out at the request's deadline, not a whole time limit after the scans", async () => {
     const queue = queueOf({ slots: 1, perKey: 1 });
     const work = recorder(queue);
     await work.enter('a', 'a1');

@@ -27,7 +27,7 @@ describe('BoundedResult', () => {
     expect(result.take()).toEqual([]);
   });
 
-  it('counts the answer\'s JSON bytes: rows and the commas between them, up to the cap exactly', () => {
+  it("counts the answer's JSON bytes: rows and the commas between them, up to the cap exactly", () => {
     const first = row(1, 'abc');
     const second = row(2, 'é');
     const exact = bytesOf(first) + 1 + bytesOf(second);

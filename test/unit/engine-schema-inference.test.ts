@@ -90,7 +90,10 @@ describe('inferTableSchema', () => {
         { name: 'timestamp', type: { kind: 'timestamp' } },
         { name: 'metadata', type: 'inferred' },
       ],
-      [{ id: 'a', timestamp: 1, metadata: [{ request: [{ path: '/' }] }] }, { id: 'b', timestamp: 2 }],
+      [
+        { id: 'a', timestamp: 1, metadata: [{ request: [{ path: '/' }] }] },
+        { id: 'b', timestamp: 2 },
+      ],
     );
     expect(schema).toEqual({
       name: 'edge_logs',

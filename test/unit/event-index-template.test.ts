@@ -6,7 +6,8 @@ describe('event index template', () => {
   it('covers the partitions and the legacy index of each of the nine sources, with the event settings and mapping', () => {
     const template = eventIndexTemplate('acme-', 0);
     expect(template.index_patterns).toEqual(SOURCE_NAMES.flatMap((source) => [`acme-${source}-*`, `acme-${source}`]));
-    const matches = (index: string) => (template.index_patterns as string[]).some((pattern) => (pattern.endsWith('*') ? index.startsWith(pattern.slice(0, -1)) : index === pattern));
+    const matches = (index: string) =>
+      (template.index_patterns as string[]).some((pattern) => (pattern.endsWith('*') ? index.startsWith(pattern.slice(0, -1)) : index === pattern));
     expect(matches('acme-edge_logs-2024.03.20')).toBe(true);
     expect(matches('acme-edge_logs')).toBe(true);
     expect(matches('acme-api-keys')).toBe(false);

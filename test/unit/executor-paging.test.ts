@@ -8,13 +8,16 @@ describe('the next page of a composite aggregation', () => {
     index: 'x',
     query,
     aggs: {
-      requests: { nested: { path: 'metadata.request' }, aggs: { groups: { composite: { size: 2, sources: [{ p: { terms: { field: 'path' } } }] }, aggs: { n: { value_count: { field: 'id' } } } } } },
+      requests: {
+        nested: { path: 'metadata.request' },
+        aggs: { groups: { composite: { size: 2, sources: [{ p: { terms: { field: 'path' } } }] }, aggs: { n: { value_count: { field: 'id' } } } } },
+      },
       other: { max: { field: 'timestamp' } },
     },
   };
   const before = structuredClone(search);
 
-  it('sets after on the composite at the path, sharing the query and leaving the plan\'s search as it was', () => {
+  it("sets after on the composite at the path, sharing the query and leaving the plan's search as it was", () => {
     const { request, container } = pageAfter(search, ['requests', 'groups'], { p: '/rest' });
     expect(container.composite?.after).toEqual({ p: '/rest' });
     expect((request.aggs!.requests!.aggs!.groups as estypes.AggregationsAggregationContainer).composite?.after).toEqual({ p: '/rest' });

@@ -27,7 +27,12 @@ describe('CSV encoding (RFC 4180)', () => {
   });
 
   it('takes the columns of rows of unknown shape in the order first seen', () => {
-    expect(columnsOf([{ a: 1, b: 2 }, { c: 3, a: 4 }])).toEqual(['a', 'b', 'c']);
+    expect(
+      columnsOf([
+        { a: 1, b: 2 },
+        { c: 3, a: 4 },
+      ]),
+    ).toEqual(['a', 'b', 'c']);
     expect(rowEncoder('csv', []).head()).toBe('');
   });
 });
@@ -37,7 +42,12 @@ describe('NDJSON encoding', () => {
     const encoder = rowEncoder('ndjson', ['id']);
     const text = encoder.head() + encoder.rows([{ id: 'a', message: 'x\ny' }, { id: 'b' }]);
     expect(text).toBe('{"id":"a","message":"x\\ny"}\n{"id":"b"}\n');
-    expect(text.trimEnd().split('\n').map((line) => JSON.parse(line) as unknown)).toEqual([{ id: 'a', message: 'x\ny' }, { id: 'b' }]);
+    expect(
+      text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as unknown),
+    ).toEqual([{ id: 'a', message: 'x\ny' }, { id: 'b' }]);
   });
 });
 
@@ -60,7 +70,8 @@ describe('export request', () => {
   });
 
   it('refuses a page size out of range and a cursor or page size with JSON', () => {
-    for (const size of ['0', '100001', '1.5', 'ten', -1]) expect(() => exportRequest({ format: 'ndjson', page_size: size }), String(size)).toThrow(/page_size must be a whole number from 1 to 100000/);
+    for (const size of ['0', '100001', '1.5', 'ten', -1])
+      expect(() => exportRequest({ format: 'ndjson', page_size: size }), String(size)).toThrow(/page_size must be a whole number from 1 to 100000/);
     expect(() => exportRequest({ cursor: 'x' })).toThrow(/cursor and page_size apply to exports only/);
     expect(() => exportRequest({ format: 'json', page_size: '10' })).toThrow(/cursor and page_size apply to exports only/);
   });

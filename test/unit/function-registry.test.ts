@@ -3,7 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.ts';
 import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
 import { InvalidQuery } from '../../src/errors.ts';
-import { SANDBOX_FUNCTION_NAMES, sandboxFunction, signatureOf, type Parameter, type ResultRule, type SandboxFunctionName, type Signature } from '../../src/sql/functions.ts';
+import {
+  SANDBOX_FUNCTION_NAMES,
+  sandboxFunction,
+  signatureOf,
+  type Parameter,
+  type ResultRule,
+  type SandboxFunctionName,
+  type Signature,
+} from '../../src/sql/functions.ts';
 import type { Expr, Query } from '../../src/sql/syntax.ts';
 import type { SqlType } from '../../src/sql/types.ts';
 
@@ -15,7 +23,13 @@ import type { SqlType } from '../../src/sql/types.ts';
  */
 
 const config = loadConfig({});
-const context = { tables: [], parameters: {}, now: Date.parse('2024-01-01T01:00:00Z'), maxChars: config.SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: config.SANDBOX_MAX_RESULT_BYTES };
+const context = {
+  tables: [],
+  parameters: {},
+  now: Date.parse('2024-01-01T01:00:00Z'),
+  maxChars: config.SANDBOX_MAX_TRANSLATED_CHARS,
+  maxValueBytes: config.SANDBOX_MAX_RESULT_BYTES,
+};
 
 const str = (value: string): Expr => ({ kind: 'string', value });
 const num = (text: string): Expr => ({ kind: 'number', text });
@@ -98,16 +112,26 @@ function callQuery(name: SandboxFunctionName, args: Expr[], limit = false): Quer
     ...(fn.kind === 'window' ? { over: { partitionBy: [], orderBy: [] } } : {}),
     ...(limit ? { limit: num('2') } : {}),
   };
-  return { kind: 'query', with: [], body: { kind: 'select', distinct: false, from: [], groupBy: [], items: [{ kind: 'expression', expr: call, alias: 'v' }] }, orderBy: [] };
+  return {
+    kind: 'query',
+    with: [],
+    body: { kind: 'select', distinct: false, from: [], groupBy: [], items: [{ kind: 'expression', expr: call, alias: 'v' }] },
+    orderBy: [],
+  };
 }
 
 function expectedType(rule: ResultRule, args: string[]): string {
   switch (rule) {
-    case 'argument': return args[0]!;
-    case 'array_of_argument': return `array<${args[0]}>`;
-    case 'common': return args.find((type) => type !== 'bool')!;
-    case 'float64_or_numeric': return args[0] === 'numeric' ? 'numeric' : 'float64';
-    default: return rule;
+    case 'argument':
+      return args[0]!;
+    case 'array_of_argument':
+      return `array<${args[0]}>`;
+    case 'common':
+      return args.find((type) => type !== 'bool')!;
+    case 'float64_or_numeric':
+      return args[0] === 'numeric' ? 'numeric' : 'float64';
+    default:
+      return rule;
   }
 }
 
@@ -126,7 +150,8 @@ const CASES = SANDBOX_FUNCTION_NAMES.flatMap((name) => {
   const limits = fn.modifiers?.includes('limit') ? [false, true] : [false];
   return fn.signatures.flatMap(forms).flatMap((params) => limits.map((limit) => ({ name, params, limit })));
 });
-const title = (name: string, params: Parameter[], limit: boolean) => `${name}(${params.map((p) => (Array.isArray(p) ? p[0] : p)).join(', ')}${limit ? ' LIMIT 2' : ''})`;
+const title = (name: string, params: Parameter[], limit: boolean) =>
+  `${name}(${params.map((p) => (Array.isArray(p) ? p[0] : p)).join(', ')}${limit ? ' LIMIT 2' : ''})`;
 
 /**
  * How many times each value argument's text is printed: the argument is wrapped in ten and then
@@ -138,7 +163,14 @@ function copiesOf(name: SandboxFunctionName, params: Parameter[], limit: boolean
   return params.flatMap((parameter, i) => {
     if (literalFor(name, i, parameter) || !(Array.isArray(parameter) || parameter === 'any')) return [];
     const wrappers = printed(callQuery('coalesce', [grown(args[i]!, 10)])) - printed(callQuery('coalesce', [args[i]!]));
-    const at = (depth: number) => printed(callQuery(name, args.map((arg, j) => (j === i ? grown(arg, depth) : arg)), limit));
+    const at = (depth: number) =>
+      printed(
+        callQuery(
+          name,
+          args.map((arg, j) => (j === i ? grown(arg, depth) : arg)),
+          limit,
+        ),
+      );
     return [(at(20) - at(10)) / wrappers];
   });
 }
@@ -176,14 +208,19 @@ describe('the function registry and the DuckDB translations agree', () => {
   });
 
   it.each(CASES.map(({ name, params, limit }) => [title(name, params, limit), name, params, limit] as const))(
-    '%s translates to SQL DuckDB binds, with the registry\'s result type',
+    "%s translates to SQL DuckDB binds, with the registry's result type",
     async (_, name, params, limit) => {
       const args = params.map((parameter, i) => sampleArgument(name, i, parameter));
       const { sql, columns } = translateToDuckDb(callQuery(name, args, limit), context);
-      const argTypes = args.filter((_, i) => Array.isArray(params[i]) || params[i] === 'any').map((arg) => shape(translateToDuckDb(callQuery('coalesce', [arg]), context).columns[0]!.type));
+      const argTypes = args
+        .filter((_, i) => Array.isArray(params[i]) || params[i] === 'any')
+        .map((arg) => shape(translateToDuckDb(callQuery('coalesce', [arg]), context).columns[0]!.type));
       expect(shape(columns[0]!.type)).toBe(expectedType(sandboxFunction(name)!.result, argTypes));
       // runtime errors of the sample values are fine; a parser, binder or catalog error is a broken translation
-      const error = await connection.run(sql).then(() => undefined, (e: Error) => e.message);
+      const error = await connection.run(sql).then(
+        () => undefined,
+        (e: Error) => e.message,
+      );
       expect(error ?? '').not.toMatch(/^(Parser|Binder|Catalog) Error/);
     },
   );

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { waitForHealth } from '../../scripts/health-wait.ts';
 
-describe('npm start\'s wait for a service\'s health', () => {
+describe("npm start's wait for a service's health", () => {
   it('says why it got no answer: fetch refuses a bad port, an unhealthy service answers its status', async () => {
     await expect(waitForHealth('http://127.0.0.1:4190/health', 'query service', { timeoutMs: 300 })).rejects.toThrow(
       'query service did not answer http://127.0.0.1:4190/health within 0.3 s (last: fetch failed: bad port)',
@@ -22,7 +22,9 @@ describe('npm start\'s wait for a service\'s health', () => {
     const server = createServer((_, response) => response.writeHead(200).end('{}'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      await expect(waitForHealth(`http://127.0.0.1:${(server.address() as AddressInfo).port}/health`, 'query service', { timeoutMs: 5000 })).resolves.toBeUndefined();
+      await expect(
+        waitForHealth(`http://127.0.0.1:${(server.address() as AddressInfo).port}/health`, 'query service', { timeoutMs: 5000 }),
+      ).resolves.toBeUndefined();
     } finally {
       server.close();
     }

@@ -9,7 +9,10 @@ import { ManualClock } from '../support/manual-clock.ts';
 function operationsOf(body: Buffer): unknown[] {
   const text = body.toString('utf8');
   expect(text.endsWith('\n')).toBe(true);
-  return text.slice(0, -1).split('\n').map((line) => JSON.parse(line) as unknown);
+  return text
+    .slice(0, -1)
+    .split('\n')
+    .map((line) => JSON.parse(line) as unknown);
 }
 
 /** Records bulk requests (their operations) and answers each document with its id as the result, status 201. */
@@ -26,7 +29,8 @@ function recordingClient(): { client: Client; requests: unknown[][] } {
   return { client, requests };
 }
 
-const entries = (index: string, ...ids: string[]): BulkEntry[] => ids.map((id) => bulkEntry(index, { id, timestamp: '2024-01-01T00:00:00.000000Z', event_message: id }));
+const entries = (index: string, ...ids: string[]): BulkEntry[] =>
+  ids.map((id) => bulkEntry(index, { id, timestamp: '2024-01-01T00:00:00.000000Z', event_message: id }));
 
 describe('bulk coalescing', () => {
   it('sends writes that arrive together as one request and gives each caller its own results', async () => {
@@ -41,7 +45,7 @@ describe('bulk coalescing', () => {
     expect(second.map((item) => [item._index, item._id])).toEqual([['b', '3']]);
   });
 
-  it('sends the entries\' bytes as the body, action and document lines in order', async () => {
+  it("sends the entries' bytes as the body, action and document lines in order", async () => {
     const { client, requests } = recordingClient();
     const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 100, lingerMs: 5, maxInFlight: 2 });
     await coalescer.write([bulkEntry('logs-a', { id: 'x"1', timestamp: '2024-01-01T00:00:00.000000Z', event_message: 'São Paulo\n', metadata: { n: 1 } })]);
@@ -72,7 +76,10 @@ describe('bulk coalescing', () => {
         new Promise((resolve) => {
           const operations = operationsOf(body);
           const actions = operations.filter((_, position) => position % 2 === 0) as { index: { _index: string; _id: string } }[];
-          started.push({ operations, answer: () => resolve({ errors: false, items: actions.map(({ index }) => ({ index: { _id: index._id, status: 201 } })) }) });
+          started.push({
+            operations,
+            answer: () => resolve({ errors: false, items: actions.map(({ index }) => ({ index: { _id: index._id, status: 201 } })) }),
+          });
         }),
     } as unknown as Client;
     const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1_000_000, maxEvents: 2, lingerMs: 1, maxInFlight: 1 });
@@ -98,7 +105,10 @@ describe('bulk coalescing', () => {
         bulk: ({ body }: { body: Buffer }) =>
           new Promise((resolve) => {
             const actions = operationsOf(body).filter((_, position) => position % 2 === 0) as { index: { _id: string } }[];
-            started.push({ events: actions.length, answer: () => resolve({ errors: false, items: actions.map(({ index }) => ({ index: { _id: index._id, status: 201 } })) }) });
+            started.push({
+              events: actions.length,
+              answer: () => resolve({ errors: false, items: actions.map(({ index }) => ({ index: { _id: index._id, status: 201 } })) }),
+            });
           }),
       } as unknown as Client;
       return { client, sent: () => started.map((request) => request.events), answer: (request) => started[request]!.answer() };

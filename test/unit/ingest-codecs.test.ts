@@ -10,7 +10,9 @@ import { UNDECODABLE_BATCH_HEADER, recordsProblem, undecodableBatchOf, varInt } 
 const require = createRequire(import.meta.url);
 const RecordBatchDecoder = require('kafkajs/src/protocol/recordBatch/v0/decoder') as (decoder: unknown) => Promise<{ records: DecodedRecord[] }>;
 const Decoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) => unknown;
-const encodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0') as (record: { offsetDelta: number; value: Buffer; key?: Buffer | null }) => { buffer: Buffer };
+const encodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0') as (record: { offsetDelta: number; value: Buffer; key?: Buffer | null }) => {
+  buffer: Buffer;
+};
 
 interface DecodedRecord {
   offset: string;
@@ -61,7 +63,10 @@ describe('Kafka codecs', () => {
 
   it('reads LZ4 frames and zstd frames (several frames too), and refuses to write zstd with a clear message', async () => {
     expect(await KAFKA_CODECS.lz4.decompress(compressFrameSync(payload))).toEqual(payload);
-    const zstdFrames = Buffer.from('28b52ffd0468ed0000b07b226d7367223a227a7374642066697874757265227d01004a733601a67c2f45' + '28b52ffd04586100007365636f6e64206672616d65176407b6', 'hex');
+    const zstdFrames = Buffer.from(
+      '28b52ffd0468ed0000b07b226d7367223a227a7374642066697874757265227d01004a733601a67c2f45' + '28b52ffd04586100007365636f6e64206672616d65176407b6',
+      'hex',
+    );
     expect(zstdDecompressBuffer(zstdFrames).toString()).toBe(`${'{"msg":"zstd fixture"}'.repeat(3)}second frame`);
     await expect(kafkaCodec('zstd').compress({ buffer: payload })).rejects.toThrow(/fzstd only decompresses/);
     expect(await kafkaCodec('gzip').decompress(gzipSync(payload))).toEqual(payload);
@@ -70,7 +75,11 @@ describe('Kafka codecs', () => {
   it('lets kafkajs decode a compressed batch through our codecs', async () => {
     const records = recordsOf(['a', 'b', 'c']);
     const decoded = await decodeBatch(recordBatch({ firstOffset: 100n, codecId: 2, count: 3, lastOffsetDelta: 2, records: snappyCompress(records) }));
-    expect(decoded.map((record) => [record.offset, record.value?.toString()])).toEqual([['100', 'a'], ['101', 'b'], ['102', 'c']]);
+    expect(decoded.map((record) => [record.offset, record.value?.toString()])).toEqual([
+      ['100', 'a'],
+      ['101', 'b'],
+      ['102', 'c'],
+    ]);
     expect(decoded.map((record) => undecodableBatchOf(record))).toEqual([undefined, undefined, undefined]);
   });
 

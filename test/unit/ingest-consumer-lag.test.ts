@@ -7,7 +7,15 @@ describe('consumer lag per partition', () => {
       { partition: 0, low: '0', high: '120' },
       { partition: 1, low: '0', high: '40' },
     ];
-    expect(partitionLags(bounds, new Map([[0, '100'], [1, '40']]))).toEqual([
+    expect(
+      partitionLags(
+        bounds,
+        new Map([
+          [0, '100'],
+          [1, '40'],
+        ]),
+      ),
+    ).toEqual([
       { partition: 0, lag: 20 },
       { partition: 1, lag: 0 },
     ]);
@@ -19,7 +27,15 @@ describe('consumer lag per partition', () => {
       { partition: 1, low: '30', high: '50' },
       { partition: 2, low: '0', high: '0' },
     ];
-    expect(partitionLags(bounds, new Map([[1, '10'], [2, '-1']]))).toEqual([
+    expect(
+      partitionLags(
+        bounds,
+        new Map([
+          [1, '10'],
+          [2, '-1'],
+        ]),
+      ),
+    ).toEqual([
       { partition: 0, lag: 20 },
       { partition: 1, lag: 20 },
       { partition: 2, lag: 0 },

@@ -1,4 +1,11 @@
-import { KafkaJSConnectionError, KafkaJSError, KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError, KafkaJSSASLAuthenticationError } from 'kafkajs';
+import {
+  KafkaJSConnectionError,
+  type KafkaJSError,
+  KafkaJSNonRetriableError,
+  KafkaJSNumberOfRetriesExceeded,
+  KafkaJSProtocolError,
+  KafkaJSSASLAuthenticationError,
+} from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { ConsumerRestarts, isTransientCrash } from '../../ingest/consumer-restarts.ts';
 

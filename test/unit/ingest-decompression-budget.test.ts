@@ -22,7 +22,12 @@ async function fetchedBatches(): Promise<Buffer> {
   for (let batch = 0; batch < 3; batch += 1) {
     const first = batch * RECORDS;
     const records = Array.from({ length: RECORDS }, (_, index) => Record({ offsetDelta: index, value: value(first + index), key: null }));
-    const encoded = await RecordBatch({ compression: CompressionTypes.GZIP, firstOffset: { toString: () => String(first) }, records, lastOffsetDelta: RECORDS - 1 });
+    const encoded = await RecordBatch({
+      compression: CompressionTypes.GZIP,
+      firstOffset: { toString: () => String(first) },
+      records,
+      lastOffsetDelta: RECORDS - 1,
+    });
     batches.push(encoded.buffer);
   }
   return Buffer.concat(batches);

@@ -23,7 +23,7 @@ describe('event shape: the record arrays of the BigQuery view of metadata', () =
   });
 
   it('marks a path multi when any one of its arrays has two elements, nested arrays included', () => {
-    const shape = eventShape({ a: [{ b: [1] }, { b: [] }], c: [[1, 2], [3]] , d: [[]] });
+    const shape = eventShape({ a: [{ b: [1] }, { b: [] }], c: [[1, 2], [3]], d: [[]] });
     expect(shape.arrays).toEqual(['metadata', 'metadata.a', 'metadata.a.b', 'metadata.c', 'metadata.d']);
     expect(shape.multi).toEqual(['metadata.a', 'metadata.c']);
   });

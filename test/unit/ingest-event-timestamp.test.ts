@@ -26,6 +26,7 @@ describe('ingest: event timestamps in the stored form', () => {
   });
 
   it('reads numbers and other forms as parseTimestamp does', () => {
-    for (const value of [1732000000, '1732000000123', '2026-11-20T23:58:36+02:00', 'yesterday', null]) expect(eventTimestamp(value)).toEqual(parseTimestamp(value));
+    for (const value of [1732000000, '1732000000123', '2026-11-20T23:58:36+02:00', 'yesterday', null])
+      expect(eventTimestamp(value)).toEqual(parseTimestamp(value));
   });
 });

@@ -20,7 +20,13 @@ describe('offset commits', () => {
     expect(requests).toEqual([
       {
         topics: [
-          { topic: 'a', partitions: [{ partition: 0, offset: '10' }, { partition: 1, offset: '3' }] },
+          {
+            topic: 'a',
+            partitions: [
+              { partition: 0, offset: '10' },
+              { partition: 1, offset: '3' },
+            ],
+          },
           { topic: 'b', partitions: [{ partition: 2, offset: '7' }] },
         ],
       },

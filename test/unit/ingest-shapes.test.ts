@@ -58,9 +58,21 @@ describe('common producer shapes', () => {
 
   it('takes an alias holding null as absent and names the field that is wrong', () => {
     expect(stored(decodeMessage(record('{"event_message":null,"msg":"second"}'), 1024)[0]).event_message).toBe('second');
-    expect(decodeMessage(record('{"log":["a"]}'), 1024)[0]).toMatchObject({ ok: false, reason: 'event_message_not_string', detail: expect.stringContaining('"log"') });
-    expect(decodeMessage(record('{"level":"info"}'), 1024)[0]).toMatchObject({ ok: false, reason: 'missing_event_message', detail: expect.stringContaining('event_message, message, msg, log') });
-    expect(decodeMessage(record('{"message":"x","ts":"yesterday"}'), 1024)[0]).toMatchObject({ ok: false, reason: 'invalid_timestamp', detail: expect.stringContaining('"ts"') });
+    expect(decodeMessage(record('{"log":["a"]}'), 1024)[0]).toMatchObject({
+      ok: false,
+      reason: 'event_message_not_string',
+      detail: expect.stringContaining('"log"'),
+    });
+    expect(decodeMessage(record('{"level":"info"}'), 1024)[0]).toMatchObject({
+      ok: false,
+      reason: 'missing_event_message',
+      detail: expect.stringContaining('event_message, message, msg, log'),
+    });
+    expect(decodeMessage(record('{"message":"x","ts":"yesterday"}'), 1024)[0]).toMatchObject({
+      ok: false,
+      reason: 'invalid_timestamp',
+      detail: expect.stringContaining('"ts"'),
+    });
   });
 
   it('folds other top-level fields into metadata under their own names, clashes under top_level_fields, reversibly', () => {
@@ -68,11 +80,17 @@ describe('common producer shapes', () => {
     const event = stored(decodeMessage(record(JSON.stringify(input)), 1 << 20)[0]);
     expect(event.metadata).toEqual({ level: 'debug', user: 'u1', host: { name: 'web-1' }, '@version': '1', top_level_fields: { level: 'info' } });
     expect(event.folded_fields).toEqual(['top_level_fields.level', 'host', '@version']);
-    expect(unfold(event)).toEqual({ top: { level: 'info', host: { name: 'web-1' }, '@version': '1' }, key: undefined, metadata: { level: 'debug', user: 'u1' } });
+    expect(unfold(event)).toEqual({
+      top: { level: 'info', host: { name: 'web-1' }, '@version': '1' },
+      key: undefined,
+      metadata: { level: 'debug', user: 'u1' },
+    });
   });
 
   it('folds into the first record of an array metadata, and steps around a producer field named top_level_fields', () => {
-    const event = stored(decodeMessage(record(JSON.stringify({ msg: 'x', a: 1, top_level_fields: 2, metadata: [{ a: 0, top_level_fields: 'mine' }, { b: 1 }] })), 1024)[0]);
+    const event = stored(
+      decodeMessage(record(JSON.stringify({ msg: 'x', a: 1, top_level_fields: 2, metadata: [{ a: 0, top_level_fields: 'mine' }, { b: 1 }] })), 1024)[0],
+    );
     expect(event.metadata).toEqual([{ a: 0, top_level_fields: 'mine', top_level_fields_2: { a: 1, top_level_fields: 2 } }, { b: 1 }]);
     expect(event.folded_fields).toEqual(['top_level_fields_2.a', 'top_level_fields_2.top_level_fields']);
     expect(unfold(event)).toEqual({ top: { a: 1, top_level_fields: 2 }, key: undefined, metadata: [{ a: 0, top_level_fields: 'mine' }, { b: 1 }] });
@@ -96,13 +114,19 @@ describe('common producer shapes', () => {
 
     const several = decodeMessage(record('[{"msg":"a"},{"msg":"b","id":"own"}]', { headers }), 1024).map(stored);
     expect(several.map((event) => event.id)).toEqual(['retry-safe-1/0', 'own']);
-    expect(decodeMessage(record('{"msg":"x"}', { headers: { id: [Buffer.from('a'), Buffer.from('b')] } }), 1024)[0]).toMatchObject({ ok: false, reason: 'invalid_id' });
+    expect(decodeMessage(record('{"msg":"x"}', { headers: { id: [Buffer.from('a'), Buffer.from('b')] } }), 1024)[0]).toMatchObject({
+      ok: false,
+      reason: 'invalid_id',
+    });
   });
 
   it('accepts NDJSON like an array, a bad line costing only itself', () => {
     const decoded = decodeMessage(record('{"msg":"one"}\n{"msg":"two"}\r\n\nnot json\n[1]\n'), 1024);
     expect(decoded).toHaveLength(4);
-    expect(decoded.slice(0, 2).map((result) => stored(result).id)).toEqual([deterministicEventId('auth_logs', 0, '11', 0), deterministicEventId('auth_logs', 0, '11', 1)]);
+    expect(decoded.slice(0, 2).map((result) => stored(result).id)).toEqual([
+      deterministicEventId('auth_logs', 0, '11', 0),
+      deterministicEventId('auth_logs', 0, '11', 1),
+    ]);
     expect(decoded[2]).toMatchObject({ ok: false, reason: 'invalid_json', element: 2, value: Buffer.from('not json') });
     expect(decoded[3]).toMatchObject({ ok: false, reason: 'not_an_object', element: 3 });
     // several lines that do not start with an object are one broken message, not many

@@ -21,10 +21,23 @@ const route: SourceRoute = {
   deadLetterTopic: 'edge_logs.dead',
   fieldNames: DEFAULT_EVENT_FIELD_NAMES,
 };
-const dependencies = { metrics: createIngestMetrics(), settings: { maxMessageBytes: 1024 * 1024, bulkMaxBytes: 1 << 30, bulkMaxEvents: 500, retryInitialMs: 1, retryMaxMs: 1 }, expiredEvents: 'keep' as const, now: () => Date.UTC(2026, 10, 26) };
+const dependencies = {
+  metrics: createIngestMetrics(),
+  settings: { maxMessageBytes: 1024 * 1024, bulkMaxBytes: 1 << 30, bulkMaxEvents: 500, retryInitialMs: 1, retryMaxMs: 1 },
+  expiredEvents: 'keep' as const,
+  now: () => Date.UTC(2026, 10, 26),
+};
 
 const message = (offset: number, value: string, extra: Partial<KafkaMessage> = {}): KafkaMessage =>
-  ({ offset: String(offset), timestamp: String(Date.UTC(2026, 10, 20, 12) + offset), value: Buffer.from(value), key: null, headers: {}, attributes: 0, ...extra }) as KafkaMessage;
+  ({
+    offset: String(offset),
+    timestamp: String(Date.UTC(2026, 10, 20, 12) + offset),
+    value: Buffer.from(value),
+    key: null,
+    headers: {},
+    attributes: 0,
+    ...extra,
+  }) as KafkaMessage;
 
 /** Unusual producer objects: aliases, folded fields, keys, header ids, arrays, NDJSON, escapes, numbers, timestamps in other forms. */
 const UNUSUAL: { value: string; extra?: Partial<KafkaMessage> }[] = [
@@ -33,7 +46,10 @@ const UNUSUAL: { value: string; extra?: Partial<KafkaMessage> }[] = [
   { value: '{"log":"m","ts":"2026-11-20T10:00:00.5+02:00","id":42,"project":"p"}' },
   { value: '{"event_message":"m","timestamp":null,"message":"second","id":""}', extra: { headers: { id: Buffer.from('header-id') } } },
   { value: '[{"event_message":"a"},{"event_message":"b","metadata":[{"x":[1,2]},{"y":{"z":[]}}]}]', extra: { key: Buffer.from('k1') } },
-  { value: '{"event_message":"a","n":1}\n{"event_message":"b","metadata":{"1":"one","a":"é\\u00e9\\/\\u0001","0":0}}\n', extra: { key: Buffer.from([0xff, 0x00]) } },
+  {
+    value: '{"event_message":"a","n":1}\n{"event_message":"b","metadata":{"1":"one","a":"é\\u00e9\\/\\u0001","0":0}}\n',
+    extra: { key: Buffer.from([0xff, 0x00]) },
+  },
   { value: '{ "event_message" : "spaced", "metadata" : { "n" : 1.50, "e" : 1e3, "big" : 12345678901234567890, "neg" : -0 } }' },
   { value: '{"event_message":"dup","metadata":{"a":1,"a":2,"__proto__":{"p":1}}}' },
   { value: '{"event_message":"m","timestamp":"2026-11-20T10:00:59.999999Z","metadata":{"deep":{"er":{"est":[[{"x":1}],[]]}}}}' },
@@ -43,7 +59,13 @@ const UNUSUAL: { value: string; extra?: Partial<KafkaMessage> }[] = [
 
 function corpus(): KafkaMessage[] {
   const messages: KafkaMessage[] = [];
-  for (const demo of demoEvents({ count: 3000, from: new Date('2026-11-20T00:00:00Z'), to: new Date('2026-11-21T00:00:00Z'), projects: ['default', 'other'], seed: 11 })) {
+  for (const demo of demoEvents({
+    count: 3000,
+    from: new Date('2026-11-20T00:00:00Z'),
+    to: new Date('2026-11-21T00:00:00Z'),
+    projects: ['default', 'other'],
+    seed: 11,
+  })) {
     messages.push(message(messages.length, JSON.stringify(demo.event)));
   }
   for (const file of readdirSync(samples).sort()) messages.push(message(messages.length, readFileSync(path.join(samples, file), 'utf8')));

@@ -27,7 +27,9 @@ describe('bulk batching and retries', () => {
 
   it('writes each id once, its latest version, in Kafka order', () => {
     const item = (id: string, event_message: string) => ({ entry: bulkEntry('i', { id, event_message, timestamp: '2024-01-01T00:00:00.000000Z' }) });
-    expect(latestPerId([item('a', '1'), item('b', '1'), item('a', '2'), item('c', '1')]).map(({ entry }) => `${entry.id}${entryEvent(entry).event_message}`)).toEqual(['b1', 'a2', 'c1']);
+    expect(
+      latestPerId([item('a', '1'), item('b', '1'), item('a', '2'), item('c', '1')]).map(({ entry }) => `${entry.id}${entryEvent(entry).event_message}`),
+    ).toEqual(['b1', 'a2', 'c1']);
   });
 
   it('reads the stored event back from its bulk entry as it was serialised', () => {
@@ -42,9 +44,22 @@ describe('bulk batching and retries', () => {
 
 describe('dead letters', () => {
   it('carry the original bytes, the reason and the source position in headers', () => {
-    const message = deadLetterMessage({ reason: 'invalid_json', detail: 'bad', key: null, value: Buffer.from('{x'), source: { topic: 't', partition: 2, offset: '41', element: 3 } });
+    const message = deadLetterMessage({
+      reason: 'invalid_json',
+      detail: 'bad',
+      key: null,
+      value: Buffer.from('{x'),
+      source: { topic: 't', partition: 2, offset: '41', element: 3 },
+    });
     expect(message.value).toEqual(Buffer.from('{x'));
-    expect(message.headers).toEqual({ 'dead-letter-reason': 'invalid_json', 'dead-letter-detail': 'bad', 'source-topic': 't', 'source-partition': '2', 'source-offset': '41', 'source-element': '3' });
+    expect(message.headers).toEqual({
+      'dead-letter-reason': 'invalid_json',
+      'dead-letter-detail': 'bad',
+      'source-topic': 't',
+      'source-partition': '2',
+      'source-offset': '41',
+      'source-element': '3',
+    });
   });
 });
 
@@ -52,7 +67,11 @@ describe('producer input', () => {
   it('reads one JSON document, an array, or newline-delimited JSON', () => {
     expect(eventsFromText('{\n  "event_message": "a"\n}\n')).toEqual(['{"event_message":"a"}']);
     expect(eventsFromText('[{"event_message":"a"},{"event_message":"b"}]')).toEqual(['{"event_message":"a"}', '{"event_message":"b"}']);
-    expect(eventsFromText('{"event_message":"a"}\n\n{"event_message":"b"}\nnot json\n')).toEqual(['{"event_message":"a"}', '{"event_message":"b"}', 'not json']);
+    expect(eventsFromText('{"event_message":"a"}\n\n{"event_message":"b"}\nnot json\n')).toEqual([
+      '{"event_message":"a"}',
+      '{"event_message":"b"}',
+      'not json',
+    ]);
   });
 
   it('parses the command line and explains mistakes', () => {
@@ -98,7 +117,10 @@ describe('demo events', () => {
   });
 
   it('ties each event to its project the way its source is filtered, with edge requests shaped like the samples', () => {
-    const edge = events.find((demo) => demo.source === 'edge_logs')!.event as { project: string; metadata: { request: { url: string; path: string }; response: { status_code: number } } };
+    const edge = events.find((demo) => demo.source === 'edge_logs')!.event as {
+      project: string;
+      metadata: { request: { url: string; path: string }; response: { status_code: number } };
+    };
     expect(['default', 'other']).toContain(edge.project);
     expect(edge.metadata.request.url).toMatch(new RegExp(`^https://${edge.project}\\.supabase\\.co/(rest|auth|storage|realtime|functions)/v1/`));
     expect(edge.metadata.request.url).toContain(edge.metadata.request.path);

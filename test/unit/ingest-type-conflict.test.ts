@@ -8,18 +8,31 @@ const event = (metadata: StoredEvent['metadata']): StoredEvent => ({ id: '1', ti
 describe('type conflicts', () => {
   it('reads the clashing field from the errors Elasticsearch gives', () => {
     expect(conflictingField('[1:89] object mapping for [metadata.a] tried to parse field [a] as object, but found a concrete value')).toBe('metadata.a');
-    expect(conflictingField("[1:97] failed to parse field [metadata.s.t] of type [keyword] in document with id '2'. Preview of field's value: '{obj=1}'")).toBe('metadata.s.t');
+    expect(conflictingField("[1:97] failed to parse field [metadata.s.t] of type [keyword] in document with id '2'. Preview of field's value: '{obj=1}'")).toBe(
+      'metadata.s.t',
+    );
     expect(conflictingField('failed to parse field [timestamp] of type [date_nanos]')).toBeUndefined();
   });
 
   it('classifies bulk items: indexed, retriable, conflict, rejected', () => {
     expect(classifyItem({ _index: 'i', status: 201 })).toEqual({ kind: 'indexed' });
-    expect(classifyItem({ _index: 'i', status: 429, error: { type: 'es_rejected_execution_exception', reason: 'queue full' } })).toMatchObject({ kind: 'retry' });
+    expect(classifyItem({ _index: 'i', status: 429, error: { type: 'es_rejected_execution_exception', reason: 'queue full' } })).toMatchObject({
+      kind: 'retry',
+    });
     expect(classifyItem({ _index: 'i', status: 503, error: { type: 'unavailable_shards_exception', reason: '' } })).toMatchObject({ kind: 'retry' });
     expect(
-      classifyItem({ _index: 'i', status: 400, error: { type: 'document_parsing_exception', reason: '[1:2] object mapping for [metadata.a] tried to parse field [a] as object, but found a concrete value' } }),
+      classifyItem({
+        _index: 'i',
+        status: 400,
+        error: {
+          type: 'document_parsing_exception',
+          reason: '[1:2] object mapping for [metadata.a] tried to parse field [a] as object, but found a concrete value',
+        },
+      }),
     ).toMatchObject({ kind: 'type_conflict', field: 'metadata.a' });
-    expect(classifyItem({ _index: 'i', status: 400, error: { type: 'illegal_argument_exception', reason: 'Limit of total fields' } })).toMatchObject({ kind: 'rejected' });
+    expect(classifyItem({ _index: 'i', status: 400, error: { type: 'illegal_argument_exception', reason: 'Limit of total fields' } })).toMatchObject({
+      kind: 'rejected',
+    });
   });
 
   it('moves the clashing subtree aside, through arrays, and restores the event exactly', () => {

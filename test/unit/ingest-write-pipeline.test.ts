@@ -20,7 +20,9 @@ function gate(log: string[], name: string) {
 describe('write pipeline', () => {
   it("runs a partition's chunks one after the other and other partitions' alongside", async () => {
     const log: string[] = [];
-    const pipeline = new WritePipeline(1_000_000, (error) => { throw error; });
+    const pipeline = new WritePipeline(1_000_000, (error) => {
+      throw error;
+    });
     const [a1, a2, b1] = [gate(log, 'a1'), gate(log, 'a2'), gate(log, 'b1')];
     pipeline.enqueue('a', 10, a1.work);
     pipeline.enqueue('a', 10, a2.work);
@@ -96,7 +98,9 @@ describe('write pipeline', () => {
   });
   it("lets a partition's later input join its queued work until that work starts, never work that started or belongs to an old assignment", async () => {
     const log: string[] = [];
-    const pipeline = new WritePipeline(1_000_000, (error) => { throw error; });
+    const pipeline = new WritePipeline(1_000_000, (error) => {
+      throw error;
+    });
     const first = gate(log, 'first');
     const written: string[][] = [];
     const gates = new Map<string, ReturnType<typeof gate>>();

@@ -7,7 +7,9 @@ describe('kafkajs log levels', () => {
     // what kafkajs logs on every start while the group coordinator loads its offsets
     expect(kafkaLogLevel(logLevel.ERROR, { error: "The coordinator is loading and hence can't process requests for this group" })).toBe('debug');
     expect(kafkaLogLevel(logLevel.ERROR, { error: 'This is not the correct coordinator for this group' })).toBe('debug');
-    expect(kafkaLogLevel(logLevel.ERROR, { error: 'There is no leader for this topic-partition as we are in the middle of a leadership election' })).toBe('debug');
+    expect(kafkaLogLevel(logLevel.ERROR, { error: 'There is no leader for this topic-partition as we are in the middle of a leadership election' })).toBe(
+      'debug',
+    );
     expect(kafkaLogLevel(logLevel.ERROR, { error: 'The group is rebalancing, so a rejoin is needed' })).toBe('debug');
   });
 

@@ -24,7 +24,13 @@ describe('kafka release detection', () => {
   });
 
   it('decodes the API ranges and names the release by its newest API', () => {
-    const apis = decodeApiVersionsResponse(responseFrame([[0, 0, 11], [75, 0, 0], [80, 0, 0]]));
+    const apis = decodeApiVersionsResponse(
+      responseFrame([
+        [0, 0, 11],
+        [75, 0, 0],
+        [80, 0, 0],
+      ]),
+    );
     expect(apis).toContainEqual({ apiKey: 80, min: 0, max: 0 });
     expect(kafkaReleaseFromApis(apis)).toBe('3.9');
     expect(kafkaReleaseFromApis(apis.filter((api) => api.apiKey !== 80))).toBe('3.8');

@@ -10,7 +10,15 @@ describe('human log lines', () => {
   });
 
   it('shows errors by their message, short arrays joined, quotes text with spaces', () => {
-    const line = JSON.stringify({ level: 50, time: at, name: 'query-service', err: { type: 'Error', message: 'connect ECONNREFUSED', stack: 'Error: ...' }, topics: ['a', 'b'], reason: 'two words', msg: 'failed' });
+    const line = JSON.stringify({
+      level: 50,
+      time: at,
+      name: 'query-service',
+      err: { type: 'Error', message: 'connect ECONNREFUSED', stack: 'Error: ...' },
+      topics: ['a', 'b'],
+      reason: 'two words',
+      msg: 'failed',
+    });
     expect(humanLogLine(line)).toBe('16:08:00 ERROR query-service failed  err="connect ECONNREFUSED" topics=a,b reason="two words"');
   });
 

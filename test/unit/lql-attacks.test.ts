@@ -77,9 +77,7 @@ describe('LQL attacks', () => {
       expectPlainData(tree);
       // printing and parsing again keeps the values as they were
       const again = parseLql(printLql(tree!));
-      expect(again.filters.map((f) => ('value' in f ? f.value : undefined))).toEqual(
-        tree!.filters.map((f) => ('value' in f ? f.value : undefined)),
-      );
+      expect(again.filters.map((f) => ('value' in f ? f.value : undefined))).toEqual(tree!.filters.map((f) => ('value' in f ? f.value : undefined)));
     } else {
       expect(error).toBeInstanceOf(LqlSyntax);
     }
@@ -87,7 +85,14 @@ describe('LQL attacks', () => {
 
   it('keeps an injected quote inside one value', () => {
     expect(parseLql('m.status:"ok\\" m.level:\\"error"').filters).toEqual([
-      { kind: 'comparison', path: 'metadata.status', negated: false, offset: 1, operator: '=', value: { kind: 'string', value: 'ok" m.level:"error', quoted: true } },
+      {
+        kind: 'comparison',
+        path: 'metadata.status',
+        negated: false,
+        offset: 1,
+        operator: '=',
+        value: { kind: 'string', value: 'ok" m.level:"error', quoted: true },
+      },
     ]);
   });
 

@@ -35,9 +35,7 @@ interface ReferenceCase {
   error: string | null;
 }
 
-const CASES = JSON.parse(
-  readFileSync(new URL('../fixtures/examples/lql-cases.json', import.meta.url), 'utf8'),
-) as ReferenceCase[];
+const CASES = JSON.parse(readFileSync(new URL('../fixtures/examples/lql-cases.json', import.meta.url), 'utf8')) as ReferenceCase[];
 
 /** Well-formed LQL that the reference refuses for reasons outside the syntax: the planner decides them. */
 const DECIDED_BY_PLANNER: Record<string, string> = {
@@ -54,7 +52,6 @@ const CAST_BY_PLANNER: Record<string, LqlValue> = {
   // The reference casts to the array's element type even when quoted; we keep the quoted string.
   p_list_includes_float_quoted: { kind: 'string', value: '1.0', quoted: true },
 };
-
 
 const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
@@ -126,12 +123,14 @@ function normalFilters(filter: LqlFilter): Normal[] {
   const base = { path: filter.path, negate: filter.negated };
   switch (filter.kind) {
     case 'comparison':
-      return [{
-        ...base,
-        operator: filter.operator,
-        ...(filter.value ? { value: plainValue(filter.value) } : {}),
-        quoted: filter.value?.kind === 'string' && filter.value.quoted,
-      }];
+      return [
+        {
+          ...base,
+          operator: filter.operator,
+          ...(filter.value ? { value: plainValue(filter.value) } : {}),
+          quoted: filter.value?.kind === 'string' && filter.value.quoted,
+        },
+      ];
     case 'range': {
       const low = LEVELS.indexOf(String(plainValue(filter.low)));
       const high = LEVELS.indexOf(String(plainValue(filter.high)));
@@ -146,13 +145,15 @@ function normalFilters(filter: LqlFilter): Normal[] {
       if (named !== undefined && filter.operator === '=') {
         return [{ ...base, operator: 'range', quoted: false, origin: 'absolute', shorthand: named }];
       }
-      return [{
-        ...base,
-        operator: filter.operator,
-        ...(second ? { values: [timeMeaning(first), timeMeaning(second)] } : { value: timeMeaning(first) }),
-        quoted: false,
-        origin: origin(first),
-      }];
+      return [
+        {
+          ...base,
+          operator: filter.operator,
+          ...(second ? { values: [timeMeaning(first), timeMeaning(second)] } : { value: timeMeaning(first) }),
+          quoted: false,
+          origin: origin(first),
+        },
+      ];
     }
   }
 }
@@ -186,7 +187,8 @@ function meaningOf(query: LqlQuery, expected: NonNullable<ReferenceCase['meaning
     filters,
     chart: query.chart ? { aggregate: query.chart.aggregate, path: query.chart.path ?? 'timestamp', period: query.chart.period } : null,
     select: query.select.map((select) =>
-      select.kind === 'all' ? { wildcard: true } : { path: select.path, ...(select.alias ? { alias: select.alias } : {}) }),
+      select.kind === 'all' ? { wildcard: true } : { path: select.path, ...(select.alias ? { alias: select.alias } : {}) },
+    ),
     from: query.from?.name ?? null,
   };
 }
@@ -196,7 +198,8 @@ function expectedMeaning(meaning: NonNullable<ReferenceCase['meaning']>) {
     filters: meaning.filters.map(expectedFilter),
     chart: meaning.chart ? { aggregate: meaning.chart.aggregate, path: meaning.chart.path, period: meaning.chart.period } : null,
     select: meaning.select.map((select) =>
-      'wildcard' in select ? { wildcard: true } : { path: select.path, ...(select.alias ? { alias: select.alias } : {}) }),
+      'wildcard' in select ? { wildcard: true } : { path: select.path, ...(select.alias ? { alias: select.alias } : {}) },
+    ),
     from: meaning.from,
   };
 }
@@ -222,20 +225,33 @@ describe('LQL reference cases', () => {
   });
 
   // the schema-dependent refusals, planned against the schema each case states (the CTE ones are in the HTTP tests)
-  it.each(['p_err_field_not_in_schema', 'p_err_nested_not_in_schema', 'v_non_numeric_chart', 'v_too_many_ticks'])('%s is refused by the planner with a 400 error', (id) => {
-    const c = CASES.find((candidate) => candidate.id === id)!;
-    const types = Object.fromEntries(Object.entries((c as { schema?: Record<string, string> | null }).schema ?? {}).map(([path, type]) => [path, type === 'string' ? 'keyword' : type === 'datetime' ? 'date_nanos' : type]));
-    const catalogs = new Map([['edge_logs', fieldCatalog(types)]]);
-    const plan = () => planEndpointQuery(logsAll, { project: 'p1' }, { now: Date.UTC(2024, 0, 10), projects: null, indexPrefix: 'lp-' }, { language: 'lql', query: { ...parseLql(c.lql), from: { name: 'edge_logs', offset: 1 } }, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs });
-    expect(plan).toThrow(BadParameter);
-  });
+  it.each(['p_err_field_not_in_schema', 'p_err_nested_not_in_schema', 'v_non_numeric_chart', 'v_too_many_ticks'])(
+    '%s is refused by the planner with a 400 error',
+    (id) => {
+      const c = CASES.find((candidate) => candidate.id === id)!;
+      const types = Object.fromEntries(
+        Object.entries((c as { schema?: Record<string, string> | null }).schema ?? {}).map(([path, type]) => [
+          path,
+          type === 'string' ? 'keyword' : type === 'datetime' ? 'date_nanos' : type,
+        ]),
+      );
+      const catalogs = new Map([['edge_logs', fieldCatalog(types)]]);
+      const plan = () =>
+        planEndpointQuery(
+          logsAll,
+          { project: 'p1' },
+          { now: Date.UTC(2024, 0, 10), projects: null, indexPrefix: 'lp-' },
+          { language: 'lql', query: { ...parseLql(c.lql), from: { name: 'edge_logs', offset: 1 } }, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs },
+        );
+      expect(plan).toThrow(BadParameter);
+    },
+  );
 
   it.each(Object.entries(CAST_BY_PLANNER))('%s keeps the written value for the planner to cast', (id, value) => {
     const c = CASES.find((candidate) => candidate.id === id)!;
     const [filter] = parseLql(c.lql).filters;
     expect(filter).toMatchObject({ kind: 'comparison', value });
   });
-
 
   it('covers every case in the file', () => {
     expect(CASES.length).toBeGreaterThan(100);

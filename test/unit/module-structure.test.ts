@@ -85,8 +85,24 @@ describe('module structure', () => {
   });
 
   it('finds a cycle, and none in a chain', () => {
-    expect(cyclesOf(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]]))).toEqual([['a', 'b', 'c', 'a']]);
-    expect(cyclesOf(new Map([['a', ['b', 'c']], ['b', ['c']], ['c', []]]))).toEqual([]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', ['a']],
+        ]),
+      ),
+    ).toEqual([['a', 'b', 'c', 'a']]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['a', ['b', 'c']],
+          ['b', ['c']],
+          ['c', []],
+        ]),
+      ),
+    ).toEqual([]);
   });
 
   // an import the regex misreads, or one leaving these folders, would drop out of the graph unseen
@@ -100,7 +116,9 @@ describe('module structure', () => {
   });
 
   it('points dependencies one way: src/ -> queries/ -> shared/, ingest/ -> shared/', () => {
-    const wrong = [...graph].flatMap(([file, imports]) => imports.filter((target) => !MAY_IMPORT[folderOf(file)].includes(folderOf(target))).map((target) => `${file} -> ${target}`));
+    const wrong = [...graph].flatMap(([file, imports]) =>
+      imports.filter((target) => !MAY_IMPORT[folderOf(file)].includes(folderOf(target))).map((target) => `${file} -> ${target}`),
+    );
     expect(wrong).toEqual([]);
   });
 });

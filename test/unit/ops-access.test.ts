@@ -12,7 +12,17 @@ describe('opsAccess', () => {
     const allowed = opsAccess('s3cret-token-0123456789');
     expect(allowed('Bearer s3cret-token-0123456789')).toBe(true);
     expect(allowed('bearer s3cret-token-0123456789 ')).toBe(true);
-    for (const refused of [undefined, '', 'Bearer', 'Bearer s3cret-token-012345678', 'Bearer s3cret-token-01234567890', 's3cret-token-0123456789', 'Basic s3cret-token-0123456789', 'Bearer s3cret-token-0123456789 extra', ['Bearer s3cret-token-0123456789']]) {
+    for (const refused of [
+      undefined,
+      '',
+      'Bearer',
+      'Bearer s3cret-token-012345678',
+      'Bearer s3cret-token-01234567890',
+      's3cret-token-0123456789',
+      'Basic s3cret-token-0123456789',
+      'Bearer s3cret-token-0123456789 extra',
+      ['Bearer s3cret-token-0123456789'],
+    ]) {
       expect(allowed(refused as string | undefined)).toBe(false);
     }
   });

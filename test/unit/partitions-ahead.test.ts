@@ -14,7 +14,7 @@ describe('partitions created ahead of their period', () => {
     retentionDays: () => 1,
   };
 
-  it('each source\'s current period and the next, in its own period', () => {
+  it("each source's current period and the next, in its own period", () => {
     const names = partitionsAhead(layout, at('2024-03-24T23:47:31Z')).map((partition) => partition.index);
     expect(names).toEqual([
       'lp-edge_logs-2024.03.24',
@@ -27,7 +27,10 @@ describe('partitions created ahead of their period', () => {
   });
 
   it('on the boundary itself the new period is current: the one after it is made', () => {
-    expect(partitionsAhead({ ...layout, sources: ['edge_logs'] }, at('2024-03-25T00:00:00Z')).map((partition) => partition.index)).toEqual(['lp-edge_logs-2024.03.25', 'lp-edge_logs-2024.03.26']);
+    expect(partitionsAhead({ ...layout, sources: ['edge_logs'] }, at('2024-03-25T00:00:00Z')).map((partition) => partition.index)).toEqual([
+      'lp-edge_logs-2024.03.25',
+      'lp-edge_logs-2024.03.26',
+    ]);
   });
 
   it('never one retention deletes: every partition made at a time is kept at that time, for every source and retention', () => {
@@ -36,18 +39,25 @@ describe('partitions created ahead of their period', () => {
         const all = { ...layout, sources: SOURCE_NAMES, retentionDays: () => retentionDays };
         const ahead = partitionsAhead(all, now);
         expect(ahead).toHaveLength(2 * SOURCE_NAMES.length);
-        expect(expiredPartitions(ahead.map((partition) => partition.index), all, now)).toEqual([]);
+        expect(
+          expiredPartitions(
+            ahead.map((partition) => partition.index),
+            all,
+            now,
+          ),
+        ).toEqual([]);
       }
     }
   });
 });
 
 describe('partitionStartOf', () => {
-  it('reads when a partition\'s period begins from its name alone, whatever its prefix', () => {
+  it("reads when a partition's period begins from its name alone, whatever its prefix", () => {
     const ms = at('2024-03-20T15:00:00Z');
     expect(partitionStartOf(partitionIndexName('my-prefix-', 'edge_logs', 'hourly', ms))).toBe(ms);
     expect(partitionStartOf('x-auth_logs-2024.03.18w')).toBe(at('2024-03-18T00:00:00Z'));
     expect(partitionStartOf('x-edge_logs-2024.03.20')).toBe(at('2024-03-20T00:00:00Z'));
-    for (const other of ['x-edge_logs', 'x-api-keys', 'x-edge_logs-2024.02.31', 'x-edge_logs-2024.03.19w', 'edge_logs']) expect(partitionStartOf(other), other).toBeUndefined();
+    for (const other of ['x-edge_logs', 'x-api-keys', 'x-edge_logs-2024.02.31', 'x-edge_logs-2024.03.19w', 'edge_logs'])
+      expect(partitionStartOf(other), other).toBeUndefined();
   });
 });

@@ -4,7 +4,19 @@ import { eventPartitioning } from '../../ingest/event-partition.ts';
 import { partitionReport, reportText } from '../../scripts/partition-report.ts';
 import { expiredPartitions, expiresAt, type RetentionPolicy } from '../../ingest/retention.ts';
 import { loadConfig, partitionPeriodOf, retentionDaysOf } from '../../shared/config.ts';
-import { expressionReads, legacyIndexName, parsePartitionName, partitionIndexName, partitionsOverlapping, periodEnd, periodStart, sourceIndexPattern, MAX_LISTED_PARTITIONS, PARTITION_PERIODS, type PartitionPeriod } from '../../shared/partitions.ts';
+import {
+  expressionReads,
+  legacyIndexName,
+  parsePartitionName,
+  partitionIndexName,
+  partitionsOverlapping,
+  periodEnd,
+  periodStart,
+  sourceIndexPattern,
+  MAX_LISTED_PARTITIONS,
+  PARTITION_PERIODS,
+  type PartitionPeriod,
+} from '../../shared/partitions.ts';
 import { SOURCE_NAMES } from '../../shared/sources.ts';
 
 const HOUR = 3_600_000;
@@ -13,7 +25,7 @@ const at = (iso: string) => Date.parse(iso);
 const NOW = at('2024-03-20T15:47:31.123Z'); // a Wednesday
 
 describe('partition names', () => {
-  it('name the period of the event\'s own UTC time', () => {
+  it("name the period of the event's own UTC time", () => {
     expect(partitionIndexName('lp-', 'edge_logs', 'daily', at('2024-03-20T23:59:59.999Z'))).toBe('lp-edge_logs-2024.03.20');
     expect(partitionIndexName('lp-', 'edge_logs', 'daily', at('2024-03-21T00:00:00.000Z'))).toBe('lp-edge_logs-2024.03.21');
     expect(partitionIndexName('lp-', 'edge_logs', 'hourly', at('2024-03-20T07:30:00Z'))).toBe('lp-edge_logs-2024.03.20.07');
@@ -26,18 +38,32 @@ describe('partition names', () => {
 
   it('parse back to their source, period and span, for every period (property)', () => {
     fc.assert(
-      fc.property(fc.constantFrom(...SOURCE_NAMES), fc.constantFrom(...PARTITION_PERIODS), fc.integer({ min: 0, max: Date.UTC(2200, 0, 1) }), (source, period, ms) => {
-        const index = partitionIndexName('lp-', source, period, ms);
-        const parsed = parsePartitionName('lp-', SOURCE_NAMES, index);
-        expect(parsed).toEqual({ index, source, period, startMs: periodStart(period, ms), endMs: periodEnd(period, periodStart(period, ms)) });
-        expect(parsed!.startMs).toBeLessThanOrEqual(ms);
-        expect(parsed!.endMs).toBeGreaterThan(ms);
-      }),
+      fc.property(
+        fc.constantFrom(...SOURCE_NAMES),
+        fc.constantFrom(...PARTITION_PERIODS),
+        fc.integer({ min: 0, max: Date.UTC(2200, 0, 1) }),
+        (source, period, ms) => {
+          const index = partitionIndexName('lp-', source, period, ms);
+          const parsed = parsePartitionName('lp-', SOURCE_NAMES, index);
+          expect(parsed).toEqual({ index, source, period, startMs: periodStart(period, ms), endMs: periodEnd(period, periodStart(period, ms)) });
+          expect(parsed!.startMs).toBeLessThanOrEqual(ms);
+          expect(parsed!.endMs).toBeGreaterThan(ms);
+        },
+      ),
     );
   });
 
   it('do not parse other indices of the prefix, impossible dates or other prefixes', () => {
-    for (const index of ['lp-api-keys', 'lp-edge_logs', 'lp-edge_logs-2024.02.30', 'lp-edge_logs-2024.03.19w', 'lp-edge_logs-2024.03.20.24', 'lp-edge_logs-x', 'other-edge_logs-2024.03.20', 'lp-nosuch-2024.03.20']) {
+    for (const index of [
+      'lp-api-keys',
+      'lp-edge_logs',
+      'lp-edge_logs-2024.02.30',
+      'lp-edge_logs-2024.03.19w',
+      'lp-edge_logs-2024.03.20.24',
+      'lp-edge_logs-x',
+      'other-edge_logs-2024.03.20',
+      'lp-nosuch-2024.03.20',
+    ]) {
       expect(parsePartitionName('lp-', SOURCE_NAMES, index), index).toBeUndefined();
     }
     // function_edge_logs is not edge_logs with a suffix
@@ -46,7 +72,8 @@ describe('partition names', () => {
 
   it('the source pattern reads every partition and the legacy index, and no other source', () => {
     const expressions = [sourceIndexPattern('lp-', 'edge_logs')];
-    for (const source of SOURCE_NAMES) for (const other of SOURCE_NAMES) if (source !== other) expect(other.startsWith(source), `${other} starts with ${source}`).toBe(false);
+    for (const source of SOURCE_NAMES)
+      for (const other of SOURCE_NAMES) if (source !== other) expect(other.startsWith(source), `${other} starts with ${source}`).toBe(false);
     expect(expressionReads(expressions, 'lp-edge_logs-2024.03.20.07')).toBe(true);
     expect(expressionReads(expressions, legacyIndexName('lp-', 'edge_logs'))).toBe(true);
     expect(expressionReads(expressions, 'lp-function_edge_logs-2024.03.20')).toBe(false);
@@ -54,14 +81,21 @@ describe('partition names', () => {
 });
 
 describe('partitionsOverlapping', () => {
-  const read = (period: PartitionPeriod, from?: string, to?: string) => partitionsOverlapping('lp-', 'edge_logs', period, { fromMs: from ? at(from) : undefined, toMs: to ? at(to) : undefined }, NOW);
+  const read = (period: PartitionPeriod, from?: string, to?: string) =>
+    partitionsOverlapping('lp-', 'edge_logs', period, { fromMs: from ? at(from) : undefined, toMs: to ? at(to) : undefined }, NOW);
 
   it('an hour inside one day reads that day and its week, plus the legacy index', () => {
     expect(read('daily', '2024-03-20T14:00:00Z', '2024-03-20T15:00:00Z')).toEqual(['lp-edge_logs-2024.03.20*', 'lp-edge_logs-2024.03.18w', 'lp-edge_logs']);
   });
 
   it('an hourly source reads only the hours a part of a day needs (and the day, should the period have changed)', () => {
-    expect(read('hourly', '2024-03-20T14:10:00Z', '2024-03-20T15:05:00Z')).toEqual(['lp-edge_logs-2024.03.20', 'lp-edge_logs-2024.03.20.14', 'lp-edge_logs-2024.03.20.15', 'lp-edge_logs-2024.03.18w', 'lp-edge_logs']);
+    expect(read('hourly', '2024-03-20T14:10:00Z', '2024-03-20T15:05:00Z')).toEqual([
+      'lp-edge_logs-2024.03.20',
+      'lp-edge_logs-2024.03.20.14',
+      'lp-edge_logs-2024.03.20.15',
+      'lp-edge_logs-2024.03.18w',
+      'lp-edge_logs',
+    ]);
   });
 
   it('whole months and years become one wildcard each', () => {
@@ -91,14 +125,21 @@ describe('partitionsOverlapping', () => {
   it('never misses a partition of any period that holds an event inside the bounds (property)', () => {
     const span = fc.integer({ min: Date.UTC(2023, 10, 1), max: Date.UTC(2024, 5, 1) });
     fc.assert(
-      fc.property(span, fc.integer({ min: 0, max: 70 * DAY }), fc.constantFrom(...PARTITION_PERIODS), fc.constantFrom(...PARTITION_PERIODS), fc.double({ min: 0, max: 1, noNaN: true }), (from, length, configured, written, where) => {
-        const to = from + length;
-        const event = Math.floor(from + (to - from) * where);
-        const expressions = partitionsOverlapping('lp-', 'edge_logs', configured, { fromMs: from, toMs: to }, NOW);
-        expect(expressionReads(expressions, partitionIndexName('lp-', 'edge_logs', written, event))).toBe(true);
-        expect(expressionReads(expressions, 'lp-edge_logs')).toBe(true);
-        expect(expressions.join(',').length).toBeLessThan(3000);
-      }),
+      fc.property(
+        span,
+        fc.integer({ min: 0, max: 70 * DAY }),
+        fc.constantFrom(...PARTITION_PERIODS),
+        fc.constantFrom(...PARTITION_PERIODS),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (from, length, configured, written, where) => {
+          const to = from + length;
+          const event = Math.floor(from + (to - from) * where);
+          const expressions = partitionsOverlapping('lp-', 'edge_logs', configured, { fromMs: from, toMs: to }, NOW);
+          expect(expressionReads(expressions, partitionIndexName('lp-', 'edge_logs', written, event))).toBe(true);
+          expect(expressionReads(expressions, 'lp-edge_logs')).toBe(true);
+          expect(expressions.join(',').length).toBeLessThan(3000);
+        },
+      ),
       { numRuns: 2000 },
     );
   });
@@ -121,7 +162,7 @@ describe('retention', () => {
     expect(expired).toEqual(names([31, 45]));
   });
 
-  it('applies each source\'s own retention', () => {
+  it("applies each source's own retention", () => {
     const expired = expiredPartitions([...names([8, 6], 'auth_logs'), ...names([8])], policy, NOW).map((partition) => partition.index);
     expect(expired).toEqual(names([8], 'auth_logs'));
   });
@@ -147,7 +188,12 @@ describe('retention', () => {
 
 describe('partition and retention settings', () => {
   it('read per-source overrides over the defaults', () => {
-    const config = loadConfig({ PARTITION_PERIOD: 'daily', PARTITION_PERIODS: 'edge_logs=hourly, auth_logs=weekly', RETENTION_DAYS: '14', RETENTION_DAYS_BY_SOURCE: 'auth_logs=90' });
+    const config = loadConfig({
+      PARTITION_PERIOD: 'daily',
+      PARTITION_PERIODS: 'edge_logs=hourly, auth_logs=weekly',
+      RETENTION_DAYS: '14',
+      RETENTION_DAYS_BY_SOURCE: 'auth_logs=90',
+    });
     expect(partitionPeriodOf(config, 'edge_logs')).toBe('hourly');
     expect(partitionPeriodOf(config, 'auth_logs')).toBe('weekly');
     expect(partitionPeriodOf(config, 'postgres_logs')).toBe('daily');
@@ -170,8 +216,12 @@ describe('npm run indices report', () => {
   const policy: RetentionPolicy = { indexPrefix: 'lp-', sources: SOURCE_NAMES, retentionDays: (source) => (source === 'auth_logs' ? 7 : 30) };
   const day = (offset: number, source = 'edge_logs') => partitionIndexName('lp-', source as 'edge_logs', 'daily', NOW + offset * DAY);
 
-  it('lists each source\'s partitions oldest first, with what retention deletes at its next run or next of all', () => {
-    const listed = [day(0), day(-40), day(-2), 'lp-edge_logs', 'lp-api-keys', day(-3, 'auth_logs')].map((index, n) => ({ index, docs: 10 * n, bytes: 1024 * n }));
+  it("lists each source's partitions oldest first, with what retention deletes at its next run or next of all", () => {
+    const listed = [day(0), day(-40), day(-2), 'lp-edge_logs', 'lp-api-keys', day(-3, 'auth_logs')].map((index, n) => ({
+      index,
+      docs: 10 * n,
+      bytes: 1024 * n,
+    }));
     const reports = partitionReport(listed, policy, NOW);
     const edge = reports.find((report) => report.source === 'edge_logs')!;
     expect(edge.partitions.map((row) => row.index)).toEqual(['lp-edge_logs', day(-40), day(-2), day(0)]);

@@ -45,13 +45,17 @@ describe('compileEndpoint: logs.all', () => {
   });
 
   it('leaves out an empty bound', () => {
-    const compiled = compileEndpoint(logs, logsAll.parameters.parse({ project: 'abc', iso_timestamp_start: '', iso_timestamp_end: '2024-01-01T01:00:00.000Z' }), context);
+    const compiled = compileEndpoint(
+      logs,
+      logsAll.parameters.parse({ project: 'abc', iso_timestamp_start: '', iso_timestamp_end: '2024-01-01T01:00:00.000Z' }),
+      context,
+    );
     expect(compiled.scope[1]).toEqual({ range: { timestamp: { lte: '2024-01-01T01:00:00.000000000Z' } } });
     const unbounded = compileEndpoint(logs, logsAll.parameters.parse({ project: 'abc' }), context);
     expect(unbounded.scope).toHaveLength(1);
   });
 
-  it('refuses a project outside the key\'s list with Forbidden', () => {
+  it("refuses a project outside the key's list with Forbidden", () => {
     expect(() => compileEndpoint(logs, params, { ...context, projects: ['xyz'] })).toThrow(Forbidden);
     expect(() => compileEndpoint(logs, params, { ...context, projects: ['xyz', 'abc'] })).not.toThrow();
   });
@@ -67,10 +71,12 @@ describe('compileEndpoint: usage.api-counts', () => {
     const search = compiled.search as { query: { bool: { filter: unknown[] } }; aggs: { buckets: { composite: { size: number; sources: unknown[] } } } };
     expect(search.query.bool.filter[0]).toEqual({ range: { timestamp: { gte: start } } });
     expect(search.aggs.buckets.composite.size).toBe(1000);
-    expect(search.aggs.buckets.composite.sources).toEqual([{ timestamp: { date_histogram: { field: 'timestamp', calendar_interval: unit, time_zone: 'UTC', order: 'asc' } } }]);
+    expect(search.aggs.buckets.composite.sources).toEqual([
+      { timestamp: { date_histogram: { field: 'timestamp', calendar_interval: unit, time_zone: 'UTC', order: 'asc' } } },
+    ]);
   });
 
-  it('restricts the events to the key\'s projects', () => {
+  it("restricts the events to the key's projects", () => {
     const compiled = compileEndpoint(usage, { interval: 'hourly', project: 'abc' }, { ...context, projects: ['p1', 'p2'] });
     expect((compiled.search.query as { bool: { filter: unknown[] } }).bool.filter).toContainEqual({ terms: { project: ['p1', 'p2'] } });
   });

@@ -58,9 +58,11 @@ describe('bounded metric labels', () => {
 describe('what a search sends and collects', () => {
   const aggregation = { index: 'p-edge_logs*', size: 0, track_total_hits: false, query: { match_all: {} }, aggs: { n: { value_count: { field: 'id' } } } };
   const storeAnswering = (sent: estypes.SearchRequest[]) =>
-    ({ search: async (request: estypes.SearchRequest) => (sent.push(request), { hits: { total: { value: 4 }, hits: [] }, aggregations: {} }) }) as unknown as Client;
+    ({
+      search: async (request: estypes.SearchRequest) => (sent.push(request), { hits: { total: { value: 4 }, hits: [] }, aggregations: {} }),
+    }) as unknown as Client;
 
-  it('without statistics asked, the request is the plan\'s: hits are not counted', async () => {
+  it("without statistics asked, the request is the plan's: hits are not counted", async () => {
     const sent: estypes.SearchRequest[] = [];
     await search(aggregation, { elasticsearch: storeAnswering(sent), timeoutMs: 1000 });
     expect(sent[0]!.track_total_hits).toBe(false);

@@ -61,15 +61,50 @@ describe('redactText', () => {
   });
 
   it('finds every generated address written on its own', () => {
-    const address = fc.oneof(fc.ipV4(), fc.ipV6().filter((text) => text !== '::'));
-    fc.assert(fc.property(address, (text) => redactText(text) === 'REDACTED'), { numRuns: 2000 });
+    const address = fc.oneof(
+      fc.ipV4(),
+      fc.ipV6().filter((text) => text !== '::'),
+    );
+    fc.assert(
+      fc.property(address, (text) => redactText(text) === 'REDACTED'),
+      { numRuns: 2000 },
+    );
   });
 
   it('never leaks an address embedded at a random position of random text, however it is written', () => {
-    const separator = fc.constantFrom(' ', ',', ';', '/', '=', '(', ')', '"', "'", '<', '>', '|', '\t', '\n', '@', '&', '?', '#', '!', '_', '-', '.', ':', '[', ']', '{', '}');
+    const separator = fc.constantFrom(
+      ' ',
+      ',',
+      ';',
+      '/',
+      '=',
+      '(',
+      ')',
+      '"',
+      "'",
+      '<',
+      '>',
+      '|',
+      '\t',
+      '\n',
+      '@',
+      '&',
+      '?',
+      '#',
+      '!',
+      '_',
+      '-',
+      '.',
+      ':',
+      '[',
+      ']',
+      '{',
+      '}',
+    );
     const written = fc.oneof(
       fc.ipV4().map((address) => ({ address, forms: [address, `${address}:8080`, address.replaceAll('.', '%2E')] })),
-      fc.ipV6()
+      fc
+        .ipV6()
         .filter((address) => address !== '::')
         .map((address) => ({
           address,
@@ -92,7 +127,10 @@ describe('redactText', () => {
 
   it('leaves text without addresses exactly as it was', () => {
     const plain = fc.string({ unit: 'binary', maxLength: 200 }).filter((text) => !/[.:%]/.test(text));
-    fc.assert(fc.property(plain, (text) => redactText(text) === text), { numRuns: 1000 });
+    fc.assert(
+      fc.property(plain, (text) => redactText(text) === text),
+      { numRuns: 1000 },
+    );
   });
 });
 
@@ -102,7 +140,14 @@ describe('redactPii', () => {
       {
         id: '1.2.3.4',
         timestamp: 1_704_067_200_000_000,
-        metadata: [{ request: [{ headers: [{ 'x-real-ip': '192.168.1.20', cf_connecting_ip: '2a02:1388:1:2::dead:beef' }], ports: [80, 443], ips: ['10.1.1.1', 'none'] }], ok: true }],
+        metadata: [
+          {
+            request: [
+              { headers: [{ 'x-real-ip': '192.168.1.20', cf_connecting_ip: '2a02:1388:1:2::dead:beef' }], ports: [80, 443], ips: ['10.1.1.1', 'none'] },
+            ],
+            ok: true,
+          },
+        ],
       },
     ];
     const redacted = redactPii(rows);
@@ -110,7 +155,9 @@ describe('redactPii', () => {
       {
         id: 'REDACTED',
         timestamp: 1_704_067_200_000_000,
-        metadata: [{ request: [{ headers: [{ 'x-real-ip': 'REDACTED', cf_connecting_ip: 'REDACTED' }], ports: [80, 443], ips: ['REDACTED', 'none'] }], ok: true }],
+        metadata: [
+          { request: [{ headers: [{ 'x-real-ip': 'REDACTED', cf_connecting_ip: 'REDACTED' }], ports: [80, 443], ips: ['REDACTED', 'none'] }], ok: true },
+        ],
       },
     ]);
     expect(rows[0]!.id).toBe('1.2.3.4');

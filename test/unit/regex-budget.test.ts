@@ -12,12 +12,24 @@ const catalogs = new Map([['edge_logs', fieldCatalog({ 'metadata.request': 'nest
 const limits: RegexLimits = { maxDeterminizedStates: 2500, maxPerRequest: 3, maxTotalChars: 40 };
 
 function partialMatch(pattern: string): LqlFilter {
-  return { kind: 'comparison', path: 'metadata.request.path', operator: '~', value: { kind: 'string', value: pattern, quoted: true }, negated: false, offset: 1 };
+  return {
+    kind: 'comparison',
+    path: 'metadata.request.path',
+    operator: '~',
+    value: { kind: 'string', value: pattern, quoted: true },
+    negated: false,
+    offset: 1,
+  };
 }
 
 function lqlPlan(patterns: string[], budget: RegexLimits = limits): Plan {
   const query = { filters: patterns.map(partialMatch), select: [], from: { name: 'edge_logs', offset: 1 } };
-  return planEndpointQuery(logsAll, { project: 'p1' }, { now, projects: null, indexPrefix: 'lp-', regexLimits: budget }, { language: 'lql', query, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs });
+  return planEndpointQuery(
+    logsAll,
+    { project: 'p1' },
+    { now, projects: null, indexPrefix: 'lp-', regexLimits: budget },
+    { language: 'lql', query, limits: { maxScanEvents: 1000, maxScans: 32 }, catalogs },
+  );
 }
 
 describe('the regular-expression budget of one request', () => {
@@ -36,16 +48,20 @@ describe('the regular-expression budget of one request', () => {
     expect(() => lqlPlan(['a', 'b', 'c', 'd'])).toThrow(/holds 4 regular expressions .* at most 3 .*SANDBOX_MAX_REGEX_PER_QUERY/);
   });
 
-  it('refuses patterns longer together than allowed, in the store\'s syntax', () => {
+  it("refuses patterns longer together than allowed, in the store's syntax", () => {
     // each becomes .*<15 letters>.* (19 characters): two fit in 40, three do not
     expect(() => lqlPlan(['x'.repeat(15), 'y'.repeat(15)])).not.toThrow();
-    expect(() => lqlPlan(['x'.repeat(15), 'y'.repeat(15), 'z'.repeat(15)], { ...limits, maxPerRequest: 16 })).toThrow(/57 characters long together .* more than 40 .*SANDBOX_MAX_REGEX_CHARS/);
+    expect(() => lqlPlan(['x'.repeat(15), 'y'.repeat(15), 'z'.repeat(15)], { ...limits, maxPerRequest: 16 })).toThrow(
+      /57 characters long together .* more than 40 .*SANDBOX_MAX_REGEX_CHARS/,
+    );
   });
 
   it('a shared query object counts once, two alike count twice', () => {
     const shared = regexpQuery('f', '.*a.*', { parameter: 'sql', pattern: 'a' });
     expect(regexpQueriesIn({ query: { bool: { filter: [shared] } }, again: [shared] })).toHaveLength(1);
-    expect(regexpQueriesIn([regexpQuery('f', '.*a.*', { parameter: 'sql', pattern: 'a' }), regexpQuery('f', '.*a.*', { parameter: 'sql', pattern: 'a' })])).toHaveLength(2);
+    expect(
+      regexpQueriesIn([regexpQuery('f', '.*a.*', { parameter: 'sql', pattern: 'a' }), regexpQuery('f', '.*a.*', { parameter: 'sql', pattern: 'a' })]),
+    ).toHaveLength(2);
   });
 
   it('counts one pattern on one field once against the budget, however many queries send it (a record filter sends its exact and loose forms)', () => {

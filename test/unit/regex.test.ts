@@ -55,9 +55,9 @@ describe('luceneRegexpForContains', () => {
 
   it('refuses oversize, deeply nested and over-expanding patterns as pattern_too_complex before parsing them', () => {
     const cases: Array<[string, RegExp]> = [
-      ['('.repeat(3000) + 'a' + ')'.repeat(3000), /6001 characters long, more than 1000/],
+      [`${'('.repeat(3000)}a${')'.repeat(3000)}`, /6001 characters long, more than 1000/],
       ['x'.repeat(1024 * 1024), /1048576 characters long/],
-      ['('.repeat(33) + 'a' + ')'.repeat(33), /nests groups more than 32 deep/],
+      [`${'('.repeat(33)}a${')'.repeat(33)}`, /nests groups more than 32 deep/],
       ['(a{1000}){1000}', /expands to about 1000000 characters/],
       ['((a|b){100}){200}', /expands to about 40000 characters/],
     ];
@@ -76,7 +76,7 @@ describe('luceneRegexpForContains', () => {
   });
 
   it('accepts patterns at the bounds', () => {
-    expect(luceneRegexpForContains('('.repeat(32) + 'a' + ')'.repeat(32), 'project')).toContain('a');
+    expect(luceneRegexpForContains(`${'('.repeat(32)}a${')'.repeat(32)}`, 'project')).toContain('a');
     expect(luceneRegexpForContains('a'.repeat(996), 'project')).toHaveLength(1000);
     expect(() => luceneRegexpForContains('a'.repeat(997), 'project')).toThrow(/becomes 1001 characters in the store's syntax/);
     expect(luceneRegexpForContains('[a-z]{1000}x{1000,}', 'project')).toContain('{1000}');

@@ -6,7 +6,10 @@ import { RequestLogger } from '../../src/http/request-logger.ts';
 /** A redacting service logger, and how many children were made of it (counted on a wrapper: pino's children inherit their parent's methods). */
 function capturedLogger() {
   const lines: Record<string, unknown>[] = [];
-  const service = pino({ level: 'info', redact: { paths: ['headers.authorization'], censor: '[redacted]' } }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const service = pino(
+    { level: 'info', redact: { paths: ['headers.authorization'], censor: '[redacted]' } },
+    { write: (line: string) => void lines.push(JSON.parse(line)) },
+  );
   let children = 0;
   const logger: FastifyBaseLogger = Object.assign(Object.create(service) as FastifyBaseLogger, {
     child: (bindings: Bindings, options?: ChildLoggerOptions) => {

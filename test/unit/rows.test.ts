@@ -64,7 +64,13 @@ describe('metadataRows and a stored "__proto__" key', () => {
 
 describe('logRows', () => {
   it('formats hits into the four columns', () => {
-    const rows = logRows([{ _index: 'i', _id: 'e1', _source: { id: 'e1', timestamp: '2024-01-01T00:00:00.000001Z', event_message: 'hi', project: 'p', metadata: { request: { path: '/x' } } } }]);
+    const rows = logRows([
+      {
+        _index: 'i',
+        _id: 'e1',
+        _source: { id: 'e1', timestamp: '2024-01-01T00:00:00.000001Z', event_message: 'hi', project: 'p', metadata: { request: { path: '/x' } } },
+      },
+    ]);
     expect(rows).toEqual([{ id: 'e1', timestamp: 1_704_067_200_000_001, event_message: 'hi', metadata: [{ request: [{ path: '/x' }] }] }]);
   });
 
@@ -73,7 +79,13 @@ describe('logRows', () => {
       {
         _index: 'i',
         _id: 'e2',
-        _source: { id: 'e2', timestamp: '2024-01-01T00:00:00.000000Z', event_message: '', metadata: { request: [{ path: '/x' }] }, metadata_unindexed: [{ path: ['request', 0, 'status'], value: { code: 1 } }] },
+        _source: {
+          id: 'e2',
+          timestamp: '2024-01-01T00:00:00.000000Z',
+          event_message: '',
+          metadata: { request: [{ path: '/x' }] },
+          metadata_unindexed: [{ path: ['request', 0, 'status'], value: { code: 1 } }],
+        },
       },
     ]);
     expect(rows[0]!.metadata).toEqual([{ request: [{ path: '/x', status: [{ code: 1 }] }] }]);
@@ -82,7 +94,9 @@ describe('logRows', () => {
 
   it('formats only the columns a narrowed scan read (its _source holds no others)', () => {
     expect(columnRows([{ _index: 'i', _id: 'e3', _source: { id: 'e3' } }], ['id'])).toEqual([{ id: 'e3' }]);
-    expect(columnRows([{ _index: 'i', _id: 'e4', _source: { event_message: 'm', project: 'p' } }], ['id', 'event_message', 'project'])).toEqual([{ id: 'e4', event_message: 'm', project: 'p' }]);
+    expect(columnRows([{ _index: 'i', _id: 'e4', _source: { event_message: 'm', project: 'p' } }], ['id', 'event_message', 'project'])).toEqual([
+      { id: 'e4', event_message: 'm', project: 'p' },
+    ]);
     expect(columnRows([{ _index: 'i', _id: 'e5', _source: {} }], ['project'])).toEqual([{ project: null }]);
   });
 });
@@ -94,7 +108,14 @@ describe('usageRows', () => {
     const aggregations = {
       buckets: {
         buckets: [
-          { key: { timestamp: Date.UTC(2024, 0, 1, 5) }, doc_count: 3, requests: { doc_count: 4, matching_requests: { doc_count: 4, path_counts: { buckets: { total_rest_requests: { doc_count: 2 }, total_auth_requests: { doc_count: 1 } } } } } },
+          {
+            key: { timestamp: Date.UTC(2024, 0, 1, 5) },
+            doc_count: 3,
+            requests: {
+              doc_count: 4,
+              matching_requests: { doc_count: 4, path_counts: { buckets: { total_rest_requests: { doc_count: 2 }, total_auth_requests: { doc_count: 1 } } } },
+            },
+          },
           { key: { timestamp: Date.UTC(2024, 0, 1, 6) }, doc_count: 1 },
         ],
       },

@@ -35,10 +35,20 @@ const catalog = fieldCatalog({
 });
 const catalogs = new Map(logsAll.ctes.map((cte) => ['source' in cte ? cte.source : cte.name, catalog]));
 
-function plan(sql: string, params: Record<string, string> = { project: 'default' }, projects: string[] | null = null, endpoint: typeof logsAll | typeof usageApiCounts = logsAll): Plan {
+function plan(
+  sql: string,
+  params: Record<string, string> = { project: 'default' },
+  projects: string[] | null = null,
+  endpoint: typeof logsAll | typeof usageApiCounts = logsAll,
+): Plan {
   const query = parseSandboxQuery(sql, { allowedTables: tableNames(endpoint.ctes), parameterNames: endpoint.parameterDocs.map((parameter) => parameter.name) });
   const validated = endpoint.parameters.parse(params) as Record<string, unknown>;
-  return planEndpointQuery(endpoint, validated, { now, projects, indexPrefix: 'lp-' }, { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs });
+  return planEndpointQuery(
+    endpoint,
+    validated,
+    { now, projects, indexPrefix: 'lp-' },
+    { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs },
+  );
 }
 
 /** The event scans of a plan, including the one an aggregation falls back to. */
@@ -90,19 +100,19 @@ describe('sandboxed SQL plans: scope is never optional', () => {
     }
   });
 
-  it('reads the reference implementation\'s name postgrest_logs as rest_api_logs', () => {
+  it("reads the reference implementation's name postgrest_logs as rest_api_logs", () => {
     const result = plan('select id from postgrest_logs');
     expect(eventScans(result)[0]!.index).toBe('lp-rest_api_logs-*,lp-rest_api_logs');
     expect(eventScans(result)[0]!.cte).toBe('rest_api_logs');
   });
 
-  it('refuses a project the key may not read, and keeps the key\'s restriction as a filter', () => {
+  it("refuses a project the key may not read, and keeps the key's restriction as a filter", () => {
     expect(() => plan('select id from edge_logs', { project: 'other' }, ['default'])).toThrow(Forbidden);
     const scan = eventScans(plan('select id from edge_logs', { project: 'default' }, ['default']))[0]!;
     expect(scan.scope).toContainEqual({ terms: { project: ['default'] } });
   });
 
-  it('gives every reference its own scan (union all, subqueries) and leaves the query\'s own CTEs alone', () => {
+  it("gives every reference its own scan (union all, subqueries) and leaves the query's own CTEs alone", () => {
     const union = plan('select id from edge_logs union all select id from postgres_logs union all select id from edge_logs where id = "x"');
     expect(eventScans(union).map((scan) => scan.cte)).toEqual(['edge_logs', 'postgres_logs', 'edge_logs']);
     expect(new Set(union.scans.map((scan) => scan.table)).size).toBe(3);
@@ -124,7 +134,15 @@ describe('pushdown', () => {
     const query = studio.find((candidate) => candidate.id === 'preview_storage_search')!;
     const scan = eventScans(plan(query.sql, query.params))[0]!;
     expect(supersetsOf(scan)).toEqual([
-      { bool: { should: [{ regexp: { 'event_message.keyword': { value: '.*ObjectNotFound.*', flags: 'NONE', max_determinized_states: 10_000 } } }, { term: { _ignored: 'event_message.keyword' } }], minimum_should_match: 1 } },
+      {
+        bool: {
+          should: [
+            { regexp: { 'event_message.keyword': { value: '.*ObjectNotFound.*', flags: 'NONE', max_determinized_states: 10_000 } } },
+            { term: { _ignored: 'event_message.keyword' } },
+          ],
+          minimum_should_match: 1,
+        },
+      },
     ]);
   });
 
@@ -142,7 +160,9 @@ describe('pushdown', () => {
     const unified = studio.find((query) => query.id === 'unified_logs_rows')!;
     const scans = eventScans(plan(unified.sql, unified.params));
     const edge = scans.find((scan) => scan.cte === 'edge_logs')!;
-    expect(JSON.stringify(supersetsOf(edge))).toContain('{"nested":{"path":"metadata.request","query":{"bool":{"should":[{"wildcard":{"metadata.request.path":{"value":"*/rest/*"}}}');
+    expect(JSON.stringify(supersetsOf(edge))).toContain(
+      '{"nested":{"path":"metadata.request","query":{"bool":{"should":[{"wildcard":{"metadata.request.path":{"value":"*/rest/*"}}}',
+    );
     expect(supersetsOf(scans.find((scan) => scan.cte === 'postgres_logs')!)).toEqual([]);
   });
 
@@ -159,7 +179,9 @@ describe('pushdown', () => {
   it('pushes a bare field of an unnested record down as the one field the binder bound it to', () => {
     // the catalog puts function_id in metadata only and path in the request records only: one filter each, no alternatives
     const result = plan("select id from function_edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where function_id = 'f1'");
-    const keyword = (field: string, value: string) => ({ bool: { should: [{ term: { [field]: value } }, { term: { _ignored: field } }], minimum_should_match: 1 } });
+    const keyword = (field: string, value: string) => ({
+      bool: { should: [{ term: { [field]: value } }, { term: { _ignored: field } }], minimum_should_match: 1 },
+    });
     expect(supersetsOf(eventScans(result)[0]!)).toEqual([keyword('metadata.function_id', 'f1')]);
     const nested = plan("select id from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as r where path = '/a'");
     expect(supersetsOf(eventScans(nested)[0]!)).toEqual([{ nested: { path: 'metadata.request', query: keyword('metadata.request.path', '/a') } }]);
@@ -178,17 +200,20 @@ describe('pushdown', () => {
 });
 
 describe('limit pushdown', () => {
-  it('reads only the first rows when the store\'s order and filter are the query\'s', () => {
+  it("reads only the first rows when the store's order and filter are the query's", () => {
     const single = studio.find((query) => query.id === 'single_log_by_id')!;
     const scan = eventScans(plan(single.sql, single.params))[0]!;
     expect(scan.take).toEqual({ kind: 'limit', rows: 1 });
     expect(scan.predicates).toEqual([{ term: { id: 'f3b9c2d4-1a2b-4c3d-8e9f-0a1b2c3d4e5f' } }]);
     const realtime = studio.find((query) => query.id === 'preview_realtime')!;
     expect(eventScans(plan(realtime.sql, realtime.params))[0]!.take).toEqual({ kind: 'limit', rows: 100 });
-    expect(eventScans(plan('select id, timestamp from edge_logs order by timestamp desc, id desc limit 20 offset 5'))[0]!.take).toEqual({ kind: 'limit', rows: 25 });
+    expect(eventScans(plan('select id, timestamp from edge_logs order by timestamp desc, id desc limit 20 offset 5'))[0]!.take).toEqual({
+      kind: 'limit',
+      rows: 25,
+    });
   });
 
-  it('pulls every event (within the request\'s total) when rows depend on more than the first events', () => {
+  it("pulls every event (within the request's total) when rows depend on more than the first events", () => {
     for (const sql of [
       'select id from edge_logs order by timestamp asc limit 10',
       'select id from edge_logs order by event_message desc limit 10',
@@ -234,17 +259,26 @@ describe('record-field filters pushed down by the stored shape', () => {
   });
 
   it('needs no array for a left unnest, where an absent record is one row of NULLs: IS NULL is true there', () => {
-    const scan = eventScans(plan('select id from edge_logs left join unnest(metadata) as m on true left join unnest(m.response) as r on true where r.status_code is null'))[0]!;
+    const scan = eventScans(
+      plan('select id from edge_logs left join unnest(metadata) as m on true left join unnest(m.response) as r on true where r.status_code is null'),
+    )[0]!;
     const [exact, irregular] = recordFilterOf(scan);
-    expect(exact.bool.filter).toEqual([regular(['metadata', 'metadata.response', 'metadata.response.status_code']), { bool: { must_not: [{ exists: { field: 'metadata.response.status_code' } }] } }]);
+    expect(exact.bool.filter).toEqual([
+      regular(['metadata', 'metadata.response', 'metadata.response.status_code']),
+      { bool: { must_not: [{ exists: { field: 'metadata.response.status_code' } }] } },
+    ]);
     // IS NULL has no superset over any element: every irregular event is pulled
     expect(irregular.bool.filter).toEqual([]);
   });
 
   it('negates with SQL NULLs: NOT (x >= 400) holds only where x exists with another value', () => {
-    const scan = eventScans(plan('select id from edge_logs cross join unnest(metadata) as m cross join unnest(m.response) as r where not (r.status_code >= 400)'))[0]!;
+    const scan = eventScans(
+      plan('select id from edge_logs cross join unnest(metadata) as m cross join unnest(m.response) as r where not (r.status_code >= 400)'),
+    )[0]!;
     const [exact, irregular] = recordFilterOf(scan);
-    expect(exact.bool.filter.at(-1)).toEqual({ bool: { filter: [{ exists: { field: 'metadata.response.status_code' } }], must_not: [{ range: { 'metadata.response.status_code': { gte: 400 } } }] } });
+    expect(exact.bool.filter.at(-1)).toEqual({
+      bool: { filter: [{ exists: { field: 'metadata.response.status_code' } }], must_not: [{ range: { 'metadata.response.status_code': { gte: 400 } } }] },
+    });
     expect(irregular.bool.filter).toEqual([]);
   });
 
@@ -255,8 +289,12 @@ describe('record-field filters pushed down by the stored shape', () => {
   });
 
   it('leaves conditions without an exact translation as supersets, with no record filter', () => {
-    const scan = eventScans(plan("select id from edge_logs cross join unnest(metadata) as m where m.level = 'error' and json_value(event_message, '$.x') = 'x'"))[0]!;
-    expect(scan.predicates).toEqual([{ bool: { should: [{ term: { 'metadata.level': 'error' } }, { term: { _ignored: 'metadata.level' } }], minimum_should_match: 1 } }]);
+    const scan = eventScans(
+      plan("select id from edge_logs cross join unnest(metadata) as m where m.level = 'error' and json_value(event_message, '$.x') = 'x'"),
+    )[0]!;
+    expect(scan.predicates).toEqual([
+      { bool: { should: [{ term: { 'metadata.level': 'error' } }, { term: { _ignored: 'metadata.level' } }], minimum_should_match: 1 } },
+    ]);
   });
 
   it('pushes LIMIT onto the events the record filter matches exactly, and reads every event it matches only as a superset', () => {
@@ -268,17 +306,27 @@ describe('record-field filters pushed down by the stored shape', () => {
     const irregular = (scan.take as Extract<EventScan['take'], { kind: 'limit' }>).irregular!;
     expect(irregular).toEqual({ ...scan.search, size: 10_000, query: { bool: { filter: [...scan.scope, ...scan.predicates, irregularPart] } } });
     // an inner unnest alone, or a pattern whose long values the store did not index, is exact on regular events too
-    for (const sql of ['select id from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10', "select id from edge_logs where regexp_contains(event_message, 'x') order by timestamp desc limit 10"]) {
+    for (const sql of [
+      'select id from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10',
+      "select id from edge_logs where regexp_contains(event_message, 'x') order by timestamp desc limit 10",
+    ]) {
       expect(eventScans(plan(sql))[0]!.take, sql).toMatchObject({ kind: 'limit', rows: 10, irregular: {} });
     }
     // column filters over left unnests: every event is at least one row, no probe
-    expect(eventScans(plan("select id from edge_logs left join unnest(metadata) as m on true where id = 'a' order by timestamp desc limit 5"))[0]!.take).toEqual({ kind: 'limit', rows: 5 });
+    expect(
+      eventScans(plan("select id from edge_logs left join unnest(metadata) as m on true where id = 'a' order by timestamp desc limit 5"))[0]!.take,
+    ).toEqual({ kind: 'limit', rows: 5 });
   });
 });
 
 describe('usage.api-counts tables', () => {
   it('serves chart_counts from the aggregation, dates as a constant, and edge_logs scoped by window and url pattern', () => {
-    const result = plan('select c.timestamp, c.total_rest_requests, d.start from chart_counts c, dates d union all select timestamp, 0, timestamp from edge_logs', { interval: 'hourly', project: 'abc' }, null, usageApiCounts);
+    const result = plan(
+      'select c.timestamp, c.total_rest_requests, d.start from chart_counts c, dates d union all select timestamp, 0, timestamp from edge_logs',
+      { interval: 'hourly', project: 'abc' },
+      null,
+      usageApiCounts,
+    );
     expect(result.scans.map((scan) => scan.kind)).toEqual(['request_counts', 'constant', 'events']);
     expect(result.scans[1]).toMatchObject({ rows: [{ start: (now - 3_600_000) * 1000 }] });
     const edge = eventScans(result)[0]!;
@@ -298,8 +346,13 @@ describe('aggregation pushdown', () => {
     const result = plan(chart.sql, chart.params);
     const aggregation = aggregationOf(result)!;
     expect(aggregation).toBeDefined();
-    const search = aggregation.search as { query: { bool: { filter: unknown[] } }; aggs: { groups: { composite: { sources: unknown[] }; aggs: Record<string, unknown> } } };
-    expect(search.aggs.groups.composite.sources).toEqual([{ __k0: { date_histogram: { field: 'timestamp', calendar_interval: 'minute', time_zone: 'UTC', order: 'asc' } } }]);
+    const search = aggregation.search as {
+      query: { bool: { filter: unknown[] } };
+      aggs: { groups: { composite: { sources: unknown[] }; aggs: Record<string, unknown> } };
+    };
+    expect(search.aggs.groups.composite.sources).toEqual([
+      { __k0: { date_histogram: { field: 'timestamp', calendar_interval: 'minute', time_zone: 'UTC', order: 'asc' } } },
+    ]);
     expect(Object.keys(search.aggs.groups.aggs)).toEqual(['__m0', '__m1', '__m2']);
     // error_count: status_code >= 500 is TRUE
     expect(search.aggs.groups.aggs.__m1).toEqual({ filter: { range: { 'metadata.response.status_code': { gte: 500 } } } });
@@ -307,7 +360,9 @@ describe('aggregation pushdown', () => {
     expect(JSON.stringify(search.aggs.groups.aggs.__m0)).toContain('"exists":{"field":"metadata.response.status_code"}');
     const filter = JSON.stringify(search.query.bool.filter);
     for (const path of ['metadata', 'metadata.request', 'metadata.response']) expect(filter).toContain(`{"term":{"shape.arrays":"${path}"}}`);
-    expect(filter).toContain('"must_not":[{"terms":{"shape.multi":["metadata","metadata.request","metadata.response","metadata.response.status_code"]}},{"exists":{"field":"_ignored"}}]');
+    expect(filter).toContain(
+      '"must_not":[{"terms":{"shape.multi":["metadata","metadata.request","metadata.response","metadata.response.status_code"]}},{"exists":{"field":"_ignored"}}]',
+    );
     expect(filter).toContain('{"range":{"timestamp":{"gt":"2023-12-31T18:00:00.000000000Z"}}}');
     expect(JSON.stringify(result.residual!.query)).toContain(`"name":["${aggregation.table}"]`);
     expect(aggregation.fallback.scan.take).toEqual({ kind: 'all' });
@@ -321,7 +376,9 @@ describe('aggregation pushdown', () => {
   });
 
   it('sums, averages and counts distinct values of numeric and keyword fields', () => {
-    const result = plan('select timestamp_trunc(timestamp, hour) as t, avg(r.status_code) as a, sum(r.status_code) s, count(distinct m.level) d from edge_logs cross join unnest(metadata) as m cross join unnest(m.response) as r group by t order by t');
+    const result = plan(
+      'select timestamp_trunc(timestamp, hour) as t, avg(r.status_code) as a, sum(r.status_code) s, count(distinct m.level) d from edge_logs cross join unnest(metadata) as m cross join unnest(m.response) as r group by t order by t',
+    );
     const aggregation = aggregationOf(result)!;
     expect(aggregation.metrics.map((metric) => metric.column)).toEqual(['__m0', '__m1', '__m2']);
     expect(JSON.stringify(aggregation.search.aggs)).toContain('"cardinality":{"field":"metadata.level","precision_threshold":40000}');
@@ -343,8 +400,16 @@ describe('aggregation pushdown', () => {
     expect(aggregationOf(plan('select event_message, count(*) from edge_logs group by event_message'))).toBeUndefined();
     expect(aggregationOf(plan("select count(*) from edge_logs where json_value(event_message, '$.a') = 'x'"))).toBeUndefined();
     // a nested key beside a key of the event, or nested records that a left join may leave out
-    expect(aggregationOf(plan('select r.path, timestamp_trunc(timestamp, hour) h, count(*) from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r group by 1, 2'))).toBeUndefined();
-    expect(aggregationOf(plan('select r.path, count(*) from edge_logs cross join unnest(metadata) m left join unnest(m.request) r group by 1'))).toBeUndefined();
+    expect(
+      aggregationOf(
+        plan(
+          'select r.path, timestamp_trunc(timestamp, hour) h, count(*) from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r group by 1, 2',
+        ),
+      ),
+    ).toBeUndefined();
+    expect(
+      aggregationOf(plan('select r.path, count(*) from edge_logs cross join unnest(metadata) m left join unnest(m.request) r group by 1')),
+    ).toBeUndefined();
   });
 
   it('groups by a bare field the catalog puts in exactly one of the unnested records', () => {
@@ -358,9 +423,14 @@ describe('aggregation pushdown', () => {
     const top = studio.find((query) => query.id === 'tpl_top_paths')!;
     const aggregation = aggregationOf(plan(top.sql, top.params))!;
     expect(aggregation.groupsAt).toEqual(['records', 'groups']);
-    const aggs = aggregation.search.aggs as { records: { nested: unknown; aggs: { groups: { composite: { sources: unknown[] }; aggs: { events: { reverse_nested: unknown } } } } } };
+    const aggs = aggregation.search.aggs as {
+      records: { nested: unknown; aggs: { groups: { composite: { sources: unknown[] }; aggs: { events: { reverse_nested: unknown } } } } };
+    };
     expect(aggs.records.nested).toEqual({ path: 'metadata.request' });
-    expect(aggs.records.aggs.groups.composite.sources).toEqual([{ __k0: { terms: { field: 'metadata.request.path', missing_bucket: true } } }, { __k1: { terms: { field: 'metadata.request.search', missing_bucket: true } } }]);
+    expect(aggs.records.aggs.groups.composite.sources).toEqual([
+      { __k0: { terms: { field: 'metadata.request.path', missing_bucket: true } } },
+      { __k1: { terms: { field: 'metadata.request.search', missing_bucket: true } } },
+    ]);
     expect(aggs.records.aggs.groups.aggs.events.reverse_nested).toEqual({});
     expect(aggregation.metrics[0]!.path).toEqual(['events', '__m0']);
     const geo = studio.find((query) => query.id === 'geo_usage_countries')!;
@@ -396,7 +466,15 @@ describe('flat filters for long OR chains and IN lists', () => {
       {
         nested: {
           path: 'metadata.request',
-          query: { bool: { should: [{ terms: { 'metadata.request.path': Array.from({ length: 200 }, (_, n) => `/p${n}`) } }, { term: { _ignored: 'metadata.request.path' } }], minimum_should_match: 1 } },
+          query: {
+            bool: {
+              should: [
+                { terms: { 'metadata.request.path': Array.from({ length: 200 }, (_, n) => `/p${n}`) } },
+                { term: { _ignored: 'metadata.request.path' } },
+              ],
+              minimum_should_match: 1,
+            },
+          },
         },
       },
     ]);
@@ -404,13 +482,22 @@ describe('flat filters for long OR chains and IN lists', () => {
 
   it('an IN list is one terms filter, compared as = compares (case-sensitive keywords, numbers only on numeric fields)', () => {
     const list = Array.from({ length: 100 }, (_, n) => `'Id${n}'`).join(', ');
-    expect(eventScans(plan(`select id from edge_logs where id in (${list})`))[0]!.predicates).toEqual([{ terms: { id: Array.from({ length: 100 }, (_, n) => `Id${n}`) } }]);
-    const numbers = eventScans(plan('select id from edge_logs cross join unnest(metadata) m cross join unnest(m.response) r where r.status_code in (500, 502, 503)'))[0]!;
+    expect(eventScans(plan(`select id from edge_logs where id in (${list})`))[0]!.predicates).toEqual([
+      { terms: { id: Array.from({ length: 100 }, (_, n) => `Id${n}`) } },
+    ]);
+    const numbers = eventScans(
+      plan('select id from edge_logs cross join unnest(metadata) m cross join unnest(m.response) r where r.status_code in (500, 502, 503)'),
+    )[0]!;
     expect(JSON.stringify(numbers.predicates)).toContain('{"terms":{"metadata.response.status_code":[500,502,503]}}');
     // text against a number, or a list of mixed kinds, is left to the engine as = is
-    expect(eventScans(plan("select id from edge_logs cross join unnest(metadata) m cross join unnest(m.response) r where r.status_code in ('500', '502')"))[0]!.predicates).toEqual([]);
+    expect(
+      eventScans(plan("select id from edge_logs cross join unnest(metadata) m cross join unnest(m.response) r where r.status_code in ('500', '502')"))[0]!
+        .predicates,
+    ).toEqual([]);
     expect(eventScans(plan("select id from edge_logs where id in ('a', 1)"))[0]!.predicates).toEqual([]);
-    expect(eventScans(plan("select id from edge_logs where id not in ('a', 'b')"))[0]!.predicates).toEqual([{ bool: { must_not: [{ terms: { id: ['a', 'b'] } }] } }]);
+    expect(eventScans(plan("select id from edge_logs where id not in ('a', 'b')"))[0]!.predicates).toEqual([
+      { bool: { must_not: [{ terms: { id: ['a', 'b'] } }] } },
+    ]);
   });
 
   it('an AND chain is one flat filter list, keeping the parts it can push when others cannot be', () => {
@@ -423,9 +510,12 @@ describe('flat filters for long OR chains and IN lists', () => {
 
   it('the aggregation pushdown builds flat filters too: an IN list is one terms, a long OR one should', () => {
     const list = Array.from({ length: 150 }, (_, n) => `'/p${n}'`).join(', ');
-    const counted = aggregationOf(plan(`select count(*) as n from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r where r.path in (${list})`))!;
+    const counted = aggregationOf(
+      plan(`select count(*) as n from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r where r.path in (${list})`),
+    )!;
     expect(JSON.stringify(counted.search.query)).toContain(`{"terms":{"metadata.request.path":[${list.replaceAll("'", '"').replaceAll(', ', ',')}]}}`);
-    const or = (terms: number) => aggregationOf(plan(`select count(*) as n from edge_logs where ${chain(terms, (n) => (n % 2 ? `id = 'i${n}'` : `event_message = 'm${n}'`))}`))!;
+    const or = (terms: number) =>
+      aggregationOf(plan(`select count(*) as n from edge_logs where ${chain(terms, (n) => (n % 2 ? `id = 'i${n}'` : `event_message = 'm${n}'`))}`))!;
     expect(boolDepth(or(200).search.query)).toBe(boolDepth(or(4).search.query));
   });
 });
@@ -442,7 +532,7 @@ describe('scans read only the columns the query names', () => {
     // metadata comes whole, with the values the ingest worker set aside
     expect(sourceOf('select r.path from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r')).toEqual([['metadata', 'metadata_unindexed']]);
     // nothing named: one small column, so each event is still a row
-    expect(sourceOf('select count(*) as n from edge_logs where regexp_contains(json_value(\'{}\', \'$.a\'), \'x\')')).toEqual([['id']]);
+    expect(sourceOf("select count(*) as n from edge_logs where regexp_contains(json_value('{}', '$.a'), 'x')")).toEqual([['id']]);
   });
 
   it('reads every column for *, a table used as a value, or a USING column', () => {
@@ -450,11 +540,14 @@ describe('scans read only the columns the query names', () => {
     expect(sourceOf('select * from edge_logs')).toEqual([all]);
     expect(sourceOf('select to_json_string(t) as j from edge_logs t')).toEqual([all]);
     expect(sourceOf('select x.id from (select * from edge_logs) x')).toEqual([all]);
-    expect(sourceOf('select a.id from edge_logs a join postgres_logs b using (event_message)')).toEqual([['id', 'event_message'], ['id', 'event_message']]);
+    expect(sourceOf('select a.id from edge_logs a join postgres_logs b using (event_message)')).toEqual([
+      ['id', 'event_message'],
+      ['id', 'event_message'],
+    ]);
   });
 });
 
-it('refuses more reads of the endpoint\'s tables than maxScans before planning any', () => {
+it("refuses more reads of the endpoint's tables than maxScans before planning any", () => {
   const union = (reads: number) => Array.from({ length: reads }, () => 'select id from edge_logs').join(' union all ');
   expect(plan(union(32)).scans).toHaveLength(32);
   expect(() => plan(union(33))).toThrow(SandboxViolation);
@@ -482,7 +575,11 @@ describe('internal names', () => {
 
 describe('parenthesised joins', () => {
   it('scopes a subquery in the ON clause of an inner join like any other reference', () => {
-    const result = plan('select a.id from (edge_logs as a join edge_logs as b on a.id = b.id and a.id in (select id from auth_logs where id like "x%"))', { project: 'default' }, ['default']);
+    const result = plan(
+      'select a.id from (edge_logs as a join edge_logs as b on a.id = b.id and a.id in (select id from auth_logs where id like "x%"))',
+      { project: 'default' },
+      ['default'],
+    );
     const scans = eventScans(result);
     expect(scans.map((scan) => scan.cte)).toEqual(['edge_logs', 'edge_logs', 'auth_logs']);
     for (const scan of scans) {

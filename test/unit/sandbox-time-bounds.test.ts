@@ -24,7 +24,12 @@ const catalogs = new Map(logsAll.ctes.map((cte) => ['source' in cte ? cte.source
 function plan(sql: string, params: Record<string, string> = { project: 'default' }): Plan {
   const query = parseSandboxQuery(sql, { allowedTables: tableNames(logsAll.ctes), parameterNames: logsAll.parameterDocs.map((parameter) => parameter.name) });
   const validated = logsAll.parameters.parse(params) as Record<string, unknown>;
-  return planEndpointQuery(logsAll, validated, { now, projects: null, indexPrefix: 'lp-' }, { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs });
+  return planEndpointQuery(
+    logsAll,
+    validated,
+    { now, projects: null, indexPrefix: 'lp-' },
+    { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs },
+  );
 }
 
 function eventScans(result: Plan): EventScan[] {
@@ -67,8 +72,10 @@ describe('a WHERE on timestamp narrows the partitions a scan reads', () => {
     expect(scan.search.index).toBe(scan.index);
   });
 
-  it('never crosses the bounds the endpoint\'s own parameters set', () => {
-    const scan = eventScans(plan("select id from edge_logs where timestamp > '2024-01-03T00:00:00Z'", { project: 'default', iso_timestamp_end: '2024-01-05T00:00:00Z' }))[0]!;
+  it("never crosses the bounds the endpoint's own parameters set", () => {
+    const scan = eventScans(
+      plan("select id from edge_logs where timestamp > '2024-01-03T00:00:00Z'", { project: 'default', iso_timestamp_end: '2024-01-05T00:00:00Z' }),
+    )[0]!;
     expect(daysRead(scan.index)).toEqual(range(3, 5));
   });
 
@@ -79,7 +86,9 @@ describe('a WHERE on timestamp narrows the partitions a scan reads', () => {
 
   it('narrows a limited scan and the search of its irregular events alike', () => {
     const scan = eventScans(
-      plan("select id, r.status_code from edge_logs cross join unnest(metadata) as m cross join unnest(m.response) as r where r.status_code >= 400 and timestamp > '2024-01-06T00:00:00Z' order by timestamp desc limit 10"),
+      plan(
+        "select id, r.status_code from edge_logs cross join unnest(metadata) as m cross join unnest(m.response) as r where r.status_code >= 400 and timestamp > '2024-01-06T00:00:00Z' order by timestamp desc limit 10",
+      ),
     )[0]!;
     expect(scan.take).toMatchObject({ kind: 'limit', rows: 10, irregular: {} });
     expect(daysRead(scan.search.index as string)).toEqual(range(6, 9));
@@ -130,7 +139,10 @@ describe('what must not narrow the partitions', () => {
   });
 
   it.each([
-    ['an outer query over a derived column named timestamp', "select id from (select id, timestamp_add(timestamp, interval 9 day) as timestamp from edge_logs) where timestamp > '2024-01-07T00:00:00Z'"],
+    [
+      'an outer query over a derived column named timestamp',
+      "select id from (select id, timestamp_add(timestamp, interval 9 day) as timestamp from edge_logs) where timestamp > '2024-01-07T00:00:00Z'",
+    ],
     ['the nullable side of an outer join', "select e.id from (select 1 as x) s left join edge_logs e on true where e.timestamp > '2024-01-07T00:00:00Z'"],
     ['a join of two scans', "select e.id from edge_logs e join auth_logs a on e.id = a.id where e.timestamp > '2024-01-07T00:00:00Z'"],
     ['a HAVING', "select id, max(timestamp) as timestamp from edge_logs group by id having max(timestamp) > '2024-01-07T00:00:00Z'"],

@@ -8,9 +8,14 @@ beforeAll(() => initSqlParser());
 const parse = (text: string, extra: string[] = []) => parseSandboxQuery(text, { allowedTables: ['edge_logs', ...extra], parameterNames: ['p'] });
 
 describe("a caller's query over a saved query's CTEs", () => {
-  const savedText = ['with a as (select id from edge_logs where event_message like @p),', 'b as (select id from a),', 'c as (select id from edge_logs)', 'select count(*) from b'].join('\n');
+  const savedText = [
+    'with a as (select id from edge_logs where event_message like @p),',
+    'b as (select id from a),',
+    'c as (select id from edge_logs)',
+    'select count(*) from b',
+  ].join('\n');
 
-  it('puts before the caller\'s own CTEs the saved ones it reads, directly or through another, in their order', () => {
+  it("puts before the caller's own CTEs the saved ones it reads, directly or through another, in their order", () => {
     const saved = parse(savedText);
     expect(savedCteNames(saved)).toEqual(['a', 'b', 'c']);
     const merged = withSavedCtes(saved, parse('with mine as (select id from B) select * from mine', savedCteNames(saved)));

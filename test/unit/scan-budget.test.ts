@@ -51,7 +51,9 @@ describe('the scanned-event budget of one request', () => {
     budget.settle({ table: '__scan_0', cte: 'edge_logs' }, await budget.reserve(6), 6);
     const left = await budget.reserve(100);
     expect(left).toBe(5);
-    expect(() => budget.settle({ table: '__scan_1', cte: 'auth_logs' }, left, 5)).toThrow(/more than 10 events of edge_logs, auth_logs in 2 scans together; .* or read each table once/);
+    expect(() => budget.settle({ table: '__scan_1', cte: 'auth_logs' }, left, 5)).toThrow(
+      /more than 10 events of edge_logs, auth_logs in 2 scans together; .* or read each table once/,
+    );
   });
 
   it('a failed page gives its reservation back; cancelling refuses every page still waiting', async () => {

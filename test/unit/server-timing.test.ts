@@ -23,7 +23,11 @@ describe('Server-Timing header', () => {
 
   it('counts a phase that failed, and passes its failure on', async () => {
     const timing = new ServerTiming();
-    expect(() => timing.measure('plan', () => { throw new Error('bad query'); })).toThrow('bad query');
+    expect(() =>
+      timing.measure('plan', () => {
+        throw new Error('bad query');
+      }),
+    ).toThrow('bad query');
     await expect(timing.measureAsync('store', () => Promise.reject(new Error('store down')))).rejects.toThrow('store down');
     expect(timing.header()).toMatch(/^plan;dur=\d+\.\d, store;dur=\d+\.\d$/);
   });

@@ -10,7 +10,10 @@ beforeAll(() => initSqlParser());
 
 const scalar: Shape = { kind: 'scalar' };
 const open: Shape = { kind: 'open' };
-const records = (fields: Record<string, Shape>): Shape => ({ kind: 'array', element: { kind: 'record', fields: Object.entries(fields).map(([name, shape]) => ({ name, shape })) } });
+const records = (fields: Record<string, Shape>): Shape => ({
+  kind: 'array',
+  element: { kind: 'record', fields: Object.entries(fields).map(([name, shape]) => ({ name, shape })) },
+});
 
 /** logs: metadata records with `level` and `request` records (`path`, `status`); `user` records nobody knows the fields of. */
 const ENVIRONMENT: BindEnvironment = {
@@ -23,7 +26,13 @@ const ENVIRONMENT: BindEnvironment = {
         { name: 'metadata', shape: records({ level: scalar, status: scalar, request: records({ path: scalar, status: scalar }), user: open }) },
       ],
     },
-    { name: 'other', columns: [{ name: 'id', shape: scalar }, { name: 'value', shape: scalar }] },
+    {
+      name: 'other',
+      columns: [
+        { name: 'id', shape: scalar },
+        { name: 'value', shape: scalar },
+      ],
+    },
   ],
 };
 
@@ -84,7 +93,7 @@ describe('each binding kind', () => {
     expect(name('pos')).toEqual({ kind: 'element', range: relations(query)[1], offset: true, fields: [] });
   });
 
-  it('a column of the query\'s own CTE and of a derived table', () => {
+  it("a column of the query's own CTE and of a derived table", () => {
     const cte = bound('with c as (select id as k from logs) select k, c.k from c');
     const [c] = relations(cte.query);
     expect(cte.name('k')).toEqual({ kind: 'column', range: c, column: 'k', fields: [] });
@@ -104,12 +113,18 @@ describe('each binding kind', () => {
 
   it('a select alias in GROUP BY, HAVING, QUALIFY and ORDER BY, never in WHERE', () => {
     const { name } = bound('select id as k, count(*) as n from logs where id is not null group by k having n > 1 qualify k is not null order by n');
-    for (const [text, nth] of [['k', 0], ['n', 0], ['k', 1], ['n', 1]] as const) expect(name(text, nth).kind).toBe('alias');
+    for (const [text, nth] of [
+      ['k', 0],
+      ['n', 0],
+      ['k', 1],
+      ['n', 1],
+    ] as const)
+      expect(name(text, nth).kind).toBe('alias');
     expect(name('id', 1).kind).toBe('column');
   });
 
   it('a name of the enclosing query (correlation), and the inner scope first', () => {
-    const { query, name } = bound('select (select count(*) from unnest(t.metadata) as m where m.level = t.id and level = \'x\') from logs as t');
+    const { query, name } = bound("select (select count(*) from unnest(t.metadata) as m where m.level = t.id and level = 'x') from logs as t");
     const [t] = relations(query);
     expect(name('t.id')).toEqual({ kind: 'column', range: t, column: 'id', fields: [] });
     expect(name('t.metadata')).toEqual({ kind: 'column', range: t, column: 'metadata', fields: [] });
@@ -140,11 +155,13 @@ describe('shadowing', () => {
     expect(name('b.id')).toEqual({ kind: 'column', range: b, column: 'id', fields: [] });
   });
 
-  it('JOIN ... USING pairs the two sides\' columns for the join condition', () => {
+  it("JOIN ... USING pairs the two sides' columns for the join condition", () => {
     const { query, bindings } = bound('select 1 from logs as a join other as b using (id)');
     const [a, b] = relations(query);
     const join = (query.body as Select).from[0]!.joins[0]!;
-    expect(bindings.using.get(join)).toEqual([{ left: { kind: 'column', range: a, column: 'id', fields: [] }, right: { kind: 'column', range: b, column: 'id', fields: [] } }]);
+    expect(bindings.using.get(join)).toEqual([
+      { left: { kind: 'column', range: a, column: 'id', fields: [] }, right: { kind: 'column', range: b, column: 'id', fields: [] } },
+    ]);
   });
 });
 
@@ -179,7 +196,7 @@ describe('what is known before the rows', () => {
     expect(refusal("select color from unnest(split('a,b')) as s")).toBe('Unrecognized name: color (line 1, column 8)');
   });
 
-  it('a struct literal\'s fields are known', () => {
+  it("a struct literal's fields are known", () => {
     const { query, name } = bound('select a from unnest([struct(1 as a, 2 as b)]) as s');
     expect(name('a')).toEqual({ kind: 'element', range: relations(query)[0], offset: false, fields: ['a'] });
   });
@@ -203,7 +220,9 @@ describe('errors, once, with positions', () => {
   });
 
   it('two select columns of one name, named by HAVING', () => {
-    expect(refusal('select id as k, timestamp as k from logs group by 1, 2 having k is null')).toMatch(/^k is ambiguous: the select list has more than one column of that name/);
+    expect(refusal('select id as k, timestamp as k from logs group by 1, 2 having k is null')).toMatch(
+      /^k is ambiguous: the select list has more than one column of that name/,
+    );
   });
 
   it('USING a column one side lacks', () => {

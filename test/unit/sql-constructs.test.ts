@@ -15,8 +15,22 @@ const S: SqlType = { kind: 'string' };
 const I: SqlType = { kind: 'int64' };
 
 const TABLES: TableSchema[] = [
-  { name: 'events', columns: [{ name: 'id', type: S }, { name: 'event_message', type: S }, { name: 'n', type: I }, { name: 'level', type: S }] },
-  { name: 'other', columns: [{ name: 'id', type: S }, { name: 'name', type: S }] },
+  {
+    name: 'events',
+    columns: [
+      { name: 'id', type: S },
+      { name: 'event_message', type: S },
+      { name: 'n', type: I },
+      { name: 'level', type: S },
+    ],
+  },
+  {
+    name: 'other',
+    columns: [
+      { name: 'id', type: S },
+      { name: 'name', type: S },
+    ],
+  },
 ];
 
 const ROWS = {
@@ -34,7 +48,13 @@ afterAll(() => connection?.closeSync());
 function translate(sql: string) {
   const tree = parseSandboxQuery(sql, { allowedTables: TABLES.map((t) => t.name) });
   const config = loadConfig({});
-  return translateToDuckDb(tree, { tables: TABLES, parameters: {}, now: 0, maxChars: config.SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: config.SANDBOX_MAX_RESULT_BYTES });
+  return translateToDuckDb(tree, {
+    tables: TABLES,
+    parameters: {},
+    now: 0,
+    maxChars: config.SANDBOX_MAX_TRANSLATED_CHARS,
+    maxValueBytes: config.SANDBOX_MAX_RESULT_BYTES,
+  });
 }
 
 async function rows(sql: string): Promise<Record<string, unknown>[]> {
@@ -45,13 +65,15 @@ async function rows(sql: string): Promise<Record<string, unknown>[]> {
 describe('expr::type is CAST(expr AS type), Postgres type names read as BigQuery ones', () => {
   it('text, varchar, int, bigint, double precision, numeric, boolean, timestamptz', async () => {
     expect(await rows(`select id from events where event_message::text like '%cron job%'`)).toEqual([{ id: 'ev1' }]);
-    expect(await rows(
-      `select n::varchar as a, '7'::int + '8'::bigint as b, '1.5'::double precision as c, '2.25'::numeric = 2.25 as d, 'true'::boolean as e, ` +
-        `'2024-01-01 00:00:00+00'::timestamptz = timestamp '2024-01-01' as f from events where id = 'ev1'`,
-    )).toEqual([{ a: '1', b: '15', c: 1.5, d: true, e: true, f: true }]);
+    expect(
+      await rows(
+        `select n::varchar as a, '7'::int + '8'::bigint as b, '1.5'::double precision as c, '2.25'::numeric = 2.25 as d, 'true'::boolean as e, ` +
+          `'2024-01-01 00:00:00+00'::timestamptz = timestamp '2024-01-01' as f from events where id = 'ev1'`,
+      ),
+    ).toEqual([{ a: '1', b: '15', c: 1.5, d: true, e: true, f: true }]);
   });
 
-  it('BigQuery type names work too, and the cast has CAST\'s types', () => {
+  it("BigQuery type names work too, and the cast has CAST's types", () => {
     expect(translate(`select '12'::int64 as x, n::string as y from events`).columns.map((c) => c.type.kind)).toEqual(['int64', 'string']);
   });
 
@@ -63,9 +85,9 @@ describe('expr::type is CAST(expr AS type), Postgres type names read as BigQuery
 
 describe('IS [NOT] DISTINCT FROM: equality where NULL equals NULL', () => {
   it('compares NULLs as values', async () => {
-    expect(await rows('select 1 is distinct from null as a, null is not distinct from null as b, 1 is distinct from 1 as c, 2 is not distinct from 3 as d')).toEqual([
-      { a: true, b: true, c: false, d: false },
-    ]);
+    expect(
+      await rows('select 1 is distinct from null as a, null is not distinct from null as b, 1 is distinct from 1 as c, 2 is not distinct from 3 as d'),
+    ).toEqual([{ a: true, b: true, c: false, d: false }]);
     expect(await rows('select id from events where n is not distinct from null')).toEqual([{ id: 'ev3' }]);
     expect(await rows(`select id from events where event_message is distinct from 'request' order by id`)).toEqual([{ id: 'ev1' }, { id: 'ev3' }]);
   });
@@ -78,9 +100,13 @@ describe('IS [NOT] DISTINCT FROM: equality where NULL equals NULL', () => {
 describe('GROUP BY ALL groups by the select items that hold no aggregate or window call', () => {
   it('infers the keys, leaving out aggregates and constants', async () => {
     expect(await rows('select level, count(*) as c, 7 as k from events group by all order by level')).toEqual([
-      { level: 'error', c: '1', k: '7' }, { level: 'info', c: '2', k: '7' },
+      { level: 'error', c: '1', k: '7' },
+      { level: 'info', c: '2', k: '7' },
     ]);
-    expect(await rows('select upper(level) as l, max(n) + 1 as m from events group by all order by l')).toEqual([{ l: 'ERROR', m: null }, { l: 'INFO', m: '3' }]);
+    expect(await rows('select upper(level) as l, max(n) + 1 as m from events group by all order by l')).toEqual([
+      { l: 'ERROR', m: null },
+      { l: 'INFO', m: '3' },
+    ]);
   });
 
   it('an item with only constants and aggregates is one group, even over no rows', async () => {
@@ -107,10 +133,14 @@ describe('GROUP BY ROLLUP adds the subtotals of each prefix of its keys, with NU
 
   it('by ordinal and alias', async () => {
     expect(await rows('select upper(level) as l, count(*) as c from events group by rollup (l) order by 1')).toEqual([
-      { l: null, c: '3' }, { l: 'ERROR', c: '1' }, { l: 'INFO', c: '2' },
+      { l: null, c: '3' },
+      { l: 'ERROR', c: '1' },
+      { l: 'INFO', c: '2' },
     ]);
     expect(await rows('select level, count(*) as c from events group by rollup (1) order by 1')).toEqual([
-      { level: null, c: '3' }, { level: 'error', c: '1' }, { level: 'info', c: '2' },
+      { level: null, c: '3' },
+      { level: 'error', c: '1' },
+      { level: 'info', c: '2' },
     ]);
   });
 
@@ -120,7 +150,7 @@ describe('GROUP BY ROLLUP adds the subtotals of each prefix of its keys, with NU
   });
 });
 
-describe('format elements strftime and strptime lack, with BigQuery\'s meaning', () => {
+describe("format elements strftime and strptime lack, with BigQuery's meaning", () => {
   const value = async (expr: string) => (await rows(`select ${expr} as v`))[0]!.v;
   const at = (text: string) => `timestamp '${text}+00'`;
 
@@ -144,7 +174,9 @@ describe('format elements strftime and strptime lack, with BigQuery\'s meaning',
     expect(await parsed('2024-01-01T00:00:00.000Z')).toBe('1704067200000000');
     expect(await parsed('2024-01-01T00:00:00Z')).toBe('1704067200000000');
     expect(await parsed('2024-01-01T01:00:00.5+01:00')).toBe('1704067200500000');
-    expect(await value(`coalesce(parse_timestamp('%Y-%m-%dT%H:%M:%E*S%Ez', '2024-01-01T00:00:00.000Z'), timestamp '2000-01-01') = timestamp '2024-01-01'`)).toBe(true);
+    expect(
+      await value(`coalesce(parse_timestamp('%Y-%m-%dT%H:%M:%E*S%Ez', '2024-01-01T00:00:00.000Z'), timestamp '2000-01-01') = timestamp '2024-01-01'`),
+    ).toBe(true);
   });
 
   it('parses %c, %e, %k, %l, %P, %r, %E4Y and %E#S', async () => {
@@ -163,10 +195,10 @@ describe('format elements strftime and strptime lack, with BigQuery\'s meaning',
 });
 
 describe('literals: bytes and TIME supported, BIGNUMERIC refused with the reason', () => {
-  it('a bytes literal is its UTF-8 bytes, escapes read by BigQuery\'s rules', async () => {
-    expect(await rows(String.raw`select to_hex(b'abc') as a, to_hex(b'\x41\101\n\\') as b, to_hex(B"é") as c, length(b'''xyz''') as d, b'ab' = b'a\x62' as e`)).toEqual([
-      { a: '616263', b: '41410a5c', c: 'c3a9', d: '3', e: true },
-    ]);
+  it("a bytes literal is its UTF-8 bytes, escapes read by BigQuery's rules", async () => {
+    expect(
+      await rows(String.raw`select to_hex(b'abc') as a, to_hex(b'\x41\101\n\\') as b, to_hex(B"é") as c, length(b'''xyz''') as d, b'ab' = b'a\x62' as e`),
+    ).toEqual([{ a: '616263', b: '41410a5c', c: 'c3a9', d: '3', e: true }]);
     expect(translate(`select b'x' as x`).columns[0]!.type).toEqual({ kind: 'bytes' });
   });
 
@@ -186,28 +218,39 @@ describe('literals: bytes and TIME supported, BIGNUMERIC refused with the reason
 });
 
 describe('RIGHT and FULL JOIN ... USING: the bare column is COALESCE of both sides', () => {
-  it('RIGHT JOIN keeps the right side\'s rows, named by their own value', async () => {
+  it("RIGHT JOIN keeps the right side's rows, named by their own value", async () => {
     expect(await rows('select id, name, e.id as left_id from events e right join other using (id) order by id')).toEqual([
-      { id: 'ev1', name: 'one', left_id: 'ev1' }, { id: 'ev3', name: 'three', left_id: 'ev3' }, { id: 'zz', name: 'none', left_id: null },
+      { id: 'ev1', name: 'one', left_id: 'ev1' },
+      { id: 'ev3', name: 'three', left_id: 'ev3' },
+      { id: 'zz', name: 'none', left_id: null },
     ]);
   });
 
-  it('FULL JOIN keeps both sides\' rows; SELECT * shows the merged column once', async () => {
+  it("FULL JOIN keeps both sides' rows; SELECT * shows the merged column once", async () => {
     expect(await rows('select * except (event_message, n, level) from events full join other using (id) order by id')).toEqual([
-      { id: 'ev1', name: 'one' }, { id: 'ev2', name: null }, { id: 'ev3', name: 'three' }, { id: 'zz', name: 'none' },
+      { id: 'ev1', name: 'one' },
+      { id: 'ev2', name: null },
+      { id: 'ev3', name: 'three' },
+      { id: 'zz', name: 'none' },
     ]);
     expect(await rows(`select count(*) as c from events full join other using (id) where id in ('ev2', 'zz')`)).toEqual([{ c: '2' }]);
   });
 
   it('a qualified name still reads its own side, NULL where that side is missing', async () => {
     expect(await rows('select id, e.id as l, o.id as r from events e full join other o using (id) order by id')).toEqual([
-      { id: 'ev1', l: 'ev1', r: 'ev1' }, { id: 'ev2', l: 'ev2', r: null }, { id: 'ev3', l: 'ev3', r: 'ev3' }, { id: 'zz', l: null, r: 'zz' },
+      { id: 'ev1', l: 'ev1', r: 'ev1' },
+      { id: 'ev2', l: 'ev2', r: null },
+      { id: 'ev3', l: 'ev3', r: 'ev3' },
+      { id: 'zz', l: null, r: 'zz' },
     ]);
-    expect(await rows(`select o.* from events e join other o using (id) order by id`)).toEqual([{ id: 'ev1', name: 'one' }, { id: 'ev3', name: 'three' }]);
+    expect(await rows(`select o.* from events e join other o using (id) order by id`)).toEqual([
+      { id: 'ev1', name: 'one' },
+      { id: 'ev3', name: 'three' },
+    ]);
   });
 
   it('a second USING join reads the merged column', async () => {
-    const sql = 'select id from events a full join other b using (id) full join (select \'zz\' as id union all select \'yy\') c using (id) order by id';
+    const sql = "select id from events a full join other b using (id) full join (select 'zz' as id union all select 'yy') c using (id) order by id";
     expect(await rows(sql)).toEqual([{ id: 'ev1' }, { id: 'ev2' }, { id: 'ev3' }, { id: 'yy' }, { id: 'zz' }]);
   });
 });

@@ -23,10 +23,22 @@ const TABLES: TableSchema[] = [
       { name: 'timestamp', type: { kind: 'timestamp' } },
       { name: 'event_message', type: S },
       { name: 'n', type: I },
-      { name: 'metadata', type: { kind: 'array', element: record({ level: S, tags: { kind: 'array', element: S }, request: { kind: 'array', element: record({ path: S, status: I }) } }) } },
+      {
+        name: 'metadata',
+        type: {
+          kind: 'array',
+          element: record({ level: S, tags: { kind: 'array', element: S }, request: { kind: 'array', element: record({ path: S, status: I }) } }),
+        },
+      },
     ],
   },
-  { name: 'other', columns: [{ name: 'id', type: S }, { name: 'name', type: S }] },
+  {
+    name: 'other',
+    columns: [
+      { name: 'id', type: S },
+      { name: 'name', type: S },
+    ],
+  },
 ];
 
 const ROWS = {
@@ -50,7 +62,13 @@ const NOW = Date.parse('2024-02-01T00:00:00Z');
 
 function translate(sql: string, parameters: Record<string, string> = {}) {
   const tree = parseSandboxQuery(sql, { allowedTables: TABLES.map((t) => t.name), parameterNames: Object.keys(parameters) });
-  return translateToDuckDb(tree, { tables: TABLES, parameters, now: NOW, maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: loadConfig({}).SANDBOX_MAX_RESULT_BYTES });
+  return translateToDuckDb(tree, {
+    tables: TABLES,
+    parameters,
+    now: NOW,
+    maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS,
+    maxValueBytes: loadConfig({}).SANDBOX_MAX_RESULT_BYTES,
+  });
 }
 
 async function rows(sql: string, parameters: Record<string, string> = {}): Promise<Record<string, unknown>[]> {
@@ -66,13 +84,19 @@ async function value(expr: string): Promise<unknown> {
 describe('query shapes', () => {
   it('window functions with QUALIFY on a select alias', async () => {
     expect(await rows('select id, row_number() over (order by timestamp desc) as rn from events qualify rn <= 2 order by rn')).toEqual([
-      { id: 'ev3', rn: '1' }, { id: 'ev2', rn: '2' },
+      { id: 'ev3', rn: '1' },
+      { id: 'ev2', rn: '2' },
     ]);
   });
 
   it('LAG over a partition of unnested records', async () => {
-    const sql = 'select r.path, lag(r.status) over (partition by r.path order by e.timestamp) as prev from events e cross join unnest(e.metadata) as m cross join unnest(m.request) as r order by e.timestamp, path';
-    expect(await rows(sql)).toEqual([{ path: '/x', prev: null }, { path: '/y', prev: null }, { path: '/x', prev: '200' }]);
+    const sql =
+      'select r.path, lag(r.status) over (partition by r.path order by e.timestamp) as prev from events e cross join unnest(e.metadata) as m cross join unnest(m.request) as r order by e.timestamp, path';
+    expect(await rows(sql)).toEqual([
+      { path: '/x', prev: null },
+      { path: '/y', prev: null },
+      { path: '/x', prev: '200' },
+    ]);
   });
 
   it('a correlated EXISTS over an unnest of the outer row', async () => {
@@ -88,12 +112,17 @@ describe('query shapes', () => {
     expect(translate('select * except (metadata, event_message) from events').columns.map((c) => c.name)).toEqual(['id', 'timestamp', 'n']);
     expect(await rows('select o.* from other o order by id limit 1')).toEqual([{ id: 'ev1', name: 'one' }]);
     expect(await rows('select m.* except (request, tags) from events cross join unnest(metadata) as m order by level')).toEqual([
-      { level: null }, { level: 'error' }, { level: 'info' },
+      { level: null },
+      { level: 'error' },
+      { level: 'info' },
     ]);
   });
 
   it('SELECT DISTINCT over comma joins of unnests', async () => {
-    expect(await rows('select distinct r.path from events, unnest(metadata) as m, unnest(m.request) as r order by path')).toEqual([{ path: '/x' }, { path: '/y' }]);
+    expect(await rows('select distinct r.path from events, unnest(metadata) as m, unnest(m.request) as r order by path')).toEqual([
+      { path: '/x' },
+      { path: '/y' },
+    ]);
   });
 
   it('UNION DISTINCT, INTERSECT DISTINCT, EXCEPT DISTINCT', async () => {
@@ -112,7 +141,9 @@ describe('query shapes', () => {
 
   it('GROUP BY an ordinal and HAVING on a select alias', async () => {
     expect(await rows('select m.level, count(*) as c from events, unnest(metadata) as m group by 1 having c >= 1 order by level nulls last')).toEqual([
-      { level: 'error', c: '1' }, { level: 'info', c: '1' }, { level: null, c: '1' },
+      { level: 'error', c: '1' },
+      { level: 'info', c: '1' },
+      { level: null, c: '1' },
     ]);
   });
 
@@ -123,13 +154,22 @@ describe('query shapes', () => {
 
   it('LEFT JOIN ... ON keeps unmatched rows', async () => {
     expect(await rows('select e.id, o.name from events e left join other o on e.id = o.id order by e.id')).toEqual([
-      { id: 'ev1', name: 'one' }, { id: 'ev2', name: null }, { id: 'ev3', name: 'three' },
+      { id: 'ev1', name: 'one' },
+      { id: 'ev2', name: null },
+      { id: 'ev3', name: 'three' },
     ]);
   });
 
-  it('JOIN ... USING: the bare column is the left side\'s, and SELECT * shows it once', async () => {
-    expect(await rows('select id, name from events join other using (id) order by id')).toEqual([{ id: 'ev1', name: 'one' }, { id: 'ev3', name: 'three' }]);
-    expect(await rows('with j as (select * from other o1 join other o2 using (id)) select * except (name) from j order by id')).toEqual([{ id: 'ev1' }, { id: 'ev3' }, { id: 'zz' }]);
+  it("JOIN ... USING: the bare column is the left side's, and SELECT * shows it once", async () => {
+    expect(await rows('select id, name from events join other using (id) order by id')).toEqual([
+      { id: 'ev1', name: 'one' },
+      { id: 'ev3', name: 'three' },
+    ]);
+    expect(await rows('with j as (select * from other o1 join other o2 using (id)) select * except (name) from j order by id')).toEqual([
+      { id: 'ev1' },
+      { id: 'ev3' },
+      { id: 'zz' },
+    ]);
   });
 
   it('WITH: later CTEs read earlier ones', async () => {
@@ -137,9 +177,11 @@ describe('query shapes', () => {
   });
 
   it('string_agg with ORDER BY, array_agg, any_value', async () => {
-    expect(await rows(`select string_agg(id, ',' order by id desc) as s, array_length(array_agg(id)) as k, any_value(event_message) is not null or true as a from events`)).toEqual([
-      { s: 'ev3,ev2,ev1', k: '3', a: true },
-    ]);
+    expect(
+      await rows(
+        `select string_agg(id, ',' order by id desc) as s, array_length(array_agg(id)) as k, any_value(event_message) is not null or true as a from events`,
+      ),
+    ).toEqual([{ s: 'ev3,ev2,ev1', k: '3', a: true }]);
   });
 
   it('array_agg of a NULL is an error in BigQuery; IGNORE NULLS drops it', async () => {
@@ -152,7 +194,10 @@ describe('query shapes', () => {
   });
 
   it('a parameter is a string literal, coerced when compared with a timestamp', async () => {
-    expect(await rows('select id from events where timestamp >= @start order by id', { start: '2024-01-08T00:00:00.000Z' })).toEqual([{ id: 'ev2' }, { id: 'ev3' }]);
+    expect(await rows('select id from events where timestamp >= @start order by id', { start: '2024-01-08T00:00:00.000Z' })).toEqual([
+      { id: 'ev2' },
+      { id: 'ev3' },
+    ]);
   });
 });
 
@@ -257,9 +302,13 @@ describe('a value read several times is printed once', () => {
     ]);
   });
 
-  it('reading an enclosing query\'s column and an aggregate', async () => {
+  it("reading an enclosing query's column and an aggregate", async () => {
     const correlated = `select id, (select substr(concat(o.name, e.id), 2) from other o where o.id = e.id) as x from events e order by id`;
-    expect(await rows(correlated)).toEqual([{ id: 'ev1', x: 'neev1' }, { id: 'ev2', x: null }, { id: 'ev3', x: 'hreeev3' }]);
+    expect(await rows(correlated)).toEqual([
+      { id: 'ev1', x: 'neev1' },
+      { id: 'ev2', x: null },
+      { id: 'ev3', x: 'hreeev3' },
+    ]);
     expect(await rows(`select substr(string_agg(id, ',' order by id), 2) as s from events`)).toEqual([{ s: 'v1,ev2,ev3' }]);
   });
 });

@@ -1,7 +1,7 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config.ts';
-import { InvalidQuery, SandboxViolation } from '../../src/errors.ts';
+import { InvalidQuery } from '../../src/errors.ts';
 import { duckDbTypeName } from '../../src/executor/engine/duckdb-type.ts';
 import { translateToDuckDb } from '../../src/executor/duckdb-sql/index.ts';
 import type { Expr, FromItem, Join, OrderItem, Query, Relation, Select, SelectItem } from '../../src/sql/syntax.ts';
@@ -19,7 +19,11 @@ const part = (p: Extract<Expr, { kind: 'date_part' }>['part']): Expr => ({ kind:
 const item = (expr: Expr, alias?: string): SelectItem => ({ kind: 'expression', expr, ...(alias ? { alias } : {}) });
 const table = (name: string, alias?: string): Relation => ({ kind: 'table', name: [name], ...(alias ? { alias } : {}) });
 const unnest = (array: Expr, alias?: string, offsetAlias?: string): Relation => ({
-  kind: 'unnest', array, withOffset: offsetAlias !== undefined, ...(alias ? { alias } : {}), ...(offsetAlias ? { offsetAlias } : {}),
+  kind: 'unnest',
+  array,
+  withOffset: offsetAlias !== undefined,
+  ...(alias ? { alias } : {}),
+  ...(offsetAlias ? { offsetAlias } : {}),
 });
 const cross = (relation: Relation): Join => ({ kind: 'cross', relation });
 const asc = (expr: Expr): OrderItem => ({ expr, descending: false });
@@ -48,21 +52,46 @@ const edgeMetadata = arr(
 );
 const edgeLogs: TableSchema = {
   name: 'edge_logs',
-  columns: [{ name: 'id', type: S }, { name: 'timestamp', type: TS }, { name: 'event_message', type: S }, { name: 'metadata', type: edgeMetadata }],
+  columns: [
+    { name: 'id', type: S },
+    { name: 'timestamp', type: TS },
+    { name: 'event_message', type: S },
+    { name: 'metadata', type: edgeMetadata },
+  ],
 };
 const fnMetadata = arr(struct({ function_id: S, level: S, event_type: S }));
 const functionLogs: TableSchema = {
   name: 'function_logs',
-  columns: [{ name: 'id', type: S }, { name: 'timestamp', type: TS }, { name: 'event_message', type: S }, { name: 'metadata', type: fnMetadata }],
+  columns: [
+    { name: 'id', type: S },
+    { name: 'timestamp', type: TS },
+    { name: 'event_message', type: S },
+    { name: 'metadata', type: fnMetadata },
+  ],
 };
 
 const at = (iso: string): number => Date.parse(iso) * 1000;
 const req = (method: string, path: string, country: string | null = null) => ({ method, path, cf: country === null ? [] : [{ country }] });
 const res = (status_code: number | null, origin_time = 10) => ({ status_code, origin_time });
 const edgeRows = [
-  { id: 'e1', timestamp: at('2024-01-01T00:00:10Z'), event_message: 'GET /rest/v1/a', metadata: [{ request: [req('GET', '/rest/v1/a', 'DE')], response: [res(200, 10)] }] },
-  { id: 'e2', timestamp: at('2024-01-01T00:00:50Z'), event_message: 'POST /auth/v1/token', metadata: [{ request: [req('POST', '/auth/v1/token', 'FR')], response: [res(500, 30)] }] },
-  { id: 'e3', timestamp: at('2024-01-01T00:01:05Z'), event_message: 'GET /rest/v1/b', metadata: [{ request: [req('GET', '/rest/v1/b')], response: [res(404, 20)] }] },
+  {
+    id: 'e1',
+    timestamp: at('2024-01-01T00:00:10Z'),
+    event_message: 'GET /rest/v1/a',
+    metadata: [{ request: [req('GET', '/rest/v1/a', 'DE')], response: [res(200, 10)] }],
+  },
+  {
+    id: 'e2',
+    timestamp: at('2024-01-01T00:00:50Z'),
+    event_message: 'POST /auth/v1/token',
+    metadata: [{ request: [req('POST', '/auth/v1/token', 'FR')], response: [res(500, 30)] }],
+  },
+  {
+    id: 'e3',
+    timestamp: at('2024-01-01T00:01:05Z'),
+    event_message: 'GET /rest/v1/b',
+    metadata: [{ request: [req('GET', '/rest/v1/b')], response: [res(404, 20)] }],
+  },
   // no response record: dropped by CROSS JOIN UNNEST(m.response), kept by LEFT JOIN
   { id: 'e4', timestamp: at('2023-12-31T17:00:00Z'), event_message: 'old', metadata: [{ request: [req('GET', '/old')], response: [] }] },
 ];
@@ -75,13 +104,20 @@ const functionRows = [
 function valueSql(value: unknown, type: SqlType): string {
   if (value === null || value === undefined) return `CAST(NULL AS ${duckDbTypeName(type)})`;
   switch (type.kind) {
-    case 'string': return `'${String(value).replaceAll("'", "''")}'`;
-    case 'int64': return `CAST(${value} AS BIGINT)`;
-    case 'float64': return `CAST(${value} AS DOUBLE)`;
-    case 'timestamp': return `make_timestamptz(CAST(${value} AS BIGINT))`;
-    case 'array': return `CAST([${(value as unknown[]).map((v) => valueSql(v, type.element)).join(', ')}] AS ${duckDbTypeName(type)})`;
-    case 'struct': return `struct_pack(${type.fields.map((f) => `"${f.name}" := ${valueSql((value as Record<string, unknown>)[f.name], f.type)}`).join(', ')})`;
-    default: throw new Error(`no test rows of ${type.kind}`);
+    case 'string':
+      return `'${String(value).replaceAll("'", "''")}'`;
+    case 'int64':
+      return `CAST(${value} AS BIGINT)`;
+    case 'float64':
+      return `CAST(${value} AS DOUBLE)`;
+    case 'timestamp':
+      return `make_timestamptz(CAST(${value} AS BIGINT))`;
+    case 'array':
+      return `CAST([${(value as unknown[]).map((v) => valueSql(v, type.element)).join(', ')}] AS ${duckDbTypeName(type)})`;
+    case 'struct':
+      return `struct_pack(${type.fields.map((f) => `"${f.name}" := ${valueSql((value as Record<string, unknown>)[f.name], f.type)}`).join(', ')})`;
+    default:
+      throw new Error(`no test rows of ${type.kind}`);
   }
 }
 
@@ -90,7 +126,10 @@ beforeAll(async () => {
   const instance = await DuckDBInstance.create(':memory:');
   connection = await instance.connect();
   await connection.run(`SET TimeZone='UTC'`);
-  for (const [schema, rows] of [[edgeLogs, edgeRows], [functionLogs, functionRows]] as const) {
+  for (const [schema, rows] of [
+    [edgeLogs, edgeRows],
+    [functionLogs, functionRows],
+  ] as const) {
     await connection.run(`CREATE TABLE "${schema.name}" (${schema.columns.map((c) => `"${c.name}" ${duckDbTypeName(c.type)}`).join(', ')})`);
     for (const row of rows as readonly Record<string, unknown>[]) {
       await connection.run(`INSERT INTO "${schema.name}" VALUES (${schema.columns.map((c) => valueSql(row[c.name], c.type)).join(', ')})`);
@@ -99,7 +138,13 @@ beforeAll(async () => {
 });
 afterAll(() => connection?.closeSync());
 
-const context = { tables: [edgeLogs, functionLogs], parameters: { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00.000Z' }, now: Date.parse('2024-01-01T01:00:00Z'), maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS, maxValueBytes: loadConfig({}).SANDBOX_MAX_RESULT_BYTES };
+const context = {
+  tables: [edgeLogs, functionLogs],
+  parameters: { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00.000Z' },
+  now: Date.parse('2024-01-01T01:00:00Z'),
+  maxChars: loadConfig({}).SANDBOX_MAX_TRANSLATED_CHARS,
+  maxValueBytes: loadConfig({}).SANDBOX_MAX_RESULT_BYTES,
+};
 const translate = (q: Query) => translateToDuckDb(q, context);
 
 async function run(q: Query): Promise<Record<string, unknown>[]> {
@@ -114,7 +159,13 @@ async function evaluate(expr: Expr): Promise<unknown> {
   return rows[0]!.v;
 }
 
-const edgeJoins = (alias = 't') => from(table('edge_logs', alias), cross(unnest(id('metadata'), 'm')), cross(unnest(id('m', 'request'), 'request')), cross(unnest(id('m', 'response'), 'response')));
+const edgeJoins = (alias = 't') =>
+  from(
+    table('edge_logs', alias),
+    cross(unnest(id('metadata'), 'm')),
+    cross(unnest(id('m', 'request'), 'request')),
+    cross(unnest(id('m', 'response'), 'response')),
+  );
 
 describe('name resolution and unnest', () => {
   it('chart_edge: GROUP BY the select alias timestamp (not the raw column), count(case), timestamp vs string literal', async () => {
@@ -124,7 +175,10 @@ describe('name resolution and unnest', () => {
         items: [
           item(call('timestamp_trunc', id('t', 'timestamp'), part('minute')), 'timestamp'),
           item(call('count', { kind: 'case', whens: [{ when: bin('>=', status, num('500')), then: num('1') }] }), 'error_count'),
-          item(call('count', { kind: 'case', whens: [{ when: bin('and', bin('>=', status, num('400')), bin('<', status, num('500'))), then: num('1') }] }), 'warning_count'),
+          item(
+            call('count', { kind: 'case', whens: [{ when: bin('and', bin('>=', status, num('400')), bin('<', status, num('500'))), then: num('1') }] }),
+            'warning_count',
+          ),
         ],
         from: edgeJoins(),
         where: bin('>', id('t', 'timestamp'), str('2023-12-31T18:00:00.000Z')),
@@ -137,7 +191,11 @@ describe('name resolution and unnest', () => {
       { timestamp: '2024-01-01 00:00:00+00', error_count: '1', warning_count: '0' },
       { timestamp: '2024-01-01 00:01:00+00', error_count: '0', warning_count: '1' },
     ]);
-    expect(translate(q).columns).toEqual([{ name: 'timestamp', type: TS }, { name: 'error_count', type: I }, { name: 'warning_count', type: I }]);
+    expect(translate(q).columns).toEqual([
+      { name: 'timestamp', type: TS },
+      { name: 'error_count', type: I },
+      { name: 'warning_count', type: I },
+    ]);
   });
 
   it('a bare field name means the one unnested record that has it; group by two aliases', async () => {
@@ -150,7 +208,10 @@ describe('name resolution and unnest', () => {
       }),
       { orderBy: [asc(id('function_id'))] },
     );
-    expect(await run(q)).toEqual([{ function_id: 'fa', count: '1' }, { function_id: 'fb', count: '1' }]);
+    expect(await run(q)).toEqual([
+      { function_id: 'fa', count: '1' },
+      { function_id: 'fb', count: '1' },
+    ]);
   });
 
   it('an unnest alias shadows the column of the same name (metadata.level is the record field)', async () => {
@@ -166,48 +227,71 @@ describe('name resolution and unnest', () => {
   });
 
   it('a field name two unnested records have is ambiguous', () => {
-    const q = query(select({
-      items: [item(id('function_id'))],
-      from: from(table('function_logs'), cross(unnest(id('metadata'), 'a')), cross(unnest(id('metadata'), 'b'))),
-    }));
+    const q = query(
+      select({
+        items: [item(id('function_id'))],
+        from: from(table('function_logs'), cross(unnest(id('metadata'), 'a')), cross(unnest(id('metadata'), 'b'))),
+      }),
+    );
     expect(() => translate(q)).toThrow(/ambiguous/);
   });
 
   it('a field no scanned record has reads as NULL (the store is schemaless), and so does an array no record has', async () => {
-    const missingField = query(select({ items: [item(id('m', 'nope')), item(id('nope_either'))], from: from(table('function_logs'), cross(unnest(id('metadata'), 'm'))) }));
+    const missingField = query(
+      select({ items: [item(id('m', 'nope')), item(id('nope_either'))], from: from(table('function_logs'), cross(unnest(id('metadata'), 'm'))) }),
+    );
     expect(translate(missingField).columns.map((column) => column.type.kind)).toEqual(['unknown', 'unknown']);
     const rows = await run(missingField);
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.every((row) => row.nope === null && row.nope_either === null)).toBe(true);
-    const missingArray = query(select({ items: [item(id('x', 'y'))], from: from(table('function_logs'), cross(unnest(id('metadata'), 'm')), cross(unnest(id('m', 'nothing'), 'x'))) }));
+    const missingArray = query(
+      select({ items: [item(id('x', 'y'))], from: from(table('function_logs'), cross(unnest(id('metadata'), 'm')), cross(unnest(id('m', 'nothing'), 'x'))) }),
+    );
     expect(await run(missingArray)).toEqual([]);
     // a field of something that is not a record stays an error
-    expect(() => translate(query(select({ items: [item(id('m', 'level', 'x'))], from: from(table('function_logs'), cross(unnest(id('metadata'), 'm'))) })))).toThrow(InvalidQuery);
+    expect(() =>
+      translate(query(select({ items: [item(id('m', 'level', 'x'))], from: from(table('function_logs'), cross(unnest(id('metadata'), 'm'))) }))),
+    ).toThrow(InvalidQuery);
   });
 
   it('CROSS JOIN UNNEST drops an event with an empty array, LEFT JOIN UNNEST keeps it with NULLs', async () => {
     const items = [item(id('t', 'id')), item(id('r', 'status_code'))];
     const base = [cross(unnest(id('metadata'), 'm'))];
-    const crossed = query(select({ items, from: from(table('edge_logs', 't'), ...base, cross(unnest(id('m', 'response'), 'r'))) }), { orderBy: [asc(id('id'))] });
-    const left = query(select({ items, from: from(table('edge_logs', 't'), ...base, { kind: 'left', relation: unnest(id('m', 'response'), 'r') }) }), { orderBy: [asc(id('id'))] });
+    const crossed = query(select({ items, from: from(table('edge_logs', 't'), ...base, cross(unnest(id('m', 'response'), 'r'))) }), {
+      orderBy: [asc(id('id'))],
+    });
+    const left = query(select({ items, from: from(table('edge_logs', 't'), ...base, { kind: 'left', relation: unnest(id('m', 'response'), 'r') }) }), {
+      orderBy: [asc(id('id'))],
+    });
     expect((await run(crossed)).map((r) => r.id)).toEqual(['e1', 'e2', 'e3']);
     expect(await run(left)).toEqual([
-      { id: 'e1', status_code: '200' }, { id: 'e2', status_code: '500' }, { id: 'e3', status_code: '404' }, { id: 'e4', status_code: null },
+      { id: 'e1', status_code: '200' },
+      { id: 'e2', status_code: '500' },
+      { id: 'e3', status_code: '404' },
+      { id: 'e4', status_code: null },
     ]);
   });
 
   it('WITH OFFSET numbers elements from 0, and comma joins read as cross joins', async () => {
-    const q = query(select({
-      items: [item(id('x')), item(id('o'))],
-      from: [{ relation: unnest({ kind: 'array', elements: [str('a'), str('b')] }, 'x', 'o'), joins: [] }],
-    }), { orderBy: [asc(id('o'))] });
-    expect(await run(q)).toEqual([{ x: 'a', o: '0' }, { x: 'b', o: '1' }]);
+    const q = query(
+      select({
+        items: [item(id('x')), item(id('o'))],
+        from: [{ relation: unnest({ kind: 'array', elements: [str('a'), str('b')] }, 'x', 'o'), joins: [] }],
+      }),
+      { orderBy: [asc(id('o'))] },
+    );
+    expect(await run(q)).toEqual([
+      { x: 'a', o: '0' },
+      { x: 'b', o: '1' },
+    ]);
   });
 });
 
 describe('names and types of output columns', () => {
   it('implied names: last path identifier, f0_ f1_ for anonymous expressions', () => {
-    const q = query(select({ items: [item(id('request', 'path')), item(num('1')), item(id('t', 'timestamp')), item(call('upper', str('a')))], from: edgeJoins() }));
+    const q = query(
+      select({ items: [item(id('request', 'path')), item(num('1')), item(id('t', 'timestamp')), item(call('upper', str('a')))], from: edgeJoins() }),
+    );
     expect(translate(q).columns.map((c) => c.name)).toEqual(['path', 'f0_', 'timestamp', 'f1_']);
   });
 
@@ -218,11 +302,17 @@ describe('names and types of output columns', () => {
   });
 
   it('cast(timestamp as datetime) is datetime; avg float64; count int64', () => {
-    const q = query(select({
-      items: [item({ kind: 'cast', safe: false, expr: id('t', 'timestamp'), type: 'DATETIME' }, 'timestamp'), item(call('avg', id('response', 'origin_time')), 'avg'), item(countStar, 'c')],
-      from: edgeJoins(),
-      groupBy: [num('1')],
-    }));
+    const q = query(
+      select({
+        items: [
+          item({ kind: 'cast', safe: false, expr: id('t', 'timestamp'), type: 'DATETIME' }, 'timestamp'),
+          item(call('avg', id('response', 'origin_time')), 'avg'),
+          item(countStar, 'c'),
+        ],
+        from: edgeJoins(),
+        groupBy: [num('1')],
+      }),
+    );
     expect(translate(q).columns.map((c) => c.type.kind)).toEqual(['datetime', 'float64', 'int64']);
   });
 });
@@ -259,10 +349,12 @@ describe('printing is a security wall', () => {
     const limited = (name: string) => typed(query(select({ items: [item(num('1'), 'v')] }), { limit: { kind: 'parameter', name } }));
     expect(() => limited('n')).toThrow(/LIMIT must not be negative, @n is -3/);
     expect(() => limited('word')).toThrow(/LIMIT @word must be a parameter declared as an integer/);
-    expect(translateToDuckDb(query(select({ items: [item(num('1'), 'v')] }), { limit: { kind: 'parameter', name: 'n' } }), {
-      ...context,
-      parameters: { n: { type: 'int64', text: '2' } },
-    }).sql).toMatch(/ LIMIT 2$/);
+    expect(
+      translateToDuckDb(query(select({ items: [item(num('1'), 'v')] }), { limit: { kind: 'parameter', name: 'n' } }), {
+        ...context,
+        parameters: { n: { type: 'int64', text: '2' } },
+      }).sql,
+    ).toMatch(/ LIMIT 2$/);
   });
 
   it('nesting forms that read an operand twice grows the text by the same amount at each level, not geometrically', async () => {
@@ -282,7 +374,17 @@ describe('BigQuery semantics on real DuckDB', () => {
   const cases: [string, Expr, unknown][] = [
     ['regexp_contains is a partial match', call('regexp_contains', str('/auth/v1'), str('auth')), true],
     ['contains_substr ignores case', call('contains_substr', str('Object NotFound'), str('notfound')), true],
-    ['to_json_string writes compact JSON', call('to_json_string', { kind: 'struct', fields: [{ expr: num('1'), name: 'a' }, { expr: str('x'), name: 'b' }] }), '{"a":1,"b":"x"}'],
+    [
+      'to_json_string writes compact JSON',
+      call('to_json_string', {
+        kind: 'struct',
+        fields: [
+          { expr: num('1'), name: 'a' },
+          { expr: str('x'), name: 'b' },
+        ],
+      }),
+      '{"a":1,"b":"x"}',
+    ],
     ['regexp_extract returns the capture group', call('regexp_extract', str('id=42;'), str('id=(\\d+)')), '42'],
     ['regexp_extract without a match is NULL', call('regexp_extract', str('abc'), str('x')), null],
     ['json_value unquotes a scalar', call('json_value', str('{"a":{"b":"x"}}'), str('$.a.b')), 'x'],
@@ -299,37 +401,115 @@ describe('BigQuery semantics on real DuckDB', () => {
     ['safe_offset out of range is NULL', { kind: 'subscript', mode: 'safe_offset', expr: { kind: 'array', elements: [num('1')] }, index: num('1') }, null],
     ['offset is 0-based', { kind: 'subscript', mode: 'offset', expr: { kind: 'array', elements: [num('10'), num('20')] }, index: num('1') }, '20'],
     ['ordinal is 1-based', { kind: 'subscript', mode: 'ordinal', expr: { kind: 'array', elements: [num('10'), num('20')] }, index: num('1') }, '10'],
-    ['timestamp_trunc to week starts on Sunday', call('timestamp_trunc', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-03 10:00:00' }, part('week')), '2023-12-31 00:00:00+00'],
-    ['timestamp_diff truncates whole units', call('timestamp_diff', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01 01:59:00' }, { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01 00:00:00' }, part('hour')), '1'],
-    ['cast(timestamp as string) is BigQuery text', { kind: 'cast', safe: false, expr: { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01 00:00:00.12' }, type: 'STRING' }, '2024-01-01 00:00:00.120+00'],
-    ['format_timestamp %F %T %Ez', call('format_timestamp', str('%FT%T%Ez'), { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-02 03:04:05' }), '2024-01-02T03:04:05+00:00'],
+    [
+      'timestamp_trunc to week starts on Sunday',
+      call('timestamp_trunc', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-03 10:00:00' }, part('week')),
+      '2023-12-31 00:00:00+00',
+    ],
+    [
+      'timestamp_diff truncates whole units',
+      call(
+        'timestamp_diff',
+        { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01 01:59:00' },
+        { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01 00:00:00' },
+        part('hour'),
+      ),
+      '1',
+    ],
+    [
+      'cast(timestamp as string) is BigQuery text',
+      { kind: 'cast', safe: false, expr: { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-01 00:00:00.12' }, type: 'STRING' },
+      '2024-01-01 00:00:00.120+00',
+    ],
+    [
+      'format_timestamp %F %T %Ez',
+      call('format_timestamp', str('%FT%T%Ez'), { kind: 'typed_literal', type: 'TIMESTAMP', value: '2024-01-02 03:04:05' }),
+      '2024-01-02T03:04:05+00:00',
+    ],
     ['current_timestamp is the request time', call('unix_micros', call('current_timestamp')), String(Date.parse('2024-01-01T01:00:00Z') * 1000)],
-    ['to_json_string writes a TIMESTAMP in the JSON form', call('to_json_string', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2017-06-24 01:00:00.5' }), '"2017-06-24T01:00:00.500Z"'],
-    ['to_json_string quotes an INT64 beyond 2^53, inside records and arrays too', call('to_json_string', {
-      kind: 'struct', fields: [{ expr: { kind: 'array', elements: [num('9007199254740993'), num('1')] }, name: 'a' }, { expr: { kind: 'typed_literal', type: 'DATETIME', value: '2024-01-01 00:00:00' }, name: 'd' }],
-    }), '{"a":["9007199254740993",1],"d":"2024-01-01T00:00:00"}'],
-    ['to_json_string pretty-prints with two spaces', call('to_json_string', { kind: 'array', elements: [num('1')] }, { kind: 'boolean', value: true }), '[\n  1\n]'],
+    [
+      'to_json_string writes a TIMESTAMP in the JSON form',
+      call('to_json_string', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2017-06-24 01:00:00.5' }),
+      '"2017-06-24T01:00:00.500Z"',
+    ],
+    [
+      'to_json_string quotes an INT64 beyond 2^53, inside records and arrays too',
+      call('to_json_string', {
+        kind: 'struct',
+        fields: [
+          { expr: { kind: 'array', elements: [num('9007199254740993'), num('1')] }, name: 'a' },
+          { expr: { kind: 'typed_literal', type: 'DATETIME', value: '2024-01-01 00:00:00' }, name: 'd' },
+        ],
+      }),
+      '{"a":["9007199254740993",1],"d":"2024-01-01T00:00:00"}',
+    ],
+    [
+      'to_json_string pretty-prints with two spaces',
+      call('to_json_string', { kind: 'array', elements: [num('1')] }, { kind: 'boolean', value: true }),
+      '[\n  1\n]',
+    ],
     ['regexp_extract from a position, the Nth occurrence', call('regexp_extract', str('a1 b2 c3'), str('[a-z](\\d)'), num('2'), num('2')), '3'],
     ['regexp_extract past the last occurrence is NULL', call('regexp_extract', str('a1 b2'), str('[a-z]\\d'), num('1'), num('3')), null],
     ['trunc to digits', call('trunc', { kind: 'unary', operator: '-', operand: num('1.29') }, num('1')), -1.2],
     ['round half to even on NUMERIC', call('round', { kind: 'typed_literal', type: 'NUMERIC', value: '2.5' }, num('0'), str('ROUND_HALF_EVEN')), 2],
     ['timestamp of a civil text in a named zone', call('timestamp', str('2008-12-25 15:30:00'), str('America/Los_Angeles')), '2008-12-25 23:30:00+00'],
-    ['timestamp of a text with its own offset keeps it', call('timestamp', str('2008-12-25 15:30:00+00'), str('America/Los_Angeles')), '2008-12-25 15:30:00+00'],
+    [
+      'timestamp of a text with its own offset keeps it',
+      call('timestamp', str('2008-12-25 15:30:00+00'), str('America/Los_Angeles')),
+      '2008-12-25 15:30:00+00',
+    ],
     ['timestamp of a date text at an offset', call('timestamp', str('2008-12-25'), str('-08')), '2008-12-25 08:00:00+00'],
-    ['timestamp_trunc on a zone\'s clock', call('timestamp_trunc', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2017-11-06 00:00:00+12' }, part('day'), str('Pacific/Auckland')), '2017-11-05 11:00:00+00'],
-    ['datetime of a timestamp in a named zone', call('datetime', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('America/Los_Angeles')), '2008-12-24 21:30:00'],
-    ['format_timestamp at an offset', call('format_timestamp', str('%F %H:%M'), { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('+05:30')), '2008-12-25 11:00'],
-    ['parse_timestamp in a named zone', call('unix_seconds', call('parse_timestamp', str('%Y-%m-%d %H:%M'), str('2020-01-01 10:00'), str('America/New_York'))), String(Date.parse('2020-01-01T15:00:00Z') / 1000)],
+    [
+      "timestamp_trunc on a zone's clock",
+      call('timestamp_trunc', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2017-11-06 00:00:00+12' }, part('day'), str('Pacific/Auckland')),
+      '2017-11-05 11:00:00+00',
+    ],
+    [
+      'datetime of a timestamp in a named zone',
+      call('datetime', { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('America/Los_Angeles')),
+      '2008-12-24 21:30:00',
+    ],
+    [
+      'format_timestamp at an offset',
+      call('format_timestamp', str('%F %H:%M'), { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, str('+05:30')),
+      '2008-12-25 11:00',
+    ],
+    [
+      'parse_timestamp in a named zone',
+      call('unix_seconds', call('parse_timestamp', str('%Y-%m-%d %H:%M'), str('2020-01-01 10:00'), str('America/New_York'))),
+      String(Date.parse('2020-01-01T15:00:00Z') / 1000),
+    ],
     ['json_value reads a quoted name', call('json_value', str('{"a.b": {"c": "world"}}'), str('$."a.b".c')), 'world'],
     ['json_extract_scalar reads a bracketed name with a space', call('json_extract_scalar', str('{"a": [1, {"x y": "z"}]}'), str("$.a[1]['x y']")), 'z'],
     ['a quoted name is a name, not path syntax', call('json_query', str('{"a": {"b": 1}, "a.b": 2}'), str('$."a.b"')), '2'],
-    ['a NULL argument takes the parameter\'s type (DuckDB could not pick epoch_us of an untyped NULL)', call('unix_seconds', nul), null],
+    ["a NULL argument takes the parameter's type (DuckDB could not pick epoch_us of an untyped NULL)", call('unix_seconds', nul), null],
     ['date_trunc to WEEK(MONDAY)', call('date_trunc', { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' }, part('week(monday)')), '2017-10-30'],
     ['date_trunc to WEEK(SATURDAY)', call('date_trunc', { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' }, part('week(saturday)')), '2017-11-04'],
-    ['date_diff counts WEEK(MONDAY) starts', call('date_diff', { kind: 'typed_literal', type: 'DATE', value: '2017-12-18' }, { kind: 'typed_literal', type: 'DATE', value: '2017-12-17' }, part('week(monday)')), '1'],
-    ['extract WEEK(MONDAY): days before the first Monday are week 0', { kind: 'extract', part: 'week(monday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' } }, '44'],
-    ['extract WEEK(TUESDAY) on the year\'s first Tuesday', { kind: 'extract', part: 'week(tuesday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-01-03' } }, '1'],
-    ['extract at a time zone reads the zone\'s clock', { kind: 'extract', part: 'hour', expr: { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, timeZone: 'America/New_York' }, '0'],
+    [
+      'date_diff counts WEEK(MONDAY) starts',
+      call(
+        'date_diff',
+        { kind: 'typed_literal', type: 'DATE', value: '2017-12-18' },
+        { kind: 'typed_literal', type: 'DATE', value: '2017-12-17' },
+        part('week(monday)'),
+      ),
+      '1',
+    ],
+    [
+      'extract WEEK(MONDAY): days before the first Monday are week 0',
+      { kind: 'extract', part: 'week(monday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-11-05' } },
+      '44',
+    ],
+    [
+      "extract WEEK(TUESDAY) on the year's first Tuesday",
+      { kind: 'extract', part: 'week(tuesday)', expr: { kind: 'typed_literal', type: 'DATE', value: '2017-01-03' } },
+      '1',
+    ],
+    [
+      "extract at a time zone reads the zone's clock",
+      { kind: 'extract', part: 'hour', expr: { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' }, timeZone: 'America/New_York' },
+      '0',
+    ],
     ['concat casts its arguments to STRING', call('concat', str('x'), num('1'), num('1.5'), { kind: 'boolean', value: true }), 'x11.5true'],
   ];
   for (const [name, expr, expected] of cases) {
@@ -337,10 +517,13 @@ describe('BigQuery semantics on real DuckDB', () => {
   }
 
   it('array_agg with ORDER BY and LIMIT keeps the first n; a NULL among them, and only among them, is an error', async () => {
-    const aggregated = (elements: Expr[], order: OrderItem, limit: string) => query(select({
-      items: [item({ kind: 'call', name: 'array_agg', args: [id('x')], star: false, distinct: false, orderBy: [order], limit: num(limit) }, 'xs')],
-      from: from(unnest({ kind: 'array', elements }, 'x')),
-    }));
+    const aggregated = (elements: Expr[], order: OrderItem, limit: string) =>
+      query(
+        select({
+          items: [item({ kind: 'call', name: 'array_agg', args: [id('x')], star: false, distinct: false, orderBy: [order], limit: num(limit) }, 'xs')],
+          from: from(unnest({ kind: 'array', elements }, 'x')),
+        }),
+      );
     expect(await run(aggregated([num('3'), num('1'), num('2')], asc(id('x')), '2'))).toEqual([{ xs: ['1', '2'] }]);
     // descending puts NULL last, past the limit; ascending puts it first
     expect(await run(aggregated([num('2'), nul, num('1')], desc(id('x')), '2'))).toEqual([{ xs: ['2', '1'] }]);
@@ -353,17 +536,45 @@ describe('BigQuery semantics on real DuckDB', () => {
     const day = (d: string): Expr => ({ kind: 'typed_literal', type: 'TIMESTAMP', value: `2016-10-0${d} 00:00:00` });
     expect(await evaluate(array(day('5'), day('7')))).toEqual(['2016-10-05 00:00:00+00', '2016-10-06 00:00:00+00', '2016-10-07 00:00:00+00']);
     expect(await evaluate(array(day('7'), day('5')))).toEqual([]);
-    expect(await evaluate(array(day('7'), day('5'), { kind: 'interval', value: { kind: 'unary', operator: '-', operand: num('1') }, unit: 'day' }))).toHaveLength(3);
-    const overRows = query(select({ items: [item(array(id('timestamp'), { kind: 'subquery', query: query(select({ items: [item(id('timestamp'))], from: from(table('edge_logs')), where: bin('=', id('id'), str('e3')) })) }, interval('1', 'hour')), 'v')], from: from(table('edge_logs')), where: bin('=', id('id'), str('e1')) }));
+    expect(
+      await evaluate(array(day('7'), day('5'), { kind: 'interval', value: { kind: 'unary', operator: '-', operand: num('1') }, unit: 'day' })),
+    ).toHaveLength(3);
+    const overRows = query(
+      select({
+        items: [
+          item(
+            array(
+              id('timestamp'),
+              {
+                kind: 'subquery',
+                query: query(select({ items: [item(id('timestamp'))], from: from(table('edge_logs')), where: bin('=', id('id'), str('e3')) })),
+              },
+              interval('1', 'hour'),
+            ),
+            'v',
+          ),
+        ],
+        from: from(table('edge_logs')),
+        where: bin('=', id('id'), str('e1')),
+      }),
+    );
     expect(await run(overRows)).toEqual([{ v: ['2024-01-01 00:00:10+00'] }]);
     await expect(evaluate(array(day('5'), day('7'), interval('0', 'day')))).rejects.toThrow(/interval cannot be 0/);
   });
 
   it('string_agg with LIMIT joins the first n values that are not NULL', async () => {
-    const joinedFirst = (limit: string) => query(select({
-      items: [item({ kind: 'call', name: 'string_agg', args: [id('x'), str('&')], star: false, distinct: false, orderBy: [asc(id('x'))], limit: num(limit) }, 'v')],
-      from: from(unnest({ kind: 'array', elements: [str('b'), nul, str('a'), str('c')] }, 'x')),
-    }));
+    const joinedFirst = (limit: string) =>
+      query(
+        select({
+          items: [
+            item(
+              { kind: 'call', name: 'string_agg', args: [id('x'), str('&')], star: false, distinct: false, orderBy: [asc(id('x'))], limit: num(limit) },
+              'v',
+            ),
+          ],
+          from: from(unnest({ kind: 'array', elements: [str('b'), nul, str('a'), str('c')] }, 'x')),
+        }),
+      );
     expect(await run(joinedFirst('2'))).toEqual([{ v: 'a&b' }]);
   });
 
@@ -377,7 +588,9 @@ describe('BigQuery semantics on real DuckDB', () => {
     const ts = { kind: 'typed_literal', type: 'TIMESTAMP', value: '2008-12-25 05:30:00+00' } as const;
     expect(sql(call('date', ts, str('Nowhere/Special')))).toThrow(/unknown time zone "Nowhere\/Special"/);
     expect(sql(call('format_timestamp', str('%H %Z'), ts, str('America/Los_Angeles')))).toThrow(/zone elements/);
-    expect(sql(call('date', { kind: 'typed_literal', type: 'DATE', value: '2008-12-25' }, str('America/Los_Angeles')))).toThrow(/applies to a TIMESTAMP, not DATE/);
+    expect(sql(call('date', { kind: 'typed_literal', type: 'DATE', value: '2008-12-25' }, str('America/Los_Angeles')))).toThrow(
+      /applies to a TIMESTAMP, not DATE/,
+    );
   });
 
   it('each JSON function takes its own JSONPath escape, and nothing beyond names and indexes', () => {
@@ -395,7 +608,9 @@ describe('BigQuery semantics on real DuckDB', () => {
   });
 
   it('OFFSET out of range is an error', async () => {
-    await expect(evaluate({ kind: 'subscript', mode: 'offset', expr: { kind: 'array', elements: [num('1')] }, index: num('1') })).rejects.toThrow(/out of bounds/);
+    await expect(evaluate({ kind: 'subscript', mode: 'offset', expr: { kind: 'array', elements: [num('1')] }, index: num('1') })).rejects.toThrow(
+      /out of bounds/,
+    );
   });
 
   it('division by zero is an error', async () => {
@@ -403,30 +618,48 @@ describe('BigQuery semantics on real DuckDB', () => {
   });
 
   it('approx_quantiles returns N+1 values from min to max', async () => {
-    const q = query(select({
-      items: [item({ kind: 'subscript', mode: 'offset', expr: call('approx_quantiles', id('response', 'origin_time'), num('2')), index: num('2') }, 'p100'), item(call('approx_quantiles', id('response', 'origin_time'), num('2')), 'q')],
-      from: edgeJoins(),
-    }));
+    const q = query(
+      select({
+        items: [
+          item({ kind: 'subscript', mode: 'offset', expr: call('approx_quantiles', id('response', 'origin_time'), num('2')), index: num('2') }, 'p100'),
+          item(call('approx_quantiles', id('response', 'origin_time'), num('2')), 'q'),
+        ],
+        from: edgeJoins(),
+      }),
+    );
     expect(await run(q)).toEqual([{ p100: 30, q: [10, 20, 30] }]);
   });
 
   it('UNION ALL takes names from the first query, by position', async () => {
-    const q = query({
-      kind: 'set_operation',
-      operator: 'union_all',
-      left: select({ items: [item(str('a'), 'x'), item(nul, 'y')] }),
-      right: select({ items: [item(str('b'), 'other'), item(num('2'))] }),
-    }, { orderBy: [asc(id('x'))] });
-    expect(await run(q)).toEqual([{ x: 'a', y: null }, { x: 'b', y: '2' }]);
-    expect(translate(q).columns).toEqual([{ name: 'x', type: S }, { name: 'y', type: I }]);
+    const q = query(
+      {
+        kind: 'set_operation',
+        operator: 'union_all',
+        left: select({ items: [item(str('a'), 'x'), item(nul, 'y')] }),
+        right: select({ items: [item(str('b'), 'other'), item(num('2'))] }),
+      },
+      { orderBy: [asc(id('x'))] },
+    );
+    expect(await run(q)).toEqual([
+      { x: 'a', y: null },
+      { x: 'b', y: '2' },
+    ]);
+    expect(translate(q).columns).toEqual([
+      { name: 'x', type: S },
+      { name: 'y', type: I },
+    ]);
   });
 
   it('ORDER BY prints BigQuery NULL ordering explicitly', () => {
-    const { sql } = translate(query(select({ items: [item(id('t', 'id'))], from: from(table('edge_logs', 't')) }), { orderBy: [asc(id('id')), desc(id('t', 'timestamp'))] }));
+    const { sql } = translate(
+      query(select({ items: [item(id('t', 'id'))], from: from(table('edge_logs', 't')) }), { orderBy: [asc(id('id')), desc(id('t', 'timestamp'))] }),
+    );
     expect(sql).toMatch(/ORDER BY 1 ASC NULLS FIRST, "t"\."timestamp" DESC NULLS LAST$/);
   });
 
   it('comparing a string column with a number is a type error, not a silent cast', () => {
-    expect(() => translate(query(select({ items: [item(bin('=', id('t', 'id'), num('1')))], from: from(table('edge_logs', 't')) })))).toThrow(/No matching signature/);
+    expect(() => translate(query(select({ items: [item(bin('=', id('t', 'id'), num('1')))], from: from(table('edge_logs', 't')) })))).toThrow(
+      /No matching signature/,
+    );
   });
 });

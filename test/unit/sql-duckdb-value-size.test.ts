@@ -80,7 +80,7 @@ describe('a string larger than the limit in bytes is refused before it is built'
   }
 });
 
-describe('values up to the limit keep BigQuery\'s results', () => {
+describe("values up to the limit keep BigQuery's results", () => {
   const cases: [string, unknown][] = [
     [`length(repeat('ab', 500))`, '1000'],
     [`repeat('ab', 0)`, ''],
@@ -118,7 +118,7 @@ describe('values up to the limit keep BigQuery\'s results', () => {
     it(expr, async () => expect(await value(expr)).toEqual(expected));
   }
 
-  it('a negative count or length is still BigQuery\'s error, and a zero step too', async () => {
+  it("a negative count or length is still BigQuery's error, and a zero step too", async () => {
     expect(await refusal(`repeat('x', -1)`)).toMatch(/REPEAT: count must not be negative/);
     expect(await refusal(`lpad('x', -1)`)).toMatch(/LPAD: length must not be negative/);
     expect(await refusal(`generate_array(1, 5, 0)`)).toMatch(/GENERATE_ARRAY: step cannot be 0/);
@@ -135,7 +135,12 @@ describe('values up to the limit keep BigQuery\'s results', () => {
 
 describe('arrays are counted in elements of 8 bytes', () => {
   const arrayRefusal = `GENERATE_ARRAY would build an array of more than 125 elements, 8 bytes each, more than the ${LIMIT} bytes a result may hold (SANDBOX_MAX_RESULT_BYTES)`;
-  for (const expr of ['generate_array(1, 126)', 'generate_array(126, 1, -1)', 'generate_array(1, 251, 2)', 'generate_array(-9223372036854775807, 9223372036854775807)']) {
+  for (const expr of [
+    'generate_array(1, 126)',
+    'generate_array(126, 1, -1)',
+    'generate_array(1, 251, 2)',
+    'generate_array(-9223372036854775807, 9223372036854775807)',
+  ]) {
     it(expr, async () => expect(await refusal(expr)).toBe(arrayRefusal));
   }
 });
@@ -162,11 +167,13 @@ describe('a guard reads each argument once', () => {
   }
 
   it('and the bound values give the same rows', async () => {
-    expect(await rows(`select repeat(upper(event_message), 2) as r, upper(id) || '-' || lower(id) as c from events where id = 'short'`)).toEqual([{ r: 'ABCABC', c: 'SHORT-short' }]);
+    expect(await rows(`select repeat(upper(event_message), 2) as r, upper(id) || '-' || lower(id) as c from events where id = 'short'`)).toEqual([
+      { r: 'ABCABC', c: 'SHORT-short' },
+    ]);
   });
 });
 
-describe('the engine tells a guard\'s refusal from other errors', () => {
+describe("the engine tells a guard's refusal from other errors", () => {
   it('by its message from the start: other errors, even quoting such a text, are not taken for one', () => {
     const message = `REPEAT would build a string of more than 5 bytes, the most a result may hold (SANDBOX_MAX_RESULT_BYTES)`;
     expect(valueTooLargeMessage(`Invalid Input Error: ${message}`)).toBe(message);

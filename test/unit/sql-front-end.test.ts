@@ -73,7 +73,14 @@ describe('studio queries (a real dashboard client)', () => {
     expect(select.items).toHaveLength(4);
     expect(select.items[0]).toMatchObject({
       alias: 'timestamp',
-      expr: { kind: 'call', name: 'timestamp_trunc', args: [{ kind: 'identifier', path: ['t', 'timestamp'] }, { kind: 'date_part', part: 'minute' }] },
+      expr: {
+        kind: 'call',
+        name: 'timestamp_trunc',
+        args: [
+          { kind: 'identifier', path: ['t', 'timestamp'] },
+          { kind: 'date_part', part: 'minute' },
+        ],
+      },
     });
     expect(select.from[0]?.relation).toMatchObject({ kind: 'table', name: ['edge_logs'], alias: 't' });
     expect(select.from[0]?.joins.map((join) => [join.kind, join.relation.kind, join.relation.alias])).toEqual([
@@ -90,7 +97,12 @@ describe('studio queries (a real dashboard client)', () => {
     const count = firstSelect(logsAll(activeUsers.sql)).items[1];
     expect(count).toMatchObject({
       kind: 'expression',
-      expr: { kind: 'call', name: 'count', distinct: true, args: [{ kind: 'call', name: 'json_value', args: [{}, { kind: 'string', value: '$.auth_event.actor_id' }] }] },
+      expr: {
+        kind: 'call',
+        name: 'count',
+        distinct: true,
+        args: [{ kind: 'call', name: 'json_value', args: [{}, { kind: 'string', value: '$.auth_event.actor_id' }] }],
+      },
     });
   });
 
@@ -126,8 +138,7 @@ describe('reference cases (Logflare)', () => {
     return parseSandboxQuery(testCase.cte_sql, { allowedTables: ownSources }).with.map((cte) => cte.name);
   }
 
-  const run = (testCase: SandboxCase) =>
-    parseSandboxQuery(testCase.query, { allowedTables: tablesFor(testCase), parameterNames: ['test', 'testing', 'c'] });
+  const run = (testCase: SandboxCase) => parseSandboxQuery(testCase.query, { allowedTables: tablesFor(testCase), parameterNames: ['test', 'testing', 'c'] });
 
   const matching = sandboxCases.filter((testCase) => !(testCase.id in deviations));
 
@@ -135,20 +146,23 @@ describe('reference cases (Logflare)', () => {
     expect(run(testCase).kind).toBe('query');
   });
 
-  it.each(matching.filter((testCase) => testCase.expect === 'reject').map((testCase) => [testCase.id, testCase] as const))('rejects %s for the same reason', (_id, testCase) => {
-    const error = refusal(() => run(testCase));
-    const reason = testCase.reason!;
-    if (reason.startsWith('Restricted function')) {
-      expect(error).toBeInstanceOf(SandboxViolation);
-      expect(error.message).toContain(reason.toLowerCase());
-    } else if (reason === 'Only SELECT queries allowed') {
-      expect(error).toBeInstanceOf(SandboxViolation);
-      expect(error.message).toContain('only a single SELECT query is allowed');
-    } else {
-      expect(error).toBeInstanceOf(SqlSyntax);
-      expect(error.message).toContain(reason);
-    }
-  });
+  it.each(matching.filter((testCase) => testCase.expect === 'reject').map((testCase) => [testCase.id, testCase] as const))(
+    'rejects %s for the same reason',
+    (_id, testCase) => {
+      const error = refusal(() => run(testCase));
+      const reason = testCase.reason!;
+      if (reason.startsWith('Restricted function')) {
+        expect(error).toBeInstanceOf(SandboxViolation);
+        expect(error.message).toContain(reason.toLowerCase());
+      } else if (reason === 'Only SELECT queries allowed') {
+        expect(error).toBeInstanceOf(SandboxViolation);
+        expect(error.message).toContain('only a single SELECT query is allowed');
+      } else {
+        expect(error).toBeInstanceOf(SqlSyntax);
+        expect(error.message).toContain(reason);
+      }
+    },
+  );
 
   it.each(Object.entries(deviations))('%s: our documented deviation (%o)', (id, deviation) => {
     const testCase = sandboxCases.find((candidate) => candidate.id === id)!;
@@ -176,21 +190,34 @@ describe('conversion', () => {
   });
 
   it('turns unit arguments and interval units into date parts', () => {
-    expect(selectedExpr('select timestamp_diff(timestamp, timestamp, HOUR) from edge_logs')).toMatchObject({ args: [{}, {}, { kind: 'date_part', part: 'hour' }] });
+    expect(selectedExpr('select timestamp_diff(timestamp, timestamp, HOUR) from edge_logs')).toMatchObject({
+      args: [{}, {}, { kind: 'date_part', part: 'hour' }],
+    });
     expect(selectedExpr('select date_trunc(date(timestamp), week(sunday)) from edge_logs')).toMatchObject({ args: [{}, { kind: 'date_part', part: 'week' }] });
     expect(selectedExpr('select extract(dayofweek from timestamp) from edge_logs')).toMatchObject({ kind: 'extract', part: 'dayofweek' });
     expect(selectedExpr('select timestamp_sub(current_timestamp(), interval 3 day)')).toMatchObject({
-      args: [{ kind: 'call', name: 'current_timestamp' }, { kind: 'interval', unit: 'day', value: { kind: 'number', text: '3' } }],
+      args: [
+        { kind: 'call', name: 'current_timestamp' },
+        { kind: 'interval', unit: 'day', value: { kind: 'number', text: '3' } },
+      ],
     });
-    expect(selectedExpr('select date_trunc(date(timestamp), week(monday)) from edge_logs')).toMatchObject({ args: [{}, { kind: 'date_part', part: 'week(monday)' }] });
+    expect(selectedExpr('select date_trunc(date(timestamp), week(monday)) from edge_logs')).toMatchObject({
+      args: [{}, { kind: 'date_part', part: 'week(monday)' }],
+    });
     expect(selectedExpr('select extract(week(saturday) from timestamp) from edge_logs')).toMatchObject({ kind: 'extract', part: 'week(saturday)' });
-    expect(selectedExpr(`select extract(hour from timestamp at time zone 'America/New_York') from edge_logs`)).toMatchObject({ kind: 'extract', part: 'hour', timeZone: 'America/New_York' });
+    expect(selectedExpr(`select extract(hour from timestamp at time zone 'America/New_York') from edge_logs`)).toMatchObject({
+      kind: 'extract',
+      part: 'hour',
+      timeZone: 'America/New_York',
+    });
     expect(refusal(() => logsAll('select date_trunc(date(timestamp), week(someday)) from edge_logs'))).toBeInstanceOf(InvalidQuery);
   });
 
   it('maps every cast type, including those the parser writes as objects', () => {
     const types = ['STRING', 'INT64', 'FLOAT64', 'NUMERIC', 'BIGNUMERIC', 'BOOL', 'BYTES', 'DATE', 'DATETIME', 'TIME', 'TIMESTAMP', 'JSON'];
-    const items = firstSelect(logsAll(`select ${types.map((type) => `cast(id as ${type.toLowerCase()})`).join(', ')}, safe_cast(id as boolean) from edge_logs`)).items;
+    const items = firstSelect(
+      logsAll(`select ${types.map((type) => `cast(id as ${type.toLowerCase()})`).join(', ')}, safe_cast(id as boolean) from edge_logs`),
+    ).items;
     expect(items.map((item) => item.kind === 'expression' && item.expr.kind === 'cast' && item.expr.type)).toEqual([...types, 'BOOL']);
     expect(items.at(-1)).toMatchObject({ expr: { kind: 'cast', safe: true } });
     expect(refusal(() => logsAll('select cast(id as varchar(10)) from edge_logs'))).toBeInstanceOf(SandboxViolation);
@@ -198,7 +225,9 @@ describe('conversion', () => {
   });
 
   it('reads literals, parameters and typed literals', () => {
-    const items = firstSelect(logsAll(`select "dq", r'\\d+', '''tri''', 1.5e3, true, null, @project, timestamp '2024-01-01 00:00:00', date '2024-01-01'`)).items;
+    const items = firstSelect(
+      logsAll(`select "dq", r'\\d+', '''tri''', 1.5e3, true, null, @project, timestamp '2024-01-01 00:00:00', date '2024-01-01'`),
+    ).items;
     expect(items.map((item) => item.kind === 'expression' && item.expr)).toMatchObject([
       { kind: 'string', value: 'dq' },
       { kind: 'string', value: '\\d+' },
@@ -213,12 +242,23 @@ describe('conversion', () => {
   });
 
   it('reads window functions, aggregate clauses and struct fields', () => {
-    expect(selectedExpr('select first_value(id ignore nulls) over (partition by event_message order by timestamp desc rows between unbounded preceding and current row) from edge_logs')).toMatchObject({
+    expect(
+      selectedExpr(
+        'select first_value(id ignore nulls) over (partition by event_message order by timestamp desc rows between unbounded preceding and current row) from edge_logs',
+      ),
+    ).toMatchObject({
       kind: 'call',
       ignoreNulls: true,
-      over: { partitionBy: [{ path: ['event_message'] }], orderBy: [{ descending: true }], frame: { units: 'rows', start: { kind: 'unbounded_preceding' }, end: { kind: 'current_row' } } },
+      over: {
+        partitionBy: [{ path: ['event_message'] }],
+        orderBy: [{ descending: true }],
+        frame: { units: 'rows', start: { kind: 'unbounded_preceding' }, end: { kind: 'current_row' } },
+      },
     });
-    expect(selectedExpr("select string_agg(id, ',' order by timestamp limit 3) from edge_logs")).toMatchObject({ orderBy: [{ descending: false }], limit: { text: '3' } });
+    expect(selectedExpr("select string_agg(id, ',' order by timestamp limit 3) from edge_logs")).toMatchObject({
+      orderBy: [{ descending: false }],
+      limit: { text: '3' },
+    });
     expect(selectedExpr('select struct(1 as a, id) from edge_logs')).toMatchObject({ kind: 'struct', fields: [{ name: 'a' }, { expr: { path: ['id'] } }] });
     expect(selectedExpr('select count(*) from edge_logs')).toMatchObject({ kind: 'call', name: 'count', star: true, args: [] });
   });

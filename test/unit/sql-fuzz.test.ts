@@ -24,12 +24,101 @@ function parseTimed(text: string): number {
 }
 
 const TOKENS = [
-  'select', 'from', 'where', 'with', 'as', 'union', 'all', 'distinct', 'join', 'cross', 'left', 'on', 'unnest', 'group', 'by', 'order',
-  'limit', 'offset', 'case', 'when', 'then', 'else', 'end', 'and', 'or', 'not', 'in', 'is', 'null', 'between', 'like', 'over', 'partition',
-  'interval', 'hour', 'cast', 'safe_cast', 'datetime', 'extract', 'struct', 'array', 'exists', 'edge_logs', 'postgres_logs', 'secret',
-  'metadata', 'm', 't', 'id', 'timestamp', 'count', 'countif', 'timestamp_trunc', 'regexp_contains', 'read_csv', 'getenv', '@project',
-  '@other', '`edge_logs`', '`a.b`', "'x'", '"y"', "r'\\d'", '1', '0.5', '*', ',', '.', '(', ')', '[', ']', ';', '=', '<', '>=', '+',
-  '-', '/', '||', '--', '\n', '/*', '*/', '#', '`', "'", '"', '\\', 'offset(0)', 'ordinal', 'install', 'attach', 'pragma', 'drop',
+  'select',
+  'from',
+  'where',
+  'with',
+  'as',
+  'union',
+  'all',
+  'distinct',
+  'join',
+  'cross',
+  'left',
+  'on',
+  'unnest',
+  'group',
+  'by',
+  'order',
+  'limit',
+  'offset',
+  'case',
+  'when',
+  'then',
+  'else',
+  'end',
+  'and',
+  'or',
+  'not',
+  'in',
+  'is',
+  'null',
+  'between',
+  'like',
+  'over',
+  'partition',
+  'interval',
+  'hour',
+  'cast',
+  'safe_cast',
+  'datetime',
+  'extract',
+  'struct',
+  'array',
+  'exists',
+  'edge_logs',
+  'postgres_logs',
+  'secret',
+  'metadata',
+  'm',
+  't',
+  'id',
+  'timestamp',
+  'count',
+  'countif',
+  'timestamp_trunc',
+  'regexp_contains',
+  'read_csv',
+  'getenv',
+  '@project',
+  '@other',
+  '`edge_logs`',
+  '`a.b`',
+  "'x'",
+  '"y"',
+  "r'\\d'",
+  '1',
+  '0.5',
+  '*',
+  ',',
+  '.',
+  '(',
+  ')',
+  '[',
+  ']',
+  ';',
+  '=',
+  '<',
+  '>=',
+  '+',
+  '-',
+  '/',
+  '||',
+  '--',
+  '\n',
+  '/*',
+  '*/',
+  '#',
+  '`',
+  "'",
+  '"',
+  '\\',
+  'offset(0)',
+  'ordinal',
+  'install',
+  'attach',
+  'pragma',
+  'drop',
 ];
 
 describe('the front end under random input', () => {
@@ -52,7 +141,10 @@ describe('the front end under random input', () => {
   });
 
   it('throws only typed errors for near-valid queries with one token changed', () => {
-    const base = 'select timestamp_trunc(t.timestamp, hour) as ts, count(*) from edge_logs t cross join unnest(metadata) as m where m.id = @project group by ts order by ts limit 10'.split(' ');
+    const base =
+      'select timestamp_trunc(t.timestamp, hour) as ts, count(*) from edge_logs t cross join unnest(metadata) as m where m.id = @project group by ts order by ts limit 10'.split(
+        ' ',
+      );
     fc.assert(
       fc.property(fc.nat(base.length - 1), fc.constantFrom(...TOKENS), (index, token) => {
         const text = base.map((word, at) => (at === index ? token : word)).join(' ');
@@ -64,9 +156,13 @@ describe('the front end under random input', () => {
 
   it('stays bounded on long repetitive input near the limits', () => {
     fc.assert(
-      fc.property(fc.constantFrom('(', 'not ', '- ', 'a + ', 'a or ', 'case when 1 then ', 'cast(', 'interval ', 'position(', 'select ', '[', 'struct(', 'f('), fc.integer({ min: 1, max: 6000 }), (piece, count) => {
-        expect(parseTimed(`select ${piece.repeat(count)}1`)).toBeLessThan(PARSE_TIMEOUT_MS);
-      }),
+      fc.property(
+        fc.constantFrom('(', 'not ', '- ', 'a + ', 'a or ', 'case when 1 then ', 'cast(', 'interval ', 'position(', 'select ', '[', 'struct(', 'f('),
+        fc.integer({ min: 1, max: 6000 }),
+        (piece, count) => {
+          expect(parseTimed(`select ${piece.repeat(count)}1`)).toBeLessThan(PARSE_TIMEOUT_MS);
+        },
+      ),
       { numRuns: 60 },
     );
   });

@@ -26,7 +26,8 @@ describe('SQL parsed in a worker thread', () => {
   });
 
   it('gives the same tree as parsing on the loop', async () => {
-    const sql = "select timestamp_trunc(t.timestamp, minute) as ts, count(*) as n from edge_logs t cross join unnest(metadata) as m where t.event_message like '%x%' and @project is not null group by ts order by ts";
+    const sql =
+      "select timestamp_trunc(t.timestamp, minute) as ts, count(*) as n from edge_logs t cross join unnest(metadata) as m where t.event_message like '%x%' and @project is not null group by ts order by ts";
     expect(await thread.parse(sql, options)).toEqual(parseSandboxQuery(sql, options));
   });
 

@@ -164,7 +164,13 @@ const format = fc.array(fc.constantFrom(...FORMAT_ELEMENTS), { maxLength: 40 }).
 /** A SELECT over unnested records: columns cycling through a few expressions, and ORDER BY items repeating an alias. */
 const select = fc
   .record({
-    expressions: fc.array(fc.oneof(expression, format.map((f) => `format_timestamp('${f}', parse_timestamp('${f}', event_message))`)), { minLength: 1, maxLength: 4 }),
+    expressions: fc.array(
+      fc.oneof(
+        expression,
+        format.map((f) => `format_timestamp('${f}', parse_timestamp('${f}', event_message))`),
+      ),
+      { minLength: 1, maxLength: 4 },
+    ),
     columns: fc.integer({ min: 1, max: 256 }),
     orderBy: fc.integer({ min: 0, max: 300 }),
     aliasReferences: fc.integer({ min: 1, max: 12 }),

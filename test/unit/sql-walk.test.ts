@@ -17,10 +17,34 @@ function tree(sql: string): Query {
 
 /** Every Expr kind; a kind added to syntax.ts fails to compile here until it is listed. */
 const EXPR_KINDS: Record<Expr['kind'], true> = {
-  identifier: true, string: true, number: true, boolean: true, null: true, typed_literal: true, interval: true, date_part: true,
-  unary: true, binary: true, like: true, between: true, in_list: true, in_subquery: true, in_unnest: true, is: true, call: true,
-  cast: true, case: true, extract: true, subscript: true, field: true, struct: true, array: true, array_subquery: true,
-  subquery: true, exists: true, parameter: true,
+  identifier: true,
+  string: true,
+  number: true,
+  boolean: true,
+  null: true,
+  typed_literal: true,
+  interval: true,
+  date_part: true,
+  unary: true,
+  binary: true,
+  like: true,
+  between: true,
+  in_list: true,
+  in_subquery: true,
+  in_unnest: true,
+  is: true,
+  call: true,
+  cast: true,
+  case: true,
+  extract: true,
+  subscript: true,
+  field: true,
+  struct: true,
+  array: true,
+  array_subquery: true,
+  subquery: true,
+  exists: true,
+  parameter: true,
 };
 
 /** One query holding every node kind of syntax.ts. */
@@ -93,7 +117,10 @@ describe('walk', () => {
     for (const [label, query] of queries) {
       const expected = withoutPassThrough(reflected(query));
       const actual = walked(query);
-      expect([...actual.values()].every((count) => count === 1), label).toBe(true);
+      expect(
+        [...actual.values()].every((count) => count === 1),
+        label,
+      ).toBe(true);
       expect(actual.size, label).toBe(expected.size);
       for (const node of expected.keys()) expect(actual.has(node), `${label}: ${JSON.stringify(node)}`).toBe(true);
     }

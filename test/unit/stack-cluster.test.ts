@@ -8,16 +8,34 @@ import { serverProperties, type KafkaOptions } from '../../stack/kafka.ts';
 
 /** `key=value` lines of a properties file as a map (the last one wins, as Kafka reads them). */
 function properties(text: string): Map<string, string> {
-  return new Map(text.split('\n').filter((line) => line.includes('=')).map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+  return new Map(
+    text
+      .split('\n')
+      .filter((line) => line.includes('='))
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
 }
 
 /** `key: value` lines of the flat elasticsearch.yml the launcher writes. */
 function yamlSettings(text: string): Map<string, string> {
-  return new Map(text.split('\n').filter((line) => line.includes(': ')).map((line) => [line.slice(0, line.indexOf(': ')), line.slice(line.indexOf(': ') + 2)]));
+  return new Map(
+    text
+      .split('\n')
+      .filter((line) => line.includes(': '))
+      .map((line) => [line.slice(0, line.indexOf(': ')), line.slice(line.indexOf(': ') + 2)]),
+  );
 }
 
 const kafkaBase: KafkaOptions = { javaHome: '/jdk', kafkaLibs: '/libs', runDir: '/run', port: 19092, controllerPort: 19093, heap: '256m' };
-const elasticsearchBase: ElasticsearchOptions = { javaHome: '/jdk', elasticsearchHome: '/es', runDir: '/run', httpPort: 19200, transportPort: 19300, heap: '384m', unprivilegedUser: 'es' };
+const elasticsearchBase: ElasticsearchOptions = {
+  javaHome: '/jdk',
+  elasticsearchHome: '/es',
+  runDir: '/run',
+  httpPort: 19200,
+  transportPort: 19300,
+  heap: '384m',
+  unprivilegedUser: 'es',
+};
 
 describe('cluster stack: server.properties of a Kafka node', () => {
   it('single node: node 1 alone in the quorum, every internal topic with one copy, no cluster-wide replication defaults', () => {
@@ -33,7 +51,10 @@ describe('cluster stack: server.properties of a Kafka node', () => {
 
   it('node 2 of 3: its own id and listener, the three voters, replication factor 3 and min.insync.replicas 2 for every topic', () => {
     const node = properties(
-      serverProperties({ ...kafkaBase, port: 19102, controllerPort: 19103, cluster: { nodeId: 2, controllerPorts: [19093, 19103, 19113], clusterId: 'abc' } }, '/run/kafka-2/data'),
+      serverProperties(
+        { ...kafkaBase, port: 19102, controllerPort: 19103, cluster: { nodeId: 2, controllerPorts: [19093, 19103, 19113], clusterId: 'abc' } },
+        '/run/kafka-2/data',
+      ),
     );
     expect(node.get('node.id')).toBe('2');
     expect(node.get('process.roles')).toBe('broker,controller');
@@ -80,7 +101,10 @@ describe('cluster configuration of the platform', () => {
     const config = loadConfig({});
     expect(config.INGEST_TOPIC_REPLICATION_FACTOR).toBe(1);
     expect(config.ELASTICSEARCH_INDEX_REPLICAS).toBe(0);
-    expect(loadConfig({ INGEST_TOPIC_REPLICATION_FACTOR: '3', ELASTICSEARCH_INDEX_REPLICAS: '1' })).toMatchObject({ INGEST_TOPIC_REPLICATION_FACTOR: 3, ELASTICSEARCH_INDEX_REPLICAS: 1 });
+    expect(loadConfig({ INGEST_TOPIC_REPLICATION_FACTOR: '3', ELASTICSEARCH_INDEX_REPLICAS: '1' })).toMatchObject({
+      INGEST_TOPIC_REPLICATION_FACTOR: 3,
+      ELASTICSEARCH_INDEX_REPLICAS: 1,
+    });
     expect(() => loadConfig({ INGEST_TOPIC_REPLICATION_FACTOR: '0' })).toThrow(/INGEST_TOPIC_REPLICATION_FACTOR/);
     expect(() => loadConfig({ ELASTICSEARCH_INDEX_REPLICAS: '-1' })).toThrow(/ELASTICSEARCH_INDEX_REPLICAS/);
   });
@@ -119,7 +143,7 @@ describe('cluster configuration of the platform', () => {
   it('keeps finding a node when every node has failed requests now and then (a pool that only weighs failures down runs out of nodes)', async () => {
     // a fixed pseudo-random sequence: about one answer in three is a 503
     let state = 12345;
-    const unlucky = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) < 0.3;
+    const unlucky = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 < 0.3;
     const nodes = await Promise.all(
       [0, 1, 2].map(async () => {
         const server = createServer((_request, response) => {

@@ -53,12 +53,14 @@ describe('the stack launcher fails fast, naming what is missing', () => {
 
   it('names the download that failed when Maven cannot resolve the artifacts', async () => {
     // a stand-in for mvn that fails the way Maven does when Central cannot be reached
-    const bin = failingMaven('[ERROR] Failed to execute goal on project stack-artifacts: Could not transfer artifact org.apache.kafka:kafka_2.13:pom:3.9.2 from/to central: Connection refused');
+    const bin = failingMaven(
+      '[ERROR] Failed to execute goal on project stack-artifacts: Could not transfer artifact org.apache.kafka:kafka_2.13:pom:3.9.2 from/to central: Connection refused',
+    );
     const progress: string[] = [];
     try {
-      await expect(
-        ensureArtifacts(emptyCache, (line) => progress.push(line), { JAVA_HOME: findJavaHome(), PATH: `${bin}:/usr/bin:/bin` }),
-      ).rejects.toThrow(/Maven could not resolve the stack artifacts \(exit 1\); is Maven Central reachable\?\n.*Could not transfer artifact org\.apache\.kafka:kafka_2\.13/);
+      await expect(ensureArtifacts(emptyCache, (line) => progress.push(line), { JAVA_HOME: findJavaHome(), PATH: `${bin}:/usr/bin:/bin` })).rejects.toThrow(
+        /Maven could not resolve the stack artifacts \(exit 1\); is Maven Central reachable\?\n.*Could not transfer artifact org\.apache\.kafka:kafka_2\.13/,
+      );
       expect(progress[0]).toMatch(/resolving Kafka .* from Maven Central/);
     } finally {
       rmSync(bin, { recursive: true, force: true });

@@ -11,9 +11,21 @@ describe('the state npm start leaves for keys and produce', () => {
   afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
   it('completes an environment that names no servers with what npm start runs', () => {
-    writeStartState(file, { KAFKA_BROKERS: '127.0.0.1:39092', ELASTICSEARCH_URL: 'http://127.0.0.1:39200', INDEX_PREFIX: 'dev-', BOOTSTRAP_API_KEY: 'never-shared-0123456789', PATH: '/usr/bin' });
+    writeStartState(file, {
+      KAFKA_BROKERS: '127.0.0.1:39092',
+      ELASTICSEARCH_URL: 'http://127.0.0.1:39200',
+      INDEX_PREFIX: 'dev-',
+      BOOTSTRAP_API_KEY: 'never-shared-0123456789',
+      PATH: '/usr/bin',
+    });
     const { env, source } = environmentWithStartState({ STACK_CACHE_DIR: folder, TOPIC_PREFIX: 'mine.' });
-    expect(env).toEqual({ STACK_CACHE_DIR: folder, TOPIC_PREFIX: 'mine.', KAFKA_BROKERS: '127.0.0.1:39092', ELASTICSEARCH_URL: 'http://127.0.0.1:39200', INDEX_PREFIX: 'dev-' });
+    expect(env).toEqual({
+      STACK_CACHE_DIR: folder,
+      TOPIC_PREFIX: 'mine.',
+      KAFKA_BROKERS: '127.0.0.1:39092',
+      ELASTICSEARCH_URL: 'http://127.0.0.1:39200',
+      INDEX_PREFIX: 'dev-',
+    });
     expect(source).toContain(`pid ${process.pid}`);
   });
 

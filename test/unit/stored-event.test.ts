@@ -9,11 +9,13 @@ describe('the stored event', () => {
   it('maps every column and internal field it names', () => {
     const mapped = Object.keys(EVENT_INDEX_MAPPINGS.properties!);
     // folded_fields and key_field are mapped dynamically
-    for (const field of [...EVENT_COLUMNS, ...INTERNAL_FIELDS.filter((name) => name !== 'folded_fields' && name !== 'key_field')]) expect(mapped).toContain(field);
+    for (const field of [...EVENT_COLUMNS, ...INTERNAL_FIELDS.filter((name) => name !== 'folded_fields' && name !== 'key_field')])
+      expect(mapped).toContain(field);
   });
 
   it('keeps internal fields and meta fields out of reach, and nothing else', () => {
-    for (const path of ['shape', 'shape.multi', 'metadata_unindexed', 'folded_fields', 'key_field.x', '_id', '_ignored']) expect(isInternalPath(path)).toBe(true);
+    for (const path of ['shape', 'shape.multi', 'metadata_unindexed', 'folded_fields', 'key_field.x', '_id', '_ignored'])
+      expect(isInternalPath(path)).toBe(true);
     for (const path of ['shaped', 'metadata.shape', 'project', 'key_fields', 'metadata.metadata_unindexed']) expect(isInternalPath(path)).toBe(false);
   });
 

@@ -28,10 +28,12 @@ describe('SystemClock on node-schedule', () => {
   it('hands a failed run to its error handler and keeps the schedule', async () => {
     const failures: unknown[] = [];
     let runs = 0;
-    tasks.push(new SystemClock((error) => failures.push(error)).every(1, async () => {
-      runs += 1;
-      throw new Error(`run ${runs} failed`);
-    }));
+    tasks.push(
+      new SystemClock((error) => failures.push(error)).every(1, async () => {
+        runs += 1;
+        throw new Error(`run ${runs} failed`);
+      }),
+    );
     await until('two failed runs handled', () => failures.length >= 2);
     expect(failures.map((error) => (error as Error).message)).toEqual(Array.from({ length: failures.length }, (_, n) => `run ${n + 1} failed`));
   }, 30_000);

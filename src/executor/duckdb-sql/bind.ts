@@ -35,7 +35,10 @@ export function bindOnce(budget: SqlBudget, values: readonly string[], body: (re
     const [at] = bound as [number];
     return `(list_transform([${values[at]}], lambda ${BOUND_PARAMETER}: ${body(values.map((value, i) => (i === at ? BOUND_PARAMETER : value)))})[1])`;
   }
-  const fields = budget.join(bound.map((i) => `v${i} := ${values[i]}`), ', ');
+  const fields = budget.join(
+    bound.map((i) => `v${i} := ${values[i]}`),
+    ', ',
+  );
   const refs = values.map((value, i) => (isLiteral(value) ? value : `${BOUND_PARAMETER}.v${i}`));
   return `(list_transform([struct_pack(${fields})], lambda ${BOUND_PARAMETER}: ${body(refs)})[1])`;
 }

@@ -22,7 +22,10 @@ export class SqlBudget {
 
   /** `parts` joined by `separator`, refused before joining when together they pass the budget. */
   join(parts: readonly string[], separator: string, position?: QueryPosition): string {
-    this.check(parts.reduce((total, part) => total + part.length + separator.length, 0), position);
+    this.check(
+      parts.reduce((total, part) => total + part.length + separator.length, 0),
+      position,
+    );
     return parts.join(separator);
   }
 }

@@ -4,25 +4,32 @@
  */
 import { InvalidQuery, SandboxViolation, type QueryPosition } from '../../errors.ts';
 import { implicitName } from '../../sql/bindings.ts';
-import type { CastType, Expr, OrderItem, Query, WindowSpec } from '../../sql/syntax.ts';
+import type { CastType, Expr, OrderItem, WindowSpec } from '../../sql/syntax.ts';
 import type { ParameterValue, SqlType } from '../../sql/types.ts';
 import { bindOnce } from './bind.ts';
 import { civilText } from './civil-text.ts';
 import type { SqlBudget } from './budget.ts';
 import type { ExprContext, QueryResult, SelectColumn } from './expression-context.ts';
 import { translateCall, type ExpressionPrinter } from './functions.ts';
-import {
-  dateLiteral,
-  datetimeLiteral,
-  float64Literal,
-  int64Literal,
-  parseTimestampText,
-  quoteIdentifier,
-  quoteString,
-  timestampLiteral,
-} from './literals.ts';
+import { dateLiteral, datetimeLiteral, float64Literal, int64Literal, parseTimestampText, quoteIdentifier, quoteString, timestampLiteral } from './literals.ts';
 import { accessField, itemsNamed, sameName } from './scope.ts';
-import { BOOL, DATE, DATETIME, FLOAT64, INT64, STRING, TIMESTAMP, UNKNOWN, commonType, expect, isNumeric, isOrderable, typeName, unifyTypes, type Typed } from './types.ts';
+import {
+  BOOL,
+  DATE,
+  DATETIME,
+  FLOAT64,
+  INT64,
+  STRING,
+  TIMESTAMP,
+  UNKNOWN,
+  commonType,
+  expect,
+  isNumeric,
+  isOrderable,
+  typeName,
+  unifyTypes,
+  type Typed,
+} from './types.ts';
 import { UTC, civilIn, timeZone } from './time-zone.ts';
 import { concatenation } from './value-size.ts';
 import { weekOfYear, weekStart } from './weeks.ts';
@@ -58,7 +65,10 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
     case 'parameter':
       return parameterValue(parameterNamed(ctx.parameters, expr.name, expr.position), expr.position);
     case 'interval':
-      throw new InvalidQuery(`an INTERVAL may only be an argument of TIMESTAMP_ADD, TIMESTAMP_SUB, DATE_ADD or DATE_SUB, or added to a timestamp`, expr.position);
+      throw new InvalidQuery(
+        `an INTERVAL may only be an argument of TIMESTAMP_ADD, TIMESTAMP_SUB, DATE_ADD or DATE_SUB, or added to a timestamp`,
+        expr.position,
+      );
     case 'date_part':
       throw new InvalidQuery(`date part ${expr.part.toUpperCase()} may only be an argument of a date function`, expr.position);
     case 'unary':
@@ -121,7 +131,11 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
       });
       if (fields.length === 0) throw new InvalidQuery(`an empty STRUCT() is not supported`, expr.position);
       return {
-        sql: `struct_pack(${ctx.budget.join(fields.map((f) => `${quoteIdentifier(f.name)} := ${f.value.sql}`), ', ', expr.position)})`,
+        sql: `struct_pack(${ctx.budget.join(
+          fields.map((f) => `${quoteIdentifier(f.name)} := ${f.value.sql}`),
+          ', ',
+          expr.position,
+        )})`,
         type: { kind: 'struct', fields: fields.map((f) => ({ name: f.name, type: f.value.type })) },
       };
     }
@@ -130,7 +144,14 @@ function translateNode(expr: Expr, ctx: ExprContext): Typed {
       const element = elements.reduce<SqlType | undefined>((type, e) => type && commonType(type, e.type), UNKNOWN);
       if (!element) throw new InvalidQuery(`array elements have no common type`, expr.position);
       if (element.kind === 'array') throw new InvalidQuery(`BigQuery has no arrays of arrays`, expr.position);
-      return { sql: `[${ctx.budget.join(elements.map((e) => e.sql), ', ', expr.position)}]`, type: { kind: 'array', element } };
+      return {
+        sql: `[${ctx.budget.join(
+          elements.map((e) => e.sql),
+          ', ',
+          expr.position,
+        )}]`,
+        type: { kind: 'array', element },
+      };
     }
     case 'array_subquery': {
       const sub = singleColumn(ctx.subquery(expr.query, ctx.scope), 'ARRAY subquery', expr.position);
@@ -286,7 +307,14 @@ function binary(expr: Extract<Expr, { kind: 'binary' }>, ctx: ExprContext): Type
   if (operator === '||') {
     // a chain a || b || c is one concatenation, so its size is checked once and its operands are not bound level by level
     const operands = concatenated(expr).map((operand) => expect(translateExpr(operand, ctx), ['string'], '||', position));
-    return { sql: concatenation(operands.map((operand) => operand.sql), ctx.budget, ctx.maxValueBytes), type: STRING };
+    return {
+      sql: concatenation(
+        operands.map((operand) => operand.sql),
+        ctx.budget,
+        ctx.maxValueBytes,
+      ),
+      type: STRING,
+    };
   }
   const left = translateExpr(expr.left, ctx);
   const right = translateExpr(expr.right, ctx);
@@ -303,7 +331,10 @@ function binary(expr: Extract<Expr, { kind: 'binary' }>, ctx: ExprContext): Type
   if (operator in BITWISE || operator === '^') {
     expect(left, ['int64'], operator, position);
     expect(right, ['int64'], operator, position);
-    return { sql: operator === '^' ? `xor(${left.sql}, ${right.sql})` : `(${left.sql} ${BITWISE[operator as keyof typeof BITWISE]} ${right.sql})`, type: INT64 };
+    return {
+      sql: operator === '^' ? `xor(${left.sql}, ${right.sql})` : `(${left.sql} ${BITWISE[operator as keyof typeof BITWISE]} ${right.sql})`,
+      type: INT64,
+    };
   }
   const numericLeft = expect(left, ['int64', 'float64', 'numeric'], `operator ${operator}`, position);
   const numericRight = expect(right, ['int64', 'float64', 'numeric'], `operator ${operator}`, position);
@@ -378,7 +409,11 @@ function caseExpr(expr: Extract<Expr, { kind: 'case' }>, ctx: ExprContext): Type
   const otherwise = expr.else && translateExpr(expr.else, ctx);
   const results = [...whens.map((w) => w.result), ...(otherwise ? [otherwise] : [])];
   const type = unifyTypes(results, 'CASE', expr.position);
-  const branches = ctx.budget.join(whens.map((w) => `WHEN ${w.condition.sql} THEN ${w.result.sql}`), ' ', expr.position);
+  const branches = ctx.budget.join(
+    whens.map((w) => `WHEN ${w.condition.sql} THEN ${w.result.sql}`),
+    ' ',
+    expr.position,
+  );
   return { sql: `(CASE ${operand ? `${operand.sql} ` : ''}${branches}${otherwise ? ` ELSE ${otherwise.sql}` : ''} END)`, type };
 }
 
@@ -412,7 +447,14 @@ export function castValue(value: Typed, target: CastType, safe: boolean, budget:
       if (from === 'float64' || from === 'numeric') return { sql: `${cast}(round(${value.sql}) AS BIGINT)`, type: INT64 };
       if (from === 'string') {
         // BigQuery reads decimal or hex digits only: '1.5' or ' 1' are errors, which DuckDB would accept
-        const sql = checked((v) => orFail(`(${v} IS NULL OR regexp_full_match(${v}, '[+-]?([0-9]+|0[xX][0-9a-fA-F]+)'))`, `${cast}(${v} AS BIGINT)`, `'Bad int64 value: ' || ${v}`, safe));
+        const sql = checked((v) =>
+          orFail(
+            `(${v} IS NULL OR regexp_full_match(${v}, '[+-]?([0-9]+|0[xX][0-9a-fA-F]+)'))`,
+            `${cast}(${v} AS BIGINT)`,
+            `'Bad int64 value: ' || ${v}`,
+            safe,
+          ),
+        );
         return { sql, type: INT64 };
       }
       return refuse();
@@ -490,7 +532,8 @@ export function extract(part: string, value: Typed, zoneName: string | undefined
 
 function subscript(expr: Extract<Expr, { kind: 'subscript' }>, ctx: ExprContext): Typed {
   const array = translateExpr(expr.expr, ctx);
-  if (array.type.kind !== 'array') throw new InvalidQuery(`Array element access with [${expr.mode.toUpperCase()}] needs an array, got ${typeName(array.type)}`, expr.position);
+  if (array.type.kind !== 'array')
+    throw new InvalidQuery(`Array element access with [${expr.mode.toUpperCase()}] needs an array, got ${typeName(array.type)}`, expr.position);
   const index = expect(translateExpr(expr.index, ctx), ['int64'], `[${expr.mode.toUpperCase()}]`, expr.position);
   // DuckDB lists are 1-based, read negative indexes from the end and give NULL out of range; BigQuery's
   // OFFSET is 0-based, ORDINAL 1-based, and out of range is an error unless SAFE_
@@ -513,14 +556,29 @@ export function orderItemSql(sql: string, item: OrderItem): string {
 export function windowSql(spec: WindowSpec, ctx: ExprContext): string {
   const inner: ExprContext = { ...ctx, windows: false, clause: 'OVER' };
   const parts: string[] = [];
-  if (spec.partitionBy.length) parts.push(`PARTITION BY ${ctx.budget.join(spec.partitionBy.map((e) => translateExpr(e, inner).sql), ', ')}`);
-  if (spec.orderBy.length) parts.push(`ORDER BY ${ctx.budget.join(spec.orderBy.map((o) => orderItemSql(translateExpr(o.expr, inner).sql, o)), ', ')}`);
+  if (spec.partitionBy.length)
+    parts.push(
+      `PARTITION BY ${ctx.budget.join(
+        spec.partitionBy.map((e) => translateExpr(e, inner).sql),
+        ', ',
+      )}`,
+    );
+  if (spec.orderBy.length)
+    parts.push(
+      `ORDER BY ${ctx.budget.join(
+        spec.orderBy.map((o) => orderItemSql(translateExpr(o.expr, inner).sql, o)),
+        ', ',
+      )}`,
+    );
   if (spec.frame) {
     const bound = (b: NonNullable<typeof spec.frame>['start']): string => {
       switch (b.kind) {
-        case 'current_row': return 'CURRENT ROW';
-        case 'unbounded_preceding': return 'UNBOUNDED PRECEDING';
-        case 'unbounded_following': return 'UNBOUNDED FOLLOWING';
+        case 'current_row':
+          return 'CURRENT ROW';
+        case 'unbounded_preceding':
+          return 'UNBOUNDED PRECEDING';
+        case 'unbounded_following':
+          return 'UNBOUNDED FOLLOWING';
         case 'preceding':
         case 'following': {
           const offset = expect(translateExpr(b.offset, inner), ['int64', 'float64', 'numeric'], 'window frame', undefined);

@@ -72,12 +72,20 @@ function datePart(call: Call, i: number): string {
 
 /** Scalar functions that return NULL when any argument is NULL in BigQuery but not in DuckDB; each argument printed once. */
 function nullIfAnyNull(call: Call, args: Typed[], sql: (refs: string[]) => string): string {
-  return bindOnce(call.ctx.budget, args.map((a) => a.sql), (refs) => `(CASE WHEN ${refs.map((ref) => `${ref} IS NULL`).join(' OR ')} THEN NULL ELSE ${sql(refs)} END)`);
+  return bindOnce(
+    call.ctx.budget,
+    args.map((a) => a.sql),
+    (refs) => `(CASE WHEN ${refs.map((ref) => `${ref} IS NULL`).join(' OR ')} THEN NULL ELSE ${sql(refs)} END)`,
+  );
 }
 
 /** `sql` over the arguments' texts, each printed once however often `sql` reads it. */
 function once(call: Call, args: Typed[], sql: (refs: string[]) => string): string {
-  return bindOnce(call.ctx.budget, args.map((a) => a.sql), sql);
+  return bindOnce(
+    call.ctx.budget,
+    args.map((a) => a.sql),
+    sql,
+  );
 }
 
 /** The arguments' texts joined, within the query's budget. */
@@ -92,10 +100,14 @@ function joined(call: Call, args: readonly string[], separator: string): string 
 function nthMatch(call: Call, value: Typed, pattern: Typed, group: number): string {
   const position = call.arg(2);
   const occurrence = call.expr.args.length > 3 ? call.arg(3) : { sql: 'CAST(1 AS BIGINT)', type: INT64 };
-  return once(call, [value, pattern, position, occurrence], ([text, regex, from, nth]) =>
-    `(CASE WHEN ${from} <= 0 THEN error('REGEXP_EXTRACT: the position must be positive') ` +
-    `WHEN ${nth} <= 0 THEN error('REGEXP_EXTRACT: the occurrence must be positive') ` +
-    `WHEN ${from} > length(${text}) THEN NULL ELSE regexp_extract_all(substring(${text}, ${from}), ${regex}, ${group})[${nth}] END)`);
+  return once(
+    call,
+    [value, pattern, position, occurrence],
+    ([text, regex, from, nth]) =>
+      `(CASE WHEN ${from} <= 0 THEN error('REGEXP_EXTRACT: the position must be positive') ` +
+      `WHEN ${nth} <= 0 THEN error('REGEXP_EXTRACT: the occurrence must be positive') ` +
+      `WHEN ${from} > length(${text}) THEN NULL ELSE regexp_extract_all(substring(${text}, ${from}), ${regex}, ${group})[${nth}] END)`,
+  );
 }
 
 /** The count of a LIMIT inside a call: an integer literal, 0 or more. */
@@ -191,7 +203,10 @@ function jsonArray(call: Call, scalars: boolean): Typed {
 
 function jsonScalar(call: Call): Typed {
   // BigQuery: the unquoted scalar; NULL for an object, an array or text that is not JSON
-  const sql = withJson(call, (text, path) => `(CASE WHEN json_valid(${text}) AND json_type(${text}, ${path}) NOT IN ('OBJECT', 'ARRAY') THEN json_extract_string(${text}, ${path}) END)`);
+  const sql = withJson(
+    call,
+    (text, path) => `(CASE WHEN json_valid(${text}) AND json_type(${text}, ${path}) NOT IN ('OBJECT', 'ARRAY') THEN json_extract_string(${text}, ${path}) END)`,
+  );
   return { sql, type: STRING };
 }
 
@@ -273,7 +288,13 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   string_agg: (call) => {
     const value = call.arg(0);
     const separator = call.expr.args.length > 1 ? call.arg(1).sql : `','`;
-    const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
+    const order = call.expr.orderBy?.length
+      ? ` ORDER BY ${joined(
+          call,
+          call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)),
+          ', ',
+        )}`
+      : '';
     const distinct = call.expr.distinct ? 'DISTINCT ' : '';
     if (!call.expr.limit) return { sql: `string_agg(${distinct}${value.sql}, ${separator}${order})${call.over}`, type: STRING };
     // LIMIT n joins the first n values that are not NULL; no values at all is NULL, as string_agg's
@@ -283,7 +304,13 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   array_agg: (call) => {
     const value = call.arg(0);
     if (value.type.kind === 'array') fail(call, 'BigQuery has no arrays of arrays');
-    const order = call.expr.orderBy?.length ? ` ORDER BY ${joined(call, call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)), ', ')}` : '';
+    const order = call.expr.orderBy?.length
+      ? ` ORDER BY ${joined(
+          call,
+          call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)),
+          ', ',
+        )}`
+      : '';
     const distinct = call.expr.distinct ? 'DISTINCT ' : '';
     const type: SqlType = { kind: 'array', element: value.type };
     // LIMIT n keeps the first n elements (in the ORDER BY's order)
@@ -294,8 +321,11 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     const list = `list(${distinct}${value.sql}${order})${call.over}`;
     if (limit) {
       const e = LAMBDA_PARAMETER;
-      const sql = bindOnce(call.ctx.budget, [`(${list})${limit}`], ([kept]) =>
-        `(CASE WHEN list_bool_or(list_transform(${kept}, lambda ${e}: ${e} IS NULL)) THEN ${refusal} ELSE ${kept} END)`);
+      const sql = bindOnce(
+        call.ctx.budget,
+        [`(${list})${limit}`],
+        ([kept]) => `(CASE WHEN list_bool_or(list_transform(${kept}, lambda ${e}: ${e} IS NULL)) THEN ${refusal} ELSE ${kept} END)`,
+      );
       return { sql, type };
     }
     const nulls = `count(*) FILTER (WHERE ${value.sql} IS NULL)${call.over}`;
@@ -348,7 +378,14 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   },
   coalesce: (call) => {
     const args = call.expr.args.map((_, i) => call.arg(i));
-    return { sql: `coalesce(${joined(call, args.map((a) => a.sql), ', ')})`, type: unifyTypes(args, 'COALESCE', call.expr.position) };
+    return {
+      sql: `coalesce(${joined(
+        call,
+        args.map((a) => a.sql),
+        ', ',
+      )})`,
+      type: unifyTypes(args, 'COALESCE', call.expr.position),
+    };
   },
   nullif: (call) => {
     const [value, other] = [call.arg(0), call.arg(1)];
@@ -363,7 +400,14 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     // BigQuery casts each argument to STRING first
     const args = call.expr.args.map((_, i) => call.printer.castToString(call.arg(i), call.ctx, call.expr.position));
     // DuckDB's concat skips NULLs; BigQuery's (like ||) returns NULL
-    return { sql: concatenation(args.map((a) => a.sql), call.ctx.budget, call.ctx.maxValueBytes), type: STRING };
+    return {
+      sql: concatenation(
+        args.map((a) => a.sql),
+        call.ctx.budget,
+        call.ctx.maxValueBytes,
+      ),
+      type: STRING,
+    };
   },
   length: (call) => {
     const value = call.arg(0);
@@ -411,7 +455,11 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     if (groups > 1) fail(call, 'the regular expression may have at most one capturing group');
     if (call.expr.args.length > 2) return { sql: nthMatch(call, value, pattern, groups), type: STRING };
     // the capture group if there is one, else the whole match; NULL (not '') when nothing matches
-    const sql = once(call, [value, pattern], ([text, regex]) => `(CASE WHEN regexp_matches(${text}, ${regex}) THEN regexp_extract(${text}, ${regex}, ${groups}) END)`);
+    const sql = once(
+      call,
+      [value, pattern],
+      ([text, regex]) => `(CASE WHEN regexp_matches(${text}, ${regex}) THEN regexp_extract(${text}, ${regex}, ${groups}) END)`,
+    );
     return { sql, type: STRING };
   },
   regexp_replace: (call) => {
@@ -453,8 +501,11 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     const value = call.arg(0);
     const encode = (v: string) => `CAST(${jsonEncoded(v, value.type)} AS VARCHAR)`;
     if (call.expr.args.length === 1) return { sql: needsEncoding(value.type) ? once(call, [value], ([v]) => encode(v!)) : encode(value.sql), type: STRING };
-    const sql = once(call, [value, call.arg(1)], ([v, pretty]) =>
-      `(CASE WHEN ${pretty} THEN ${twoSpaceIndent(`json_pretty(${encode(v!)})`)} ELSE ${encode(v!)} END)`);
+    const sql = once(
+      call,
+      [value, call.arg(1)],
+      ([v, pretty]) => `(CASE WHEN ${pretty} THEN ${twoSpaceIndent(`json_pretty(${encode(v!)})`)} ELSE ${encode(v!)} END)`,
+    );
     return { sql, type: STRING };
   },
   // on strings only: BigQuery also searches inside records and arrays
@@ -493,7 +544,10 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   },
   safe_divide: (call) => {
     const [a, b] = [call.arg(0), call.arg(1)];
-    return { sql: once(call, [a, b], ([x, y]) => `(CASE WHEN CAST(${y} AS DOUBLE) = 0 THEN NULL ELSE CAST(${x} AS DOUBLE) / CAST(${y} AS DOUBLE) END)`), type: FLOAT64 };
+    return {
+      sql: once(call, [a, b], ([x, y]) => `(CASE WHEN CAST(${y} AS DOUBLE) = 0 THEN NULL ELSE CAST(${x} AS DOUBLE) / CAST(${y} AS DOUBLE) END)`),
+      type: FLOAT64,
+    };
   },
   ieee_divide: (call) => ({ sql: `(CAST(${call.arg(0).sql} AS DOUBLE) / CAST(${call.arg(1).sql} AS DOUBLE))`, type: FLOAT64 }),
 
@@ -521,8 +575,12 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   reverse: (call) => ({ sql: `reverse(${call.arg(0).sql})`, type: STRING }),
   repeat: (call) => {
     const [value, times] = [call.arg(0), call.arg(1)];
-    const sql = once(call, [value, times], ([text, count]) =>
-      `(CASE WHEN ${count} < 0 THEN error('REPEAT: count must not be negative') ${stringGuard('REPEAT', `${bytes(text!)} * ${count}`, call.ctx.maxValueBytes)} ELSE repeat(${text}, ${count}) END)`);
+    const sql = once(
+      call,
+      [value, times],
+      ([text, count]) =>
+        `(CASE WHEN ${count} < 0 THEN error('REPEAT: count must not be negative') ${stringGuard('REPEAT', `${bytes(text!)} * ${count}`, call.ctx.maxValueBytes)} ELSE repeat(${text}, ${count}) END)`,
+    );
     return { sql, type: STRING };
   },
   left: (call) => ({ sql: `left(${call.arg(0).sql}, ${call.arg(1).sql})`, type: STRING }),
@@ -566,8 +624,10 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
       const steps = `((epoch_us(${to}) - epoch_us(${from})) // ${by})`;
       const k = LAMBDA_PARAMETER;
       const guard = listGuard('GENERATE_TIMESTAMP_ARRAY', `${steps} + 1`, call.ctx.maxValueBytes);
-      return `(CASE WHEN ${by} = 0 THEN error('GENERATE_TIMESTAMP_ARRAY: the interval cannot be 0') ${guard} ` +
-        `ELSE list_transform(generate_series(0, ${steps}), lambda ${k}: make_timestamptz(epoch_us(${from}) + ${k} * ${by})) END)`;
+      return (
+        `(CASE WHEN ${by} = 0 THEN error('GENERATE_TIMESTAMP_ARRAY: the interval cannot be 0') ${guard} ` +
+        `ELSE list_transform(generate_series(0, ${steps}), lambda ${k}: make_timestamptz(epoch_us(${from}) + ${k} * ${by})) END)`
+      );
     });
     return { sql, type: { kind: 'array', element: TIMESTAMP } };
   },
@@ -581,7 +641,8 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     if (value.type.kind !== 'array' || value.type.element.kind !== 'string') fail(call, `expects ARRAY<STRING>, got ${typeName(value.type)}`);
     const separator = call.arg(1);
     // NULL elements are skipped unless a replacement text is given
-    const elements = call.expr.args.length > 2 ? `list_transform(${value.sql}, lambda ${LAMBDA_PARAMETER}: coalesce(${LAMBDA_PARAMETER}, ${call.arg(2).sql}))` : value.sql;
+    const elements =
+      call.expr.args.length > 2 ? `list_transform(${value.sql}, lambda ${LAMBDA_PARAMETER}: coalesce(${LAMBDA_PARAMETER}, ${call.arg(2).sql}))` : value.sql;
     // the elements only are bound once: DuckDB takes only a constant separator, which a bound one is not
     const sql = bindOnce(call.ctx.budget, [elements], ([list]) => {
       const texts = `coalesce(list_sum(list_transform(${list}, lambda ${LAMBDA_PARAMETER}: strlen(${LAMBDA_PARAMETER}))), 0)`;
@@ -656,12 +717,24 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
     if (zone.kind === 'utc') return { sql: `CAST(${value.sql} AS TIMESTAMPTZ)`, type: TIMESTAMP };
     if (value.type.kind !== 'string') return { sql: instantIn(`CAST(${value.sql} AS TIMESTAMP)`, zone), type: TIMESTAMP };
     // a text that names its own zone or offset keeps it; the argument is the zone of one that does not
-    const sql = once(call, [value], ([text]) =>
-      `(CASE WHEN regexp_matches(${text}, '${OWN_ZONE}') THEN CAST(${text} AS TIMESTAMPTZ) ELSE ${instantIn(`CAST(${text} AS TIMESTAMP)`, zone)} END)`);
+    const sql = once(
+      call,
+      [value],
+      ([text]) =>
+        `(CASE WHEN regexp_matches(${text}, '${OWN_ZONE}') THEN CAST(${text} AS TIMESTAMPTZ) ELSE ${instantIn(`CAST(${text} AS TIMESTAMP)`, zone)} END)`,
+    );
     return { sql, type: TIMESTAMP };
   },
   date: (call) => {
-    if (call.expr.args.length === 3) return { sql: `make_date(${joined(call, [0, 1, 2].map((i) => call.arg(i).sql), ', ')})`, type: DATE };
+    if (call.expr.args.length === 3)
+      return {
+        sql: `make_date(${joined(
+          call,
+          [0, 1, 2].map((i) => call.arg(i).sql),
+          ', ',
+        )})`,
+        type: DATE,
+      };
     const value = call.arg(0);
     const zone = zoneArgument(call, 1, value);
     return { sql: `CAST(${zone.kind === 'utc' ? value.sql : civilIn(value.sql, zone)} AS DATE)`, type: DATE };
@@ -688,10 +761,13 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
 };
 
 /** FORMAT_DATE / FORMAT_DATETIME: the timestamp elements over a civil value (zone elements print UTC's). */
-function formatCivil(call: Call, kind: 'date' | 'datetime'): Typed {
+function formatCivil(call: Call, _kind: 'date' | 'datetime'): Typed {
   const format = literalText(call, 0, 'format');
   const value = call.arg(1);
-  return { sql: once(call, [value], ([civil]) => formatTimestampSql(format, `CAST(${civil} AS TIMESTAMP)`, call.ctx.budget, call.expr.position)), type: STRING };
+  return {
+    sql: once(call, [value], ([civil]) => formatTimestampSql(format, `CAST(${civil} AS TIMESTAMP)`, call.ctx.budget, call.expr.position)),
+    type: STRING,
+  };
 }
 
 function parseCivil(call: Call, duckDbType: 'DATE' | 'TIMESTAMP', type: SqlType): Typed {
@@ -771,8 +847,10 @@ function pad(call: Call, fn: 'lpad' | 'rpad'): Typed {
     // the characters added, at the filler's bytes per character; a shorter length cuts the text, which builds nothing
     const padded = `${bytes(text!)} + (CAST(${size} AS DOUBLE) - length(${text})) * ${bytes(fill!)} / greatest(length(${fill}), 1)`;
     const grown = `(CASE WHEN ${size} > length(${text}) THEN ${padded} ELSE 0 END)`;
-    return `(CASE WHEN ${size} < 0 THEN error('${fn.toUpperCase()}: length must not be negative') ${stringGuard(fn.toUpperCase(), grown, call.ctx.maxValueBytes)} ` +
-      `ELSE ${fn}(${text}, CAST(${size} AS INTEGER), ${fill}) END)`;
+    return (
+      `(CASE WHEN ${size} < 0 THEN error('${fn.toUpperCase()}: length must not be negative') ${stringGuard(fn.toUpperCase(), grown, call.ctx.maxValueBytes)} ` +
+      `ELSE ${fn}(${text}, CAST(${size} AS INTEGER), ${fill}) END)`
+    );
   });
   return { sql, type: STRING };
 }
@@ -789,7 +867,8 @@ function substring(call: Call): Typed {
   const length = call.expr.args.length > 2 ? call.arg(2) : undefined;
   // BigQuery: 1-based, 0 reads as 1, a negative start counts from the end (clamped to the first
   // character), a negative length is an error
-  const from = (text: string, first: string) => `(CASE WHEN ${first} > 0 THEN ${first} WHEN ${first} = 0 THEN 1 ELSE greatest(length(${text}) + ${first} + 1, 1) END)`;
+  const from = (text: string, first: string) =>
+    `(CASE WHEN ${first} > 0 THEN ${first} WHEN ${first} = 0 THEN 1 ELSE greatest(length(${text}) + ${first} + 1, 1) END)`;
   if (!length) return { sql: nullIfAnyNull(call, [value, start], ([text, first]) => `substring(${text}, ${from(text!, first!)})`), type: STRING };
   const sql = nullIfAnyNull(call, [value, start, length], ([text, first, count]) => {
     const checked = `(CASE WHEN ${count} < 0 THEN error('SUBSTR: length must not be negative') ELSE ${count} END)`;
@@ -815,7 +894,8 @@ export function translateCall(expr: CallExpr, ctx: ExprContext, printer: Express
   if (expr.limit && !fn.modifiers?.includes('limit')) {
     throw new InvalidQuery(`LIMIT is only allowed inside ARRAY_AGG() and STRING_AGG(), not ${name.toUpperCase()}()`, expr.position);
   }
-  if (expr.orderBy?.length && !fn.modifiers?.includes('order_by')) throw new InvalidQuery(`ORDER BY is not allowed inside ${name.toUpperCase()}()`, expr.position);
+  if (expr.orderBy?.length && !fn.modifiers?.includes('order_by'))
+    throw new InvalidQuery(`ORDER BY is not allowed inside ${name.toUpperCase()}()`, expr.position);
   if ((expr.limit || expr.orderBy?.length) && expr.over) {
     throw new InvalidQuery(`ORDER BY and LIMIT inside ${name.toUpperCase()}() are not allowed with OVER`, expr.position);
   }

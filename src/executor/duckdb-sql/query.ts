@@ -106,7 +106,10 @@ export class QueryTranslator {
       return { ...column, type };
     });
     const sql = `(${left.sql}) ${operator} (${right.sql})`;
-    this.budget.check(sql.length, body.right.kind === 'nested_query' ? body.right.query.position : body.right.kind === 'select' ? body.right.position : undefined);
+    this.budget.check(
+      sql.length,
+      body.right.kind === 'nested_query' ? body.right.query.position : body.right.kind === 'select' ? body.right.position : undefined,
+    );
     return { sql, columns };
   }
 
@@ -140,7 +143,10 @@ export class QueryTranslator {
     });
 
     const join = (parts: string[], separator: string) => this.budget.join(parts, separator, select.position);
-    let sql = `SELECT ${select.distinct ? 'DISTINCT ' : ''}${join(columns.map((c) => `${c.sql} AS ${quoteIdentifier(c.name)}`), ', ')}`;
+    let sql = `SELECT ${select.distinct ? 'DISTINCT ' : ''}${join(
+      columns.map((c) => `${c.sql} AS ${quoteIdentifier(c.name)}`),
+      ', ',
+    )}`;
     if (from.length) sql += ` FROM ${join(from, ' ')}`;
     if (where) sql += ` WHERE ${where}`;
     if (groupBy.length) sql += select.rollup ? ` GROUP BY ROLLUP (${join(groupBy, ', ')})` : ` GROUP BY ${join(groupBy, ', ')}`;
@@ -236,7 +242,8 @@ export class QueryTranslator {
     // two columns of one relation with the same name could not be told apart in the printed SQL
     const printed = new Set<string>();
     const duplicate = kept.find((v) => printed.size === printed.add(v.value.sql).size);
-    if (duplicate) throw new InvalidQuery(`SELECT * is ambiguous: the relation has two columns named ${duplicate.name}; name the columns you want`, item.position);
+    if (duplicate)
+      throw new InvalidQuery(`SELECT * is ambiguous: the relation has two columns named ${duplicate.name}; name the columns you want`, item.position);
     return kept.map(({ name, value }) => ({ name, type: value.type, sql: value.sql, anonymous: false, aggregate: false }));
   }
 
@@ -271,16 +278,22 @@ export class QueryTranslator {
    */
   private using(join: Join, scope: Scope): string {
     const pairs = this.bindings.using.get(join) ?? [];
-    return this.budget.join(pairs.map(({ left, right }) => {
-      const leftValue = scope.value(left, join.relation.position);
-      const rightValue = scope.value(right, join.relation.position);
-      if (!commonType(leftValue.type, rightValue.type)) {
-        throw new InvalidQuery(`column ${left.column} in USING has incompatible types: ${typeName(leftValue.type)}, ${typeName(rightValue.type)}`, join.relation.position);
-      }
-      scope.hide(right);
-      if (join.kind === 'right' || join.kind === 'full') scope.merge(left, right, join.relation.position);
-      return `(${leftValue.sql} = ${rightValue.sql})`;
-    }), ' AND ');
+    return this.budget.join(
+      pairs.map(({ left, right }) => {
+        const leftValue = scope.value(left, join.relation.position);
+        const rightValue = scope.value(right, join.relation.position);
+        if (!commonType(leftValue.type, rightValue.type)) {
+          throw new InvalidQuery(
+            `column ${left.column} in USING has incompatible types: ${typeName(leftValue.type)}, ${typeName(rightValue.type)}`,
+            join.relation.position,
+          );
+        }
+        scope.hide(right);
+        if (join.kind === 'right' || join.kind === 'full') scope.merge(left, right, join.relation.position);
+        return `(${leftValue.sql} = ${rightValue.sql})`;
+      }),
+      ' AND ',
+    );
   }
 
   private relation(relation: Relation, scope: Scope, ctes: CteFrame | undefined, outer: Scope | undefined, place: 'first' | 'cross' | 'join'): string {
@@ -308,7 +321,10 @@ export class QueryTranslator {
       case 'unnest': {
         const translated = translateExpr(relation.array, this.exprContext(scope, ctes, 'UNNEST'));
         // an array no scanned event holds: no element (a left join keeps the row with NULL)
-        const array = translated.type.kind === 'unknown' ? { sql: 'CAST(NULL AS INTEGER[])', type: { kind: 'array' as const, element: { kind: 'unknown' as const } } } : translated;
+        const array =
+          translated.type.kind === 'unknown'
+            ? { sql: 'CAST(NULL AS INTEGER[])', type: { kind: 'array' as const, element: { kind: 'unknown' as const } } }
+            : translated;
         if (array.type.kind !== 'array') {
           throw new InvalidQuery(`Values referenced in UNNEST must be arrays. UNNEST contains expression of type ${typeName(array.type)}`, relation.position);
         }
@@ -318,7 +334,8 @@ export class QueryTranslator {
         // subquery does, and a second zipped unnest numbers the elements from 0 (WITH OFFSET)
         const offsetSql = offsetName ? `, unnest(range(0, len(${array.sql}))) AS "offset"` : '';
         scope.add({ kind: 'value', source: relation, offset: false, name: relation.alias, relation: printed, column: 'value', type: array.type.element });
-        if (offsetName) scope.add({ kind: 'value', source: relation, offset: true, name: offsetName, relation: printed, column: 'offset', type: { kind: 'int64' } });
+        if (offsetName)
+          scope.add({ kind: 'value', source: relation, offset: true, name: offsetName, relation: printed, column: 'offset', type: { kind: 'int64' } });
         const subquery = `(SELECT unnest(${array.sql}) AS "value"${offsetSql}) AS ${quoteIdentifier(printed)}`;
         return place === 'first' ? subquery : `${place === 'cross' ? 'CROSS JOIN ' : ''}LATERAL ${subquery}`;
       }

@@ -24,7 +24,10 @@ export function timeZone(text: string, position?: QueryPosition): TimeZone {
   try {
     new Intl.DateTimeFormat('en', { timeZone: text });
   } catch {
-    throw new InvalidQuery(`unknown time zone ${JSON.stringify(text)} (use a tz database name such as America/Los_Angeles, or an offset such as -08:00)`, position);
+    throw new InvalidQuery(
+      `unknown time zone ${JSON.stringify(text)} (use a tz database name such as America/Los_Angeles, or an offset such as -08:00)`,
+      position,
+    );
   }
   return { kind: 'named', name: text };
 }

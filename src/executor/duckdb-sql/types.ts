@@ -5,10 +5,14 @@ import type { SqlType } from '../../sql/types.ts';
 /** BigQuery's name of a type, for error messages. */
 export function typeName(type: SqlType): string {
   switch (type.kind) {
-    case 'struct': return `STRUCT<${type.fields.map((f) => `${f.name} ${typeName(f.type)}`).join(', ')}>`;
-    case 'array': return `ARRAY<${typeName(type.element)}>`;
-    case 'unknown': return 'NULL';
-    default: return type.kind.toUpperCase();
+    case 'struct':
+      return `STRUCT<${type.fields.map((f) => `${f.name} ${typeName(f.type)}`).join(', ')}>`;
+    case 'array':
+      return `ARRAY<${typeName(type.element)}>`;
+    case 'unknown':
+      return 'NULL';
+    default:
+      return type.kind.toUpperCase();
   }
 }
 
@@ -29,7 +33,10 @@ export function sameType(a: SqlType, b: SqlType): boolean {
   if (a.kind !== b.kind) return false;
   if (a.kind === 'array' && b.kind === 'array') return sameType(a.element, b.element);
   if (a.kind === 'struct' && b.kind === 'struct') {
-    return a.fields.length === b.fields.length && a.fields.every((f, i) => f.name.toLowerCase() === b.fields[i]!.name.toLowerCase() && sameType(f.type, b.fields[i]!.type));
+    return (
+      a.fields.length === b.fields.length &&
+      a.fields.every((f, i) => f.name.toLowerCase() === b.fields[i]!.name.toLowerCase() && sameType(f.type, b.fields[i]!.type))
+    );
   }
   return true;
 }

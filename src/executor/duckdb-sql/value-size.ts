@@ -36,7 +36,11 @@ export function listGuard(name: string, elements: string, maxBytes: number): str
 
 /** `values` (strings) joined as BigQuery's CONCAT and || do (NULL if any is NULL), refused past `maxBytes` together; each printed once. */
 export function concatenation(values: readonly string[], budget: SqlBudget, maxBytes: number): string {
-  return bindOnce(budget, values, (refs) => `(CASE ${stringGuard('CONCAT', budget.join(refs.map(bytes), ' + '), maxBytes)} ELSE (${budget.join(refs, ' || ')}) END)`);
+  return bindOnce(
+    budget,
+    values,
+    (refs) => `(CASE ${stringGuard('CONCAT', budget.join(refs.map(bytes), ' + '), maxBytes)} ELSE (${budget.join(refs, ' || ')}) END)`,
+  );
 }
 
 /** The client's message when an engine error is one of these guards refusing a value; undefined for any other error. */

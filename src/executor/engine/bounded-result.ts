@@ -72,5 +72,7 @@ export class BoundedResult {
 /** JavaScript refused to build a string that long (about 512 MiB): too large for any byte cap. */
 export function isStringTooLong(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  return (error as Error & { code?: string }).code === 'ERR_STRING_TOO_LONG' || (error instanceof RangeError && error.message.includes('Invalid string length'));
+  return (
+    (error as Error & { code?: string }).code === 'ERR_STRING_TOO_LONG' || (error instanceof RangeError && error.message.includes('Invalid string length'))
+  );
 }

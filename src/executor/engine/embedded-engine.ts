@@ -81,7 +81,12 @@ export class EmbeddedEngine {
   private closing = false;
 
   private constructor(private readonly options: Required<EngineOptions>) {
-    this.queue = new EngineQueue({ slots: options.poolSize, perKey: options.perKey, maxWaiting: options.maxWaiting, maxWaitingPerKey: options.maxWaitingPerKey });
+    this.queue = new EngineQueue({
+      slots: options.poolSize,
+      perKey: options.perKey,
+      maxWaiting: options.maxWaiting,
+      maxWaitingPerKey: options.maxWaitingPerKey,
+    });
   }
 
   static async start(options: EngineOptions): Promise<EmbeddedEngine> {
@@ -221,7 +226,12 @@ class EngineProcess {
 
   static start(options: Required<EngineOptions>): Promise<EngineProcess> {
     const limits: EngineLimits = { memoryLimit: options.memoryLimit, threads: options.threads };
-    const child = fork(ENTRY, [JSON.stringify(limits)], { cwd: repositoryRoot, execArgv: [...loaderArgs], stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'json' });
+    const child = fork(ENTRY, [JSON.stringify(limits)], {
+      cwd: repositoryRoot,
+      execArgv: [...loaderArgs],
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      serialization: 'json',
+    });
     // DuckDB writes what it dies of (e.g. "terminate called after throwing ...") to stderr.
     createInterface({ input: child.stderr! }).on('line', (line) => options.logger.warn({ enginePid: child.pid, stderr: line }, 'engine process stderr'));
     return new Promise((resolve, reject) => {
@@ -300,7 +310,13 @@ class EngineProcess {
           await this.send({ type: 'rows', requestId: id, table, firstRowNumber: first, rows: rows.slice(first, first + ROWS_PER_MESSAGE) });
         }
       }
-      await this.send({ type: 'run', requestId: id, sql: request.sql, maxRows: request.maxRows ?? Number.MAX_SAFE_INTEGER, maxBytes: this.options.maxResultBytes });
+      await this.send({
+        type: 'run',
+        requestId: id,
+        sql: request.sql,
+        maxRows: request.maxRows ?? Number.MAX_SAFE_INTEGER,
+        maxBytes: this.options.maxResultBytes,
+      });
     } catch (error) {
       // A closed channel is answered by the exit handler; anything else (rows JSON cannot carry) here.
       if (this.exited) return;
@@ -337,7 +353,9 @@ class EngineProcess {
         break;
       case 'out_of_memory':
         // Only DuckDB's first line: the rest advises operators on settings a client cannot change.
-        pending.reject(new QueryTooExpensive(`the query needs more memory than the engine's limit of ${this.options.memoryLimit}: ${message.message.split('\n')[0]}`));
+        pending.reject(
+          new QueryTooExpensive(`the query needs more memory than the engine's limit of ${this.options.memoryLimit}: ${message.message.split('\n')[0]}`),
+        );
         break;
       case 'result_too_large':
         pending.reject(

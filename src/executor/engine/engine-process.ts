@@ -158,7 +158,8 @@ async function query(request: Request, message: Extract<ServiceMessage, { type: 
   const names = result.columnNames();
   const types = result.columnTypes();
   const duplicate = names.find((name, index) => names.indexOf(name) !== index);
-  if (duplicate !== undefined) throw new Failure('invalid_query', `the result has two columns named ${JSON.stringify(duplicate)}; give each column its own alias`);
+  if (duplicate !== undefined)
+    throw new Failure('invalid_query', `the result has two columns named ${JSON.stringify(duplicate)}; give each column its own alias`);
   const rows = new BoundedResult({ maxRows: message.maxRows, maxBytes: message.maxBytes, batchBytes: RESULT_BATCH_BYTES });
   const send = (batch: Record<string, unknown>[]) => reply({ type: 'result_rows', requestId: request.id, rows: batch });
   let truncated = false;

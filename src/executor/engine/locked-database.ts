@@ -66,7 +66,11 @@ export async function openLockedDatabase(limits: EngineLimits): Promise<LockedDa
 
 async function verifySettings(connection: DuckDBConnection, limits: EngineLimits): Promise<void> {
   const expected = expectedSettings(limits);
-  const reader = await connection.runAndReadAll(`SELECT name, value FROM duckdb_settings() WHERE name IN (${Object.keys(expected).map((name) => `'${name}'`).join(', ')})`);
+  const reader = await connection.runAndReadAll(
+    `SELECT name, value FROM duckdb_settings() WHERE name IN (${Object.keys(expected)
+      .map((name) => `'${name}'`)
+      .join(', ')})`,
+  );
   const actual = new Map(reader.getRowObjectsJS().map((row) => [String(row.name), String(row.value)]));
   const wrong = Object.entries(expected)
     .filter(([name, accepts]) => !actual.has(name) || !accepts(actual.get(name)!))

@@ -57,7 +57,10 @@ function convert(value: DuckDBValue, type: DuckDBType, listElement: boolean): un
     case DuckDBTypeId.ARRAY:
       return (value as DuckDBListValue).items.map((item) => convert(item, type.valueType, true));
     case DuckDBTypeId.MAP:
-      return (value as DuckDBMapValue).entries.map((entry) => ({ key: convert(entry.key, type.keyType, false), value: convert(entry.value, type.valueType, false) }));
+      return (value as DuckDBMapValue).entries.map((entry) => ({
+        key: convert(entry.key, type.keyType, false),
+        value: convert(entry.value, type.valueType, false),
+      }));
     default:
       if (typeof value === 'bigint') return exactInteger(value);
       if (typeof value === 'boolean' || typeof value === 'number' || typeof value === 'string') return value;

@@ -19,10 +19,28 @@ export type ResetOutcome = 'reusable' | 'changed' | 'poisoned';
  * scanning duckdb_settings() or the catalogs costs more than opening a fresh database saves.
  */
 const WATCHED_SETTINGS = [
-  'enable_logging', 'logging_storage', 'logging_level', 'logging_mode', 'enabled_log_types', 'disabled_log_types', 'enable_http_logging',
-  'http_logging_output', 'log_query_path', 'enable_profiling', 'profiling_mode', 'profile_output', 'enable_external_access',
-  'lock_configuration', 'temp_directory', 'autoinstall_known_extensions', 'autoload_known_extensions', 'allow_community_extensions',
-  'allow_unsigned_extensions', 'memory_limit', 'threads', 'TimeZone',
+  'enable_logging',
+  'logging_storage',
+  'logging_level',
+  'logging_mode',
+  'enabled_log_types',
+  'disabled_log_types',
+  'enable_http_logging',
+  'http_logging_output',
+  'log_query_path',
+  'enable_profiling',
+  'profiling_mode',
+  'profile_output',
+  'enable_external_access',
+  'lock_configuration',
+  'temp_directory',
+  'autoinstall_known_extensions',
+  'autoload_known_extensions',
+  'allow_community_extensions',
+  'allow_unsigned_extensions',
+  'memory_limit',
+  'threads',
+  'TimeZone',
 ];
 const STATE_SQL = `SELECT ${WATCHED_SETTINGS.map((name, index) => `CAST(current_setting('${name}') AS VARCHAR) AS s${index}`).join(', ')}`;
 

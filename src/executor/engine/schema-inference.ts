@@ -54,7 +54,9 @@ class ShapeBuilder {
   add(shape: Shape, value: unknown, depth: number): Shape {
     if (value === null || value === undefined) return shape;
     if (depth > this.limits.maxDepth) {
-      throw new QueryTooExpensive(`column ${JSON.stringify(this.column)} nests records or arrays deeper than ${this.limits.maxDepth} levels; select fewer or shallower fields`);
+      throw new QueryTooExpensive(
+        `column ${JSON.stringify(this.column)} nests records or arrays deeper than ${this.limits.maxDepth} levels; select fewer or shallower fields`,
+      );
     }
     if (Array.isArray(value)) {
       if (shape.kind === 'unknown') shape = { kind: 'array', element: UNKNOWN };

@@ -99,7 +99,11 @@ function columnLoad(type: SqlType): ColumnLoad {
       return { stagingType: 'BOOLEAN', append: (appender, value) => appender.appendBoolean(boolean(value)), conversion: asIs };
     case 'timestamp':
       // Rows carry timestamps as integer microseconds since the epoch (docs/design/DESIGN.md 1).
-      return { stagingType: 'TIMESTAMPTZ', append: (appender, value) => appender.appendTimestampTZ(new DuckDBTimestampTZValue(integer(value))), conversion: asIs };
+      return {
+        stagingType: 'TIMESTAMPTZ',
+        append: (appender, value) => appender.appendTimestampTZ(new DuckDBTimestampTZValue(integer(value))),
+        conversion: asIs,
+      };
     case 'bytes':
       return { stagingType: 'BLOB', append: (appender, value) => appender.appendBlob(bytes(value)), conversion: asIs };
     case 'datetime':
@@ -108,7 +112,10 @@ function columnLoad(type: SqlType): ColumnLoad {
     case 'numeric':
     case 'json': {
       const target = duckDbTypeName(type);
-      const append = type.kind === 'json' ? (appender: DuckDBAppender, value: unknown) => appender.appendVarchar(JSON.stringify(value)) : (appender: DuckDBAppender, value: unknown) => appender.appendVarchar(text(value));
+      const append =
+        type.kind === 'json'
+          ? (appender: DuckDBAppender, value: unknown) => appender.appendVarchar(JSON.stringify(value))
+          : (appender: DuckDBAppender, value: unknown) => appender.appendVarchar(text(value));
       return { stagingType: 'VARCHAR', append, conversion: (staged) => `CAST(${staged} AS ${target})` };
     }
     case 'struct':

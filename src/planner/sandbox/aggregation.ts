@@ -51,7 +51,8 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
     paths.push(...truth.paths);
   }
 
-  const keys: { expr: Expr; key: AggregationKey; source: Record<string, estypes.AggregationsCompositeAggregationSource>; type: SqlType; nested?: string }[] = [];
+  const keys: { expr: Expr; key: AggregationKey; source: Record<string, estypes.AggregationsCompositeAggregationSource>; type: SqlType; nested?: string }[] =
+    [];
   for (const written of select.groupBy) {
     const expr = groupKeyExpression(written, select, scope);
     if (!expr) return undefined;
@@ -59,7 +60,13 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
     const key = groupKey(expr, column, context);
     if (!key) return undefined;
     paths.push(...key.paths);
-    keys.push({ expr: key.expr, key: { column, kind: key.kind }, source: { [column]: key.source }, type: key.type, ...(key.nested ? { nested: key.nested } : {}) });
+    keys.push({
+      expr: key.expr,
+      key: { column, kind: key.kind },
+      source: { [column]: key.source },
+      type: key.type,
+      ...(key.nested ? { nested: key.nested } : {}),
+    });
   }
   // keys inside nested records group those records: all keys must live in the same ones, and every
   // event must hold exactly one of them (an inner unnest of a regular event), so records are rows
@@ -86,7 +93,10 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   const scopeFilter = input.fallback.scope;
   const metricAggregations = Object.assign({}, ...metrics.map((metric) => metric.aggregation)) as Record<string, estypes.AggregationsAggregationContainer>;
   // metrics are computed on the events: under reverse_nested when the groups are nested records
-  const composite = (aggs: Record<string, estypes.AggregationsAggregationContainer>): estypes.AggregationsAggregationContainer => ({ composite: { size: 1000, sources: keys.map((key) => key.source) }, aggs });
+  const composite = (aggs: Record<string, estypes.AggregationsAggregationContainer>): estypes.AggregationsAggregationContainer => ({
+    composite: { size: 1000, sources: keys.map((key) => key.source) },
+    aggs,
+  });
   const aggregations: Record<string, estypes.AggregationsAggregationContainer> =
     keys.length === 0
       ? { groups: { filter: { match_all: {} }, aggs: metricAggregations } }
@@ -112,7 +122,10 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
     query: { bool: { filter: [...scopeFilter, ...input.fallback.predicates], must_not: [regular] } },
   };
   const table = `${input.fallback.table}_groups`;
-  const columns: TableColumn[] = [...keys.map((key) => ({ name: key.key.column, type: key.type })), ...metrics.map((metric) => ({ name: metric.metric.column, type: metric.type }))];
+  const columns: TableColumn[] = [
+    ...keys.map((key) => ({ name: key.key.column, type: key.type })),
+    ...metrics.map((metric) => ({ name: metric.metric.column, type: metric.type })),
+  ];
   const scan: AggregationScan = {
     kind: 'aggregation',
     table,
@@ -129,7 +142,11 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
     maxGroups: input.maxGroups,
   };
 
-  const replace = (node: Expr): Expr => replaceExpressions(node, [...keys.map((key) => [key.expr, key.key.column] as const), ...metrics.map((metric) => [metric.call, metric.metric.column] as const)]);
+  const replace = (node: Expr): Expr =>
+    replaceExpressions(node, [
+      ...keys.map((key) => [key.expr, key.key.column] as const),
+      ...metrics.map((metric) => [metric.call, metric.metric.column] as const),
+    ]);
   // an item keeps the name it had (`function_id`, not the key column it now reads)
   const items: SelectItem[] = select.items.map((item) => {
     if (item.kind !== 'expression') return item;
@@ -164,7 +181,9 @@ function prefixed(metric: AggregationMetric, step: string): AggregationMetric {
 function groupKeyExpression(written: Expr, select: Select, scope: SelectScope): Expr | undefined {
   const alias = scope.aliasOf(written)?.toLowerCase();
   if (alias !== undefined) {
-    const item = select.items.find((candidate) => candidate.kind === 'expression' && (candidate.alias ?? implicitName(candidate.expr))?.toLowerCase() === alias);
+    const item = select.items.find(
+      (candidate) => candidate.kind === 'expression' && (candidate.alias ?? implicitName(candidate.expr))?.toLowerCase() === alias,
+    );
     return item?.kind === 'expression' ? item.expr : undefined;
   }
   if (written.kind === 'number') {
@@ -185,7 +204,7 @@ interface GroupKey {
   paths: string[];
 }
 
-function groupKey(written: Expr, column: string, context: PredicateContext): GroupKey | undefined {
+function groupKey(written: Expr, _column: string, context: PredicateContext): GroupKey | undefined {
   // cast(timestamp_trunc(...) as datetime): the bucket is the trunc; the cast stays in the residual
   let expr = written;
   while (expr.kind === 'cast' && (expr.type === 'DATETIME' || expr.type === 'TIMESTAMP')) expr = expr.expr;
@@ -193,7 +212,13 @@ function groupKey(written: Expr, column: string, context: PredicateContext): Gro
     const [target, part] = expr.args as [Expr, Expr];
     const field = target.kind === 'identifier' ? context.scope.resolve(target) : undefined;
     if (field?.kind !== 'column' || field.column !== 'timestamp' || part.kind !== 'date_part' || !CALENDAR_UNITS.has(part.part)) return undefined;
-    return { expr, kind: 'date', source: { date_histogram: { field: 'timestamp', calendar_interval: part.part as estypes.AggregationsCalendarInterval, time_zone: 'UTC', order: 'asc' } }, type: { kind: 'timestamp' }, paths: [] };
+    return {
+      expr,
+      kind: 'date',
+      source: { date_histogram: { field: 'timestamp', calendar_interval: part.part as estypes.AggregationsCalendarInterval, time_zone: 'UTC', order: 'asc' } },
+      type: { kind: 'timestamp' },
+      paths: [],
+    };
   }
   if (expr.kind !== 'identifier') return undefined;
   const field = context.scope.resolve(expr);
@@ -206,7 +231,14 @@ function groupKey(written: Expr, column: string, context: PredicateContext): Gro
   const sqlType = valueType(type);
   if (!sqlType) return undefined;
   const nested = nestedAncestor(field.path, context.catalog);
-  return { expr, kind: 'terms', source: { terms: { field: field.path, missing_bucket: true } }, type: sqlType, paths: [field.path], ...(nested ? { nested } : {}) };
+  return {
+    expr,
+    kind: 'terms',
+    source: { terms: { field: field.path, missing_bucket: true } },
+    type: sqlType,
+    paths: [field.path],
+    ...(nested ? { nested } : {}),
+  };
 }
 
 function valueType(type: string | undefined): SqlType | undefined {
@@ -250,28 +282,42 @@ function metricOf(call: Extract<Expr, { kind: 'call' }>, column: string, context
   }
   if (argument.kind !== 'identifier') return undefined;
   const field = context.scope.resolve(argument);
-  if (!field || field.kind !== 'metadata') return undefined;
+  if (field?.kind !== 'metadata') return undefined;
   const type = context.catalog.typeOf(field.path);
   const nested = nestedAncestor(field.path, context.catalog);
   if (call.name === 'count' && call.distinct) {
     if (!valueType(type) || nested) return undefined;
     // exact below the threshold (40,000 distinct values per group), as documented
-    return { metric: { column, path: [column], value: 'value' }, aggregation: { [column]: { cardinality: { field: field.path, precision_threshold: 40_000 } } }, type: { kind: 'int64' }, paths: [field.path] };
+    return {
+      metric: { column, path: [column], value: 'value' },
+      aggregation: { [column]: { cardinality: { field: field.path, precision_threshold: 40_000 } } },
+      type: { kind: 'int64' },
+      paths: [field.path],
+    };
   }
   if (pushdown !== 'value_metric' || call.distinct || !type || !NUMERIC_FIELD_TYPES.has(type)) return undefined;
   const valueAggregation = { [call.name]: { field: field.path } } as estypes.AggregationsAggregationContainer;
-  const inner: Record<string, estypes.AggregationsAggregationContainer> = { present: { filter: { exists: { field: field.path } }, aggs: { value: valueAggregation } } };
+  const inner: Record<string, estypes.AggregationsAggregationContainer> = {
+    present: { filter: { exists: { field: field.path } }, aggs: { value: valueAggregation } },
+  };
   const aggregation: estypes.AggregationsAggregationContainer = nested ? { nested: { path: nested }, aggs: inner } : inner.present!;
   const prefix = nested ? [column, 'present'] : [column];
   const resultType: SqlType = call.name === 'avg' ? { kind: 'float64' } : (valueType(type) ?? { kind: 'float64' });
-  return { metric: { column, path: [...prefix, 'value'], value: 'value', present: prefix }, aggregation: { [column]: aggregation }, type: resultType, paths: [field.path] };
+  return {
+    metric: { column, path: [...prefix, 'value'], value: 'value', present: prefix },
+    aggregation: { [column]: aggregation },
+    type: resultType,
+    paths: [field.path],
+  };
 }
 
 /** `CASE WHEN c THEN <non-null literal> END` or `IF(c, <non-null literal>, NULL)`: counting it counts rows where c is TRUE. */
 function countedCondition(expr: Expr): Expr | undefined {
   const nonNullLiteral = (value: Expr) => value.kind === 'number' || value.kind === 'string' || value.kind === 'boolean';
-  if (expr.kind === 'case' && !expr.operand && expr.whens.length === 1 && nonNullLiteral(expr.whens[0]!.then) && (!expr.else || expr.else.kind === 'null')) return expr.whens[0]!.when;
-  if (expr.kind === 'call' && expr.name === 'if' && expr.args.length === 3 && nonNullLiteral(expr.args[1]!) && expr.args[2]!.kind === 'null') return expr.args[0];
+  if (expr.kind === 'case' && !expr.operand && expr.whens.length === 1 && nonNullLiteral(expr.whens[0]!.then) && (!expr.else || expr.else.kind === 'null'))
+    return expr.whens[0]!.when;
+  if (expr.kind === 'call' && expr.name === 'if' && expr.args.length === 3 && nonNullLiteral(expr.args[1]!) && expr.args[2]!.kind === 'null')
+    return expr.args[0];
   return undefined;
 }
 

@@ -19,7 +19,12 @@ export function scanEnvironment(tables: readonly ScanTableColumns[]): BindEnviro
   return {
     tables: tables.map(({ table, columns, catalog }) => ({
       name: table,
-      columns: columns.map((column): NamedShape => ({ name: column.name, shape: catalog && holdsUnknown(column.type) ? catalogShape(catalog, column.name) : shapeOfType(column.type) })),
+      columns: columns.map(
+        (column): NamedShape => ({
+          name: column.name,
+          shape: catalog && holdsUnknown(column.type) ? catalogShape(catalog, column.name) : shapeOfType(column.type),
+        }),
+      ),
     })),
   };
 }

@@ -58,10 +58,14 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   collectReferences(query, new Set(), endpoint, references);
   assertScanCount(references, context.limits.maxScans);
   const reads = ColumnReads.of(query);
-  const scannedBy = new Map<string, ScannedTable>(references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]));
+  const scannedBy = new Map<string, ScannedTable>(
+    references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]),
+  );
 
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
-  const environment = scanEnvironment(references.map(({ table, cte }) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogOf(cte) } : {}) })));
+  const environment = scanEnvironment(
+    references.map(({ table, cte }) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogOf(cte) } : {}) })),
+  );
   const bindings = bind(query, environment);
   const unbound = unboundNamesOf(bindings);
   // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part)
@@ -73,7 +77,9 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     const scope = SelectScope.of(reference.select, scannedBy, bindings);
     const catalog = catalogOf(cte);
     const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
-    const filter: ScanFilter = readsTheScan ? scanFilter(reference.select, scope, { scope, catalog, now: context.now }) : { predicates: [], exact: false, within: {} };
+    const filter: ScanFilter = readsTheScan
+      ? scanFilter(reference.select, scope, { scope, catalog, now: context.now })
+      : { predicates: [], exact: false, within: {} };
     const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
     // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
     if (filter.exact && reference.select === topSelect(query) && (!filter.split || limit)) whereHeld.add(table);
@@ -82,7 +88,10 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       predicates: filter.predicates,
       order: limit ? limit.order : 'timestamp_desc',
       take: limit ? { kind: 'limit', rows: limit.rows } : { kind: 'all' },
-      columns: reads.columnsOf(cte.columns.map((column) => column.name), reference.relation.alias ?? cte.name),
+      columns: reads.columnsOf(
+        cte.columns.map((column) => column.name),
+        reference.relation.alias ?? cte.name,
+      ),
       within: filter.within,
       ...(filter.split ? { split: filter.split } : {}),
     });
@@ -108,7 +117,14 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       const groupsTable = { table: aggregated.scan.table, columns: aggregated.scan.columns };
       const finish = finishOf(rewritten, { ...groupsTable, whereHeld: false, oneRow: aggregated.scan.keys.length === 0 });
       if (finish) rewritten.finish = finish;
-      return { ...unbound, scans: [aggregated.scan], residual: rewritten, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
+      return {
+        ...unbound,
+        scans: [aggregated.scan],
+        residual: rewritten,
+        answer: { kind: 'residual' },
+        rowCap: endpoint.maxRows,
+        maxScannedEvents: context.limits.maxScanEvents,
+      };
     }
   }
   const source = only && scans.length === 1 ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), oneRow: false } : undefined;
@@ -149,7 +165,10 @@ function scanFilter(select: Select, scope: SelectScope, context: PredicateContex
   const all = pushed.filter((predicate) => predicate !== undefined).map((predicate) => predicate.query);
   const others = conditions.filter((_, i) => !pushed[i]?.exact);
   // every exactly pushed conjunct stays among the predicates on each path below
-  const within = timeBoundsOf(conditions.filter((_, i) => pushed[i]?.exact), context);
+  const within = timeBoundsOf(
+    conditions.filter((_, i) => pushed[i]?.exact),
+    context,
+  );
   if (others.length === 0 && scope.unnests.every((unnest) => unnest.join === 'left')) return { predicates: all, exact: true, within };
   const exactAlone = pushed.filter((predicate) => predicate?.exact).map((predicate) => predicate!.query);
   const supersets = pushed.filter((predicate) => predicate !== undefined && !predicate.exact).map((predicate) => predicate!.query);
@@ -204,7 +223,8 @@ function isColumn(expr: Expr, column: string, select: Select, scope: SelectScope
   const lower = alias.toLowerCase();
   const item = select.items.find((candidate) => candidate.kind === 'expression' && (candidate.alias ?? implicitName(candidate.expr))?.toLowerCase() === lower);
   // a TIMESTAMP cast to DATETIME (its civil time in UTC) orders as the TIMESTAMP does
-  if (item?.kind === 'expression') return isColumn(item.expr.kind === 'cast' && item.expr.type === 'DATETIME' ? item.expr.expr : item.expr, column, select, scope);
+  if (item?.kind === 'expression')
+    return isColumn(item.expr.kind === 'cast' && item.expr.type === 'DATETIME' ? item.expr.expr : item.expr, column, select, scope);
   // a column `*` brought in: the scanned table's when it is the first thing FROM reads
   return lower === column && scope.variables[0]?.kind === 'scanned' && select.items.some((candidate) => candidate.kind === 'wildcard' && !candidate.qualifier);
 }
@@ -223,7 +243,7 @@ function hasAggregateOrWindow(items: readonly SelectItem[]): boolean {
 }
 
 function numberLiteral(expr: Expr | undefined): number | undefined {
-  if (!expr || expr.kind !== 'number') return undefined;
+  if (expr?.kind !== 'number') return undefined;
   const value = Number(expr.text);
   return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
@@ -269,7 +289,13 @@ function collectReferences(query: Query, ownCtes: ReadonlySet<string>, endpoint:
   });
 }
 
-function bindTable(relation: Extract<Relation, { kind: 'table' }>, select: Select, visible: ReadonlySet<string>, endpoint: EndpointDefinition, into: CteReference[]): void {
+function bindTable(
+  relation: Extract<Relation, { kind: 'table' }>,
+  select: Select,
+  visible: ReadonlySet<string>,
+  endpoint: EndpointDefinition,
+  into: CteReference[],
+): void {
   const written = relation.name.join('.');
   if (relation.name.length === 1 && visible.has(written.toLowerCase())) return;
   const cte = relation.name.length === 1 ? (cteByName(endpoint.ctes, written) ?? cteByName(endpoint.ctes, written.toLowerCase())) : undefined;

@@ -91,7 +91,10 @@ function anyOf(alternatives: readonly (PushedPredicate | undefined)[]): PushedPr
   if (alternatives.length === 0 || alternatives.some((alternative) => alternative === undefined)) return undefined;
   const pushed = alternatives as PushedPredicate[];
   if (pushed.length === 1) return pushed[0];
-  return { query: { bool: { should: pushed.map((alternative) => alternative.query), minimum_should_match: 1 } }, exact: pushed.every((alternative) => alternative.exact) };
+  return {
+    query: { bool: { should: pushed.map((alternative) => alternative.query), minimum_should_match: 1 } },
+    exact: pushed.every((alternative) => alternative.exact),
+  };
 }
 
 /** The filter a condition implies on the scanned events, or undefined when it implies nothing the store can check. */
@@ -193,15 +196,19 @@ function comparison(operator: string, left: Expr, right: Expr, context: Predicat
     const equal = comparison('=', fieldExpr, valueExpr, context);
     return equal?.exact ? { query: { bool: { must_not: [equal.query] } }, exact: true } : undefined;
   }
-  return onField(field, (name, type) => {
-    if (typeof value === 'number') {
-      if (!type || !NUMERIC_FIELD_TYPES.has(type)) return undefined;
+  return onField(
+    field,
+    (name, type) => {
+      if (typeof value === 'number') {
+        if (!type || !NUMERIC_FIELD_TYPES.has(type)) return undefined;
+        return op === '=' ? { term: { [name]: value } } : { range: { [name]: { [RANGE_KEY[op]!]: value } } };
+      }
+      if (typeof value === 'boolean') return type === 'boolean' && op === '=' ? { term: { [name]: value } } : undefined;
+      if (type !== 'keyword') return undefined;
       return op === '=' ? { term: { [name]: value } } : { range: { [name]: { [RANGE_KEY[op]!]: value } } };
-    }
-    if (typeof value === 'boolean') return type === 'boolean' && op === '=' ? { term: { [name]: value } } : undefined;
-    if (type !== 'keyword') return undefined;
-    return op === '=' ? { term: { [name]: value } } : { range: { [name]: { [RANGE_KEY[op]!]: value } } };
-  }, context);
+    },
+    context,
+  );
 }
 
 /**
@@ -218,10 +225,14 @@ function equalsAny(fieldExpr: Expr, valueExprs: readonly Expr[], context: Predic
   const kinds = new Set(values.map((value) => typeof value));
   if (kinds.size !== 1) return undefined;
   const kind = [...kinds][0];
-  return onField(field, (name, type) => {
-    const comparable = kind === 'number' ? type !== undefined && NUMERIC_FIELD_TYPES.has(type) : kind === 'boolean' ? type === 'boolean' : type === 'keyword';
-    return comparable ? { terms: { [name]: values as estypes.FieldValue[] } } : undefined;
-  }, context);
+  return onField(
+    field,
+    (name, type) => {
+      const comparable = kind === 'number' ? type !== undefined && NUMERIC_FIELD_TYPES.has(type) : kind === 'boolean' ? type === 'boolean' : type === 'keyword';
+      return comparable ? { terms: { [name]: values as estypes.FieldValue[] } } : undefined;
+    },
+    context,
+  );
 }
 
 function timestampComparison(op: Operator, bound: string): PushedPredicate | undefined {
@@ -334,7 +345,13 @@ const INTERVAL_MS: Partial<Record<string, number>> = { millisecond: 1, second: 1
 /** A constant timestamp expression (ISO text, current_timestamp() plus or minus an interval) in the stored nine-digit form. */
 export function timestampConstant(expr: Expr, now: number): string | undefined {
   if (expr.kind === 'string' || (expr.kind === 'typed_literal' && expr.type === 'TIMESTAMP')) {
-    const bound = isoToNanosText(expr.value.trim().replace(' ', 'T').replace(/\s*UTC$/i, 'Z').replace(/\+00$/, 'Z'));
+    const bound = isoToNanosText(
+      expr.value
+        .trim()
+        .replace(' ', 'T')
+        .replace(/\s*UTC$/i, 'Z')
+        .replace(/\+00$/, 'Z'),
+    );
     return bound === undefined ? undefined : clampToDateNanos(bound);
   }
   if (expr.kind === 'cast' && expr.type === 'TIMESTAMP') return timestampConstant(expr.expr, now);
@@ -378,8 +395,16 @@ export function truthOf(expr: Expr, context: PredicateContext): Truth | undefine
     case 'boolean':
       return { whenTrue: expr.value ? MATCH_ALL : MATCH_NONE, whenFalse: expr.value ? MATCH_NONE : MATCH_ALL, paths: [] };
     case 'binary': {
-      if (expr.operator === 'and') return combinedTruth('and', conjuncts(expr).map((conjunct) => truthOf(conjunct, context)));
-      if (expr.operator === 'or') return combinedTruth('or', equalitiesAsLists(operands(expr, 'or'), context).map((disjunct) => truthOf(disjunct, context)));
+      if (expr.operator === 'and')
+        return combinedTruth(
+          'and',
+          conjuncts(expr).map((conjunct) => truthOf(conjunct, context)),
+        );
+      if (expr.operator === 'or')
+        return combinedTruth(
+          'or',
+          equalitiesAsLists(operands(expr, 'or'), context).map((disjunct) => truthOf(disjunct, context)),
+        );
       return leafTruth(expr.operator, expr.left, expr.right, context);
     }
     case 'unary': {
@@ -389,7 +414,12 @@ export function truthOf(expr: Expr, context: PredicateContext): Truth | undefine
     }
     case 'between': {
       const range = truthOf(
-        { kind: 'binary', operator: 'and', left: { kind: 'binary', operator: '>=', left: expr.expr, right: expr.low }, right: { kind: 'binary', operator: '<=', left: expr.expr, right: expr.high } },
+        {
+          kind: 'binary',
+          operator: 'and',
+          left: { kind: 'binary', operator: '>=', left: expr.expr, right: expr.low },
+          right: { kind: 'binary', operator: '<=', left: expr.expr, right: expr.high },
+        },
         context,
       );
       return range && expr.negated ? { whenTrue: range.whenFalse, whenFalse: range.whenTrue, paths: range.paths } : range;
@@ -465,7 +495,11 @@ function listTruth(fieldExpr: Expr, valueExprs: readonly Expr[], context: Predic
   if (valueExprs.length === 0) return undefined;
   const field = exactField(fieldExpr, context);
   const equal = field && valueExprs.length > 1 ? equalsAny(fieldExpr, valueExprs, context) : undefined;
-  if (!field || !equal) return combinedTruth('or', valueExprs.map((valueExpr) => leafTruth('=', fieldExpr, valueExpr, context)));
+  if (!field || !equal)
+    return combinedTruth(
+      'or',
+      valueExprs.map((valueExpr) => leafTruth('=', fieldExpr, valueExpr, context)),
+    );
   const positive = withoutIgnored(equal.query);
   return { whenTrue: positive, whenFalse: { bool: { filter: [field.exists], must_not: [positive] } }, paths: field.paths };
 }

@@ -45,7 +45,12 @@ export interface RecordFilter {
  * (the conditions' filters over any element) do, and the residual WHERE, always applied, decides.
  * Undefined when some condition has no exact translation.
  */
-export function recordFilter(conditions: readonly Expr[], unnests: readonly Unnest[], supersets: readonly Query[], context: PredicateContext): RecordFilter | undefined {
+export function recordFilter(
+  conditions: readonly Expr[],
+  unnests: readonly Unnest[],
+  supersets: readonly Query[],
+  context: PredicateContext,
+): RecordFilter | undefined {
   const truths = conditions.map((condition) => truthOf(condition, context));
   if (truths.some((truth) => truth === undefined)) return undefined;
   const regular = regularEvents([...unnests.map((unnest) => unnest.path), ...truths.flatMap((truth) => truth!.paths)]);

@@ -2,7 +2,6 @@ import { isEventColumn, type EventColumn } from '../../../shared/stored-event.ts
 import type { Bindings } from '../../sql/bindings.ts';
 import type { Expr, FromItem, Relation, Select } from '../../sql/syntax.ts';
 
-
 /** One endpoint-CTE reference, renamed to the scan table that serves it. */
 export interface ScannedTable {
   /** The scan table's name, as the residual query reads it. */
@@ -80,7 +79,9 @@ export class SelectScope {
     }
     if (relation.kind === 'unnest') {
       const path = join === 'opaque' ? undefined : this.arrayPath(relation.array);
-      this.variables.push(path !== undefined && join !== 'opaque' && !relation.withOffset ? { kind: 'unnest', relation, path, join } : { kind: 'opaque', relation });
+      this.variables.push(
+        path !== undefined && join !== 'opaque' && !relation.withOffset ? { kind: 'unnest', relation, path, join } : { kind: 'opaque', relation },
+      );
       return;
     }
     this.variables.push({ kind: 'opaque', relation });

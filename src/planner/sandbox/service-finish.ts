@@ -76,7 +76,8 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
   const offset = query.offset === undefined ? 0 : countLiteral(query.offset);
   if ((query.limit && limit === undefined) || offset === undefined) return refused('LIMIT or OFFSET is not a number written in the query');
   // without ORDER BY the engine's order of several rows is its own
-  if (order.length === 0 && !source.oneRow && !(limit !== undefined && limit <= 1 && offset === 0)) return refused('the query has no ORDER BY and may answer several rows');
+  if (order.length === 0 && !source.oneRow && !(limit !== undefined && limit <= 1 && offset === 0))
+    return refused('the query has no ORDER BY and may answer several rows');
   return { finish: { table: source.table, unnests, columns, order, ...(limit === undefined ? {} : { limit }), offset } };
 }
 
@@ -85,7 +86,8 @@ type UnnestRange = { relation: Extract<Relation, { kind: 'unnest' }>; join: 'inn
 /** FROM as the scan's table followed by unnests only (joined by comma, CROSS JOIN, or INNER / LEFT JOIN ... ON TRUE). */
 function unnestRanges(select: Select, table: string): { table: Relation; unnests: UnnestRange[] } | { refused: string } {
   const [first, ...rest] = select.from;
-  if (!first || first.relation.kind !== 'table' || first.relation.name.length !== 1 || first.relation.name[0] !== table) return { refused: 'FROM does not start with the scanned table' };
+  if (first?.relation.kind !== 'table' || first.relation.name.length !== 1 || first.relation.name[0] !== table)
+    return { refused: 'FROM does not start with the scanned table' };
   const unnests: UnnestRange[] = [];
   const add = (relation: Relation, join: Join | undefined): boolean => {
     if (relation.kind !== 'unnest' || relation.withOffset) return false;
@@ -126,7 +128,8 @@ class PathReader {
   /** The path of `expr`, which may read only the unnests before `visibleUnnests`. */
   read(expr: Expr, visibleUnnests: number): ValuePath | undefined {
     const binding = this.bindings.names.get(expr);
-    if (binding?.kind === 'column' && binding.range === this.table && !binding.merged) return { from: 'column', column: binding.column, fields: binding.fields };
+    if (binding?.kind === 'column' && binding.range === this.table && !binding.merged)
+      return { from: 'column', column: binding.column, fields: binding.fields };
     if (binding?.kind !== 'element' || binding.offset) return undefined;
     const unnest = this.unnestIndex.get(binding.range);
     return unnest !== undefined && unnest < visibleUnnests ? { from: 'unnest', unnest, fields: binding.fields } : undefined;

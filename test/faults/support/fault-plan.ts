@@ -39,7 +39,12 @@ const POISON_KINDS: { reason: PoisonReason; value: (n: number, maxMessageBytes: 
  * positions), spread over the sources and partitions, with one poison message (keyed `poison-<n>`)
  * every 200 events, cycling through the kinds. Partitions are assigned here, not by a partitioner.
  */
-export function faultPlan(options: { events: number; sources: { source: SourceName; topic: string }[]; partitions: number; maxMessageBytes: number }): FaultPlan {
+export function faultPlan(options: {
+  events: number;
+  sources: { source: SourceName; topic: string }[];
+  partitions: number;
+  maxMessageBytes: number;
+}): FaultPlan {
   const messages: PlannedMessage[] = [];
   const eventSeqs: number[] = [];
   const seqSource = new Map<number, SourceName>();
@@ -47,7 +52,12 @@ export function faultPlan(options: { events: number; sources: { source: SourceNa
   for (let seq = 0; seq < options.events; seq += 1) {
     const { source, topic } = options.sources[seq % options.sources.length]!;
     const partition = Math.floor(seq / options.sources.length) % options.partitions;
-    messages.push({ topic, partition, key: null, value: JSON.stringify({ event_message: `fault suite event ${seq}`, project: 'faults', metadata: { seq, source } }) });
+    messages.push({
+      topic,
+      partition,
+      key: null,
+      value: JSON.stringify({ event_message: `fault suite event ${seq}`, project: 'faults', metadata: { seq, source } }),
+    });
     eventSeqs.push(seq);
     seqSource.set(seq, source);
     if (seq % 200 === 100) {

@@ -32,7 +32,10 @@ export class WorkerProcess {
       if (options.logFile) appendFileSync(options.logFile, `${line}\n`);
     });
     const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker ${name} did not print its address within ${timeoutMs} ms:\n${lines.slice(-20).join('\n')}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`worker ${name} did not print its address within ${timeoutMs} ms:\n${lines.slice(-20).join('\n')}`)),
+        timeoutMs,
+      );
       child.once('close', (code, signal) => {
         clearTimeout(timer);
         reject(new Error(`worker ${name} exited during start-up (${code ?? signal}):\n${lines.slice(-20).join('\n')}`));
@@ -58,7 +61,10 @@ export class WorkerProcess {
   }
 
   async health(): Promise<{ status: string; heldPartitions: number }> {
-    return (await (await fetch(`http://127.0.0.1:${this.port}/health`, { signal: AbortSignal.timeout(5000) })).json()) as { status: string; heldPartitions: number };
+    return (await (await fetch(`http://127.0.0.1:${this.port}/health`, { signal: AbortSignal.timeout(5000) })).json()) as {
+      status: string;
+      heldPartitions: number;
+    };
   }
 
   /** Events this process has indexed since it started, every source together. */
