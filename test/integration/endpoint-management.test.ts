@@ -168,8 +168,13 @@ describe('endpoint management API', () => {
       ['min_length', false],
       ['sql', false],
       ['lql', false],
+      ['stats', false],
+      ['format', false],
+      ['cursor', false],
+      ['page_size', false],
       ['SVC-ENDPOINT-REDACT-PII', false],
       ['LF-ENDPOINT-REDACT-PII', false],
+      ['SVC-ENDPOINT-STATS', false],
     ]);
     const missing = await query(server.app, 'edge.newest', '');
     expect(missing.statusCode).toBe(400);
