@@ -25,6 +25,8 @@ export interface BenchProcessOptions {
   logFile?: string;
   /** Writes a V8 CPU profile into this folder when the process exits (node --cpu-prof). */
   cpuProfileDir?: string;
+  /** More node options, after tsx is registered (e.g. V8 flags, or `--import` of a TypeScript module). */
+  nodeArgs?: string[];
 }
 
 /** Reads a process's peak resident set from /proc (Linux): exact, and with no sampling to miss a peak. */
@@ -38,7 +40,7 @@ export async function startBenchProcess(options: BenchProcessOptions): Promise<B
   const profile = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`] : [];
   // a log file, not a pipe: the benchmark process must not spend its CPU reading the service's log lines
   const logFd = options.logFile ? openSync(options.logFile, 'w') : undefined;
-  const child: ChildProcess = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(repositoryRoot, options.script), ...(options.args ?? [])], {
+  const child: ChildProcess = spawn(process.execPath, [...profile, '--import', 'tsx', ...(options.nodeArgs ?? []), path.join(repositoryRoot, options.script), ...(options.args ?? [])], {
     cwd: repositoryRoot,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', logFd ?? 'pipe'],
