@@ -125,6 +125,8 @@ export const configSchema = z.object({
     .describe('sandboxed sql: JSON bytes of the rows one engine query may return; more is a 400'),
   SANDBOX_PARSE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000)
     .describe('sandboxed sql: parsing runs in a worker thread; a parse running longer is refused'),
+  SANDBOX_PARSER_IDLE_MS: z.coerce.number().int().min(1000).default(60_000)
+    .describe('sandboxed sql: the parser thread ends after this long with nothing to parse (its ~40 MB go back); the next parse starts it'),
   FIELD_CATALOG_SECONDS: z.coerce.number().min(0).max(3600).default(30)
     .describe('query service: how long the cached field types of an index (what can be pushed down) are trusted'),
   API_KEY_MISS_CACHE_SECONDS: z.coerce.number().min(0).max(600).default(10)
