@@ -5,7 +5,7 @@
  * array buffers) beside its RSS. Plain JavaScript: worker threads inherit `--import` without the
  * TypeScript loader; in them (other isolates) it does nothing.
  */
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { getHeapSpaceStatistics } from 'node:v8';
@@ -30,6 +30,8 @@ if (isMainThread) {
     const now = sample();
     if (now.rss > atPeakRss.rss) atPeakRss = now;
     peak = Object.fromEntries(Object.entries(now).map(([name, value]) => [name, Math.max(value, peak[name])]));
-    writeFileSync(file, JSON.stringify({ now, peak, atPeakRss }));
+    // written aside and renamed, so the benchmark never reads half a file
+    writeFileSync(`${file}.tmp`, JSON.stringify({ now, peak, atPeakRss }));
+    renameSync(`${file}.tmp`, file);
   }, 100).unref();
 }

@@ -6,7 +6,7 @@
  * studio queries, logs.all, usage cached and uncached, LQL) at some concurrency; RSS is sampled from
  * /proc, heap/external/array buffers by the probe. Prints a table.
  *
- *   npx tsx bench/service-memory.ts [--events 200000] [--seconds 30] [--concurrency 8] [--variants default,semi-space-1]
+ *   npx tsx bench/service-memory.ts [--events 200000] [--seconds 30] [--concurrency 8] [--variants node-defaults,shipped]
  *                                   [--data-prefix bench-query-...-] [--keep-data] [--compiled]
  *
  * --compiled runs dist/src/main.js (npm run build first), as production does; default: the sources under tsx.
@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig, repositoryRoot } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
+import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../shared/query-service-start.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { runLoad, probe, type LoadTarget } from './load.ts';
 import { BENCH_PROJECT, loadEdgeEvents, loadOtherSources } from './query-data.ts';
@@ -51,14 +52,20 @@ interface Variant {
   env: Record<string, string>;
 }
 
-/** The starts compared: as shipped, and with each setting the memory figures point at. */
+/** The starts compared: node's defaults, as shipped, and each setting the memory figures point at. */
 const VARIANTS: Variant[] = [
-  { name: 'default', nodeArgs: [], env: {} },
+  { name: 'node-defaults', nodeArgs: [], env: {} },
+  { name: 'shipped', nodeArgs: [...QUERY_SERVICE_NODE_ARGS], env: { ...QUERY_SERVICE_ENV } },
   { name: 'semi-space-1', nodeArgs: ['--max-semi-space-size=1'], env: {} },
+  { name: 'semi-space-2', nodeArgs: ['--max-semi-space-size=2'], env: {} },
   { name: 'semi-space-4', nodeArgs: ['--max-semi-space-size=4'], env: {} },
   { name: 'arena-2', nodeArgs: [], env: { MALLOC_ARENA_MAX: '2' } },
   { name: 'semi-space-4+arena-2', nodeArgs: ['--max-semi-space-size=4'], env: { MALLOC_ARENA_MAX: '2' } },
 ];
+
+const PARSER_IDLE_MS = 5000;
+/** When RSS is read again after the load: past the parser thread's idle end. */
+const AFTER_LOAD_MS = PARSER_IDLE_MS + 3000;
 
 const argument = (name: string) => {
   const at = process.argv.indexOf(name);
@@ -147,7 +154,7 @@ async function measure(variant: Variant, env: Record<string, string>, target: (o
     const probed = probeOf(service.pid);
     const cacheBytes = await resultCacheBytes(service);
     const second = samples.slice(Math.floor(samples.length / 2)).sort((a, b) => a - b);
-    await sleep(5000);
+    await sleep(AFTER_LOAD_MS);
     const result: VariantResult = {
       name: variant.name,
       idleRss,
@@ -176,7 +183,7 @@ function printTable(results: VariantResult[]): void {
     ['after first SQL parse RSS MB', (r) => String(r.afterParseRss)],
     ['peak RSS MB (VmHWM)', (r) => String(r.peakRss)],
     ['steady RSS MB (median, 2nd half)', (r) => String(r.steadyRss)],
-    ['RSS 5 s after the load MB', (r) => String(r.afterLoadRss)],
+    [`RSS ${AFTER_LOAD_MS / 1000} s after the load MB (parser thread ended)`, (r) => String(r.afterLoadRss)],
     ['at peak RSS: heap used / total MB', (r) => `${mb(r.atPeak.heapUsed)} / ${mb(r.atPeak.heapTotal)}`],
     ['at peak RSS: external / arrayBuffers MB', (r) => `${mb(r.atPeak.external)} / ${mb(r.atPeak.arrayBuffers)}`],
     ['at peak RSS: new space MB', (r) => String(mb(r.atPeak.newSpace))],
@@ -229,6 +236,8 @@ async function main(): Promise<void> {
       SANDBOX_ENGINE_PER_KEY: String(base.SANDBOX_ENGINE_PROCESSES),
       SANDBOX_ENGINE_QUEUE_PER_KEY: '1000',
       SANDBOX_ENGINE_QUEUE_MAX: '1000',
+      // short, so the reading after the load shows what the parser thread gives back when it ends
+      SANDBOX_PARSER_IDLE_MS: String(PARSER_IDLE_MS),
     };
     const paths = mixPaths(endMs);
     const target = (origin: string): LoadTarget => ({ origin, method: 'GET', headers: { 'x-api-key': key }, request: (i) => ({ path: paths(i) }) });

@@ -26,7 +26,7 @@ export interface BenchProcessOptions {
   /** Writes a V8 CPU profile into this folder when the process exits (node --cpu-prof). */
   cpuProfileDir?: string;
   /** More node options, after tsx is registered (e.g. V8 flags, or `--import` of a TypeScript module). */
-  nodeArgs?: string[];
+  nodeArgs?: readonly string[];
 }
 
 /** Reads a process's peak resident set from /proc (Linux): exact, and with no sampling to miss a peak. */
