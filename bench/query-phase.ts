@@ -7,6 +7,7 @@ import type { Client, estypes } from '@elastic/elasticsearch';
 import { findEndpoint, type Endpoint } from '../queries/index.ts';
 import { loadConfig, repositoryRoot } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
+import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../shared/query-service-start.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { validateParameters } from '../src/endpoints/request.ts';
 import { planEndpointQuery } from '../src/planner/index.ts';
@@ -189,7 +190,7 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
         SANDBOX_ENGINE_QUEUE_MAX: '1000',
       });
       const service = async (name: string, cache: boolean) => {
-        const started = await startBenchProcess({ script: 'src/main.ts', env: serviceEnv(cache), announces: /^query: (http:\/\/\S+)$/, cpuProfileDir: options.cpuProfileDir, logFile: path.join(scratch, `${name}-${events}.log`) });
+        const started = await startBenchProcess({ script: 'src/main.ts', env: { ...serviceEnv(cache), ...QUERY_SERVICE_ENV }, nodeArgs: QUERY_SERVICE_NODE_ARGS, announces: /^query: (http:\/\/\S+)$/, cpuProfileDir: options.cpuProfileDir, logFile: path.join(scratch, `${name}-${events}.log`) });
         processes.push(started);
         return started;
       };
