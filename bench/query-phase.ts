@@ -7,6 +7,7 @@ import type { Client, estypes } from '@elastic/elasticsearch';
 import { findEndpoint, type Endpoint } from '../queries/index.ts';
 import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
+import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../shared/query-service-start.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { validateParameters } from '../src/endpoints/request.ts';
 import { planEndpointQuery } from '../src/planner/index.ts';
@@ -218,7 +219,8 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
         const started = await startBenchProcess({
           script: 'src/main.ts',
           root,
-          env: serviceEnv(cache),
+          env: { ...serviceEnv(cache), ...QUERY_SERVICE_ENV },
+          nodeArgs: QUERY_SERVICE_NODE_ARGS,
           announces: /^query: (http:\/\/\S+)$/,
           cpuProfileDir: options.cpuProfileDir,
           logFile: path.join(scratch, `${name}-${events}.log`),

@@ -27,6 +27,8 @@ export interface BenchProcessOptions {
   logFile?: string;
   /** Writes a V8 CPU profile into this folder when the process exits (node --cpu-prof). */
   cpuProfileDir?: string;
+  /** More node options, after tsx is registered (e.g. V8 flags, or `--import` of a TypeScript module). */
+  nodeArgs?: readonly string[];
 }
 
 /** Reads a process's peak resident set from /proc (Linux): exact, and with no sampling to miss a peak. */
@@ -41,11 +43,15 @@ export async function startBenchProcess(options: BenchProcessOptions): Promise<B
   // a log file, not a pipe: the benchmark process must not spend its CPU reading the service's log lines
   const logFd = options.logFile ? openSync(options.logFile, 'w') : undefined;
   const root = options.root ?? repositoryRoot;
-  const child: ChildProcess = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(root, options.script), ...(options.args ?? [])], {
-    cwd: root,
-    env: { ...process.env, ...options.env },
-    stdio: ['ignore', 'pipe', logFd ?? 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...profile, '--import', 'tsx', ...(options.nodeArgs ?? []), path.join(root, options.script), ...(options.args ?? [])],
+    {
+      cwd: root,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', logFd ?? 'pipe'],
+    },
+  );
   if (logFd !== undefined) closeSync(logFd);
   const tail: string[] = [];
   if (child.stderr) {

@@ -15,6 +15,7 @@ import { publishDemoData } from './publish-demo-data.ts';
 import { startLocalStack, type LocalStack } from '../stack/index.ts';
 import { waitForHealth } from './health-wait.ts';
 import { removeStartState, startStateFile, writeStartState } from './start-state.ts';
+import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../shared/query-service-start.ts';
 
 /**
  * `npm start`: the local stack when no external servers are named, then the ingest worker and the
@@ -46,8 +47,8 @@ function relay(line: string): void {
  * Starts a service process and resolves with the URL it announces on stdout (`<label>: <url>`),
  * so ports chosen by the OS (0) are learned rather than assumed.
  */
-function spawnService(entry: string, label: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const child = spawn(process.execPath, [...loaderArgs, modulePath(entry)], {
+function spawnService(entry: string, label: string, env: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<string> {
+  const child = spawn(process.execPath, [...loaderArgs, ...nodeArgs, modulePath(entry)], {
     cwd: repositoryRoot,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -165,7 +166,10 @@ async function main(runConfig: Config): Promise<void> {
   // the tools (npm run keys, produce, demo-data, endpoints, indices) in another terminal find these servers without being told
   mkdirSync(runConfig.STACK_CACHE_DIR, { recursive: true });
   writeStartState(stateFile, env);
-  const [ingestHealth, base] = await Promise.all([spawnService('ingest/main', 'ingest', env), spawnService('src/main', 'query', env)]);
+  const [ingestHealth, base] = await Promise.all([
+    spawnService('ingest/main', 'ingest', env),
+    spawnService('src/main', 'query', { ...env, ...QUERY_SERVICE_ENV }, QUERY_SERVICE_NODE_ARGS),
+  ]);
   const stopped = () => stopping;
   await Promise.all([waitForHealth(ingestHealth, 'ingest worker', { stopped }), waitForHealth(`${base}/health`, 'query service', { stopped })]);
 

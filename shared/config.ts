@@ -250,6 +250,12 @@ export const configSchema = z
       .max(60_000)
       .default(3000)
       .describe('sandboxed sql: parsing runs in a worker thread; a parse running longer is refused'),
+    SANDBOX_PARSER_IDLE_MS: z.coerce
+      .number()
+      .int()
+      .min(1000)
+      .default(60_000)
+      .describe('sandboxed sql: the parser thread ends after this long with nothing to parse (its ~40 MB go back); the next parse starts it'),
     FIELD_CATALOG_SECONDS: z.coerce
       .number()
       .min(0)

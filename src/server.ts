@@ -156,7 +156,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: async () => (await catalog.list()).filter((entry) => entry.record.enabled).map((entry) => entry.definition) });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls, allowed: allowedOps });
-  const sqlParser = new SqlParserThread(config.SANDBOX_PARSE_TIMEOUT_MS);
+  const sqlParser = new SqlParserThread(config.SANDBOX_PARSE_TIMEOUT_MS, config.SANDBOX_PARSER_IDLE_MS);
   app.addHook('onClose', async () => sqlParser.close());
   const parsedQueries = new ParsedQueryCache((text, options) => sqlParser.parse(text, options));
   // DuckDB runs in child processes started on the first sandboxed query, not with every server

@@ -45,15 +45,26 @@ interface Pending {
  * Sandboxed SQL parsed in a worker thread, so that a hostile 64 KiB query (a long IN list costs
  * the WebAssembly parser over a second) never holds the event loop. One thread, started on first
  * use; a parse running longer than `timeoutMs` is refused and the thread replaced, and what was
- * waiting is sent to the new one.
+ * waiting is sent to the new one. A thread with nothing to parse for `idleMs` is ended: its V8
+ * isolate and the parser's WebAssembly memory (about 40 MB of resident memory) go back to the
+ * system, and the next parse starts a new one.
  */
 export class SqlParserThread {
   private current: { worker: Worker; ready: Promise<Worker> } | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
+  private idleTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly idleMs = Number.POSITIVE_INFINITY,
+  ) {}
+
+  /** Whether a thread is started (or starting) now. */
+  get running(): boolean {
+    return this.current !== undefined;
+  }
 
   parse(text: string, options: SandboxQueryOptions): Promise<Query> {
     if (this.closed) return Promise.reject(new Error('the SQL parser thread is closed'));
@@ -62,6 +73,7 @@ export class SqlParserThread {
     } catch (error) {
       return Promise.reject(error as Error);
     }
+    clearTimeout(this.idleTimer);
     const request: ParseRequest = {
       id: this.nextId++,
       text,
@@ -76,6 +88,7 @@ export class SqlParserThread {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.idleTimer);
     for (const id of [...this.pending.keys()]) this.settle(id, (pending) => pending.reject(new Error('the SQL parser thread closed')));
     const current = this.current;
     this.current = undefined;
@@ -132,6 +145,19 @@ export class SqlParserThread {
     this.pending.delete(id);
     clearTimeout(pending.timer);
     action(pending);
+    if (this.pending.size === 0) this.endWhenIdle();
+  }
+
+  private endWhenIdle(): void {
+    clearTimeout(this.idleTimer);
+    if (!Number.isFinite(this.idleMs)) return;
+    this.idleTimer = setTimeout(() => {
+      const current = this.current;
+      if (this.pending.size > 0 || !current) return;
+      this.current = undefined;
+      void current.worker.terminate();
+    }, this.idleMs);
+    this.idleTimer.unref();
   }
 
   private timedOut(id: number): void {

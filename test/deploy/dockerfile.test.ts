@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repositoryRoot } from '../../shared/module-runtime.ts';
+import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../../shared/query-service-start.ts';
 
 interface Stage {
   name: string;
@@ -25,6 +26,7 @@ describe('Dockerfile', () => {
   const all = stages(readFileSync(path.join(repositoryRoot, 'Dockerfile'), 'utf8'));
   const byName = new Map(all.map((stage) => [stage.name, stage]));
   const processes = { query: 'dist/src/main.js', ingest: 'dist/ingest/main.js' } as const;
+  const nodeArgs: Record<string, readonly string[]> = { query: QUERY_SERVICE_NODE_ARGS, ingest: [] };
 
   it('builds with every dependency and compiles with npm run build', () => {
     const build = byName.get('build')!;
@@ -49,10 +51,18 @@ describe('Dockerfile', () => {
     const stage = byName.get(name)!;
     expect(stage.from).toBe('runtime');
     const command = stage.instructions.find((instruction) => instruction.startsWith('CMD '))!;
-    expect(JSON.parse(command.slice(4))).toEqual(['node', '--enable-source-maps', entry]);
+    expect(JSON.parse(command.slice(4))).toEqual(['node', '--enable-source-maps', ...nodeArgs[name]!, entry]);
     const healthcheck = stage.instructions.find((instruction) => instruction.startsWith('HEALTHCHECK '))!;
     expect(JSON.parse(healthcheck.slice(healthcheck.indexOf('CMD ') + 4))).toEqual(['node', 'dist/scripts/healthcheck.js', name]);
     expect(stage.instructions.join('\n')).not.toMatch(/tsx|USER root/);
+  });
+
+  it('starts the query service with the environment npm start gives it', () => {
+    const env = byName
+      .get('query')!
+      .instructions.filter((instruction) => instruction.startsWith('ENV '))
+      .join(' ');
+    for (const [name, value] of Object.entries(QUERY_SERVICE_ENV)) expect(env).toMatch(new RegExp(`\\b${name}=${value}\\b`));
   });
 
   it('ends with the query service, the default target', () => {

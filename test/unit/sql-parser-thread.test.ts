@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SandboxViolation, SqlSyntax, UnknownTable } from '../../src/errors.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import { SqlParserThread } from '../../src/sql/parser-pool.ts';
@@ -56,6 +56,21 @@ describe('SQL parsed in a worker thread', () => {
       expect(await impatient.parse('select 1 as one from edge_logs', options)).toEqual(parseSandboxQuery('select 1 as one from edge_logs', options));
     } finally {
       await impatient.close();
+    }
+  });
+
+  it('ends an idle thread and starts a new one for the next parse', async () => {
+    const idle = new SqlParserThread(20_000, 200);
+    try {
+      expect(idle.running).toBe(false);
+      const sql = 'select id from edge_logs limit 1';
+      expect(await idle.parse(sql, options)).toEqual(parseSandboxQuery(sql, options));
+      expect(idle.running).toBe(true);
+      await vi.waitFor(() => expect(idle.running).toBe(false), { timeout: 10_000, interval: 50 });
+      expect(await idle.parse(sql, options)).toEqual(parseSandboxQuery(sql, options));
+      expect(idle.running).toBe(true);
+    } finally {
+      await idle.close();
     }
   });
 });
