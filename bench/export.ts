@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { answerHelp } from '../shared/command-help.ts';
 import { loadConfig } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
@@ -6,6 +8,7 @@ import { partitionIndexName } from '../shared/partitions.ts';
 import { microsecondsFromStoredTimestamp } from '../shared/stored-timestamp.ts';
 import { edgeEvent } from './query-data.ts';
 import { bulkLoad, withBenchStore } from './query-store.ts';
+import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../shared/query-service-start.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
 
 answerHelp(`Usage: npm run bench:export [-- --events 1000000] [--page-size 100000]
@@ -93,7 +96,12 @@ await withBenchStore(config, 'export', async (store) => {
         EXPORT_ROWS_PER_MINUTE: '0',
         LOG_LEVEL: 'warn',
         PORT: '0',
+        ...QUERY_SERVICE_ENV,
       },
+      // started as npm start and the image start it, so the RSS is what an operator sees
+      nodeArgs: QUERY_SERVICE_NODE_ARGS,
+      // kept, so a page cut short can be explained
+      logFile: path.join(tmpdir(), `bench-export-${format}.log`),
       announces: /^query: (http:\/\/\S+)$/,
     });
     try {
