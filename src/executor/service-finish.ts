@@ -35,7 +35,7 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
   if (!reader) return undefined;
   const outputs = finish.columns.map((column) => reader.compile(column.value, column.cast === 'datetime' ? 'datetime' : 'answer'));
   const keys = finish.order.map((item) => reader.compile(item.value));
-  if (!allCompiled(outputs) || !allCompiled(keys) || outputs.some((output) => !PLAIN.has(output.type.kind))) return undefined;
+  if (!allCompiled(outputs) || !allCompiled(keys) || outputs.some((output) => !PLAIN.has(output.type.kind) && !isWhole(output.type))) return undefined;
   // an ORDER BY key no row holds is printed as a NULL literal, which DuckDB refuses to order by
   if (keys.some((key) => !PLAIN.has(key.type.kind) || key.type.kind === 'unknown')) return undefined;
   if (!sameColumns(finish, outputs, input.columns)) return undefined;
@@ -240,9 +240,41 @@ function answerValue(value: unknown, type: SqlType, loadedFromJson: boolean): un
       return typeof value === 'number' && Number.isFinite(value) ? value : DECLINED;
     case 'bool':
       return typeof value === 'boolean' ? value : DECLINED;
+    case 'struct':
+    case 'array':
+      return wholeValue(value, type, false);
     default:
       return DECLINED;
   }
+}
+
+function isWhole(type: SqlType): boolean {
+  return type.kind === 'struct' || type.kind === 'array';
+}
+
+/**
+ * A record or an array as the engine answers it after loading its JSON text by the inferred type
+ * (json_transform, then result-values.ts): a record has every field of its type, in the type's order
+ * (NULL where the value lacks it), and is a one-element array of itself except as an array's element.
+ * Its scalars convert as a record field's do; a field of type json, or a key the type does not have,
+ * is left to the engine.
+ */
+function wholeValue(value: unknown, type: SqlType, arrayElement: boolean): unknown {
+  if (value === null || value === undefined) return null;
+  if (type.kind === 'array') {
+    if (!Array.isArray(value)) return DECLINED;
+    const elements = value.map((element: unknown) => wholeValue(element, type.element, true));
+    return elements.includes(DECLINED) ? DECLINED : elements;
+  }
+  if (type.kind !== 'struct') return type.kind === 'unknown' ? DECLINED : answerValue(value, type, true);
+  if (typeof value !== 'object' || Array.isArray(value)) return DECLINED;
+  const record = value as Record<string, unknown>;
+  if (Object.keys(record).some((key) => key === '__proto__' || UNSTORED_CHARACTER.test(key) || !type.fields.some((field) => field.name === key)))
+    return DECLINED;
+  const fields = type.fields.map((field) => [field.name, wholeValue(ownValue(record, field.name), field.type, false)] as const);
+  if (fields.some(([, field]) => field === DECLINED)) return DECLINED;
+  const converted = Object.fromEntries(fields);
+  return arrayElement ? converted : [converted];
 }
 
 function sameColumns(finish: ServiceFinish, outputs: Compiled[], printed: FinishInput['columns']): boolean {

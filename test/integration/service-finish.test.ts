@@ -90,6 +90,45 @@ const TEXT_EVENTS: StoredEvent[] = ['/\u{1F600}', '/\uFF5E', '/ä', '/a', '/Z', 
   };
 });
 
+/** Project `records`: whole records to answer as they are, in shapes the engine converts by its inferred types. */
+const RECORD_METADATA: (Record<string, unknown> | Record<string, unknown>[] | undefined)[] = [
+  {
+    request: [
+      { method: 'GET', headers: { accept: 'a "quoted" \\ back\nslash\ttab \u0001 \u{1F600}' }, tags: ['x', 'y'] },
+      { method: 'POST', headers: [{ accept: '*/*' }, { accept: 'text/html' }], tags: [] },
+    ],
+    response: { status_code: 200, size: 2 ** 60, ratio: 1 },
+    grid: [[1, 2], [3], []],
+  },
+  { response: { status_code: 500, ratio: 0.25, size: -(2 ** 55) }, empty: [], '1': 'a numeric key' },
+  undefined,
+  [{ request: { method: 'PUT' } }, { response: { status_code: 404 } }],
+  { request: { method: 'GET', tags: null }, response: null },
+];
+const RECORD_EVENTS: StoredEvent[] = RECORD_METADATA.map((metadata, n) => ({
+  id: `r${n}`,
+  timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 5, n)),
+  event_message: `records ${n}`,
+  project: 'records',
+  ...(metadata === undefined ? {} : { metadata }),
+  shape: eventShape(metadata),
+}));
+
+/** Whole records selected as they are, over the plain and odd projects and the one above. */
+const RECORD_SHAPES: [string, string][] = [
+  ['one log by id', "select id, timestamp, event_message, metadata from edge_logs where id = 'r0' limit 1"],
+  ['one log by id, no metadata', "select id, timestamp, event_message, metadata from edge_logs where id = 'r2' limit 1"],
+  ['whole metadata, newest first', 'select id, metadata from edge_logs order by timestamp desc limit 10'],
+  ['an unnested record', 'select id, m from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10'],
+  ['the unnested record of one log', "select id, m from edge_logs cross join unnest(metadata) as m where id = 'r0' order by timestamp desc limit 10"],
+  ['a record field of records', 'select id, m.request as r from edge_logs cross join unnest(metadata) as m order by timestamp desc limit 10'],
+  [
+    'a record of a record, by a LEFT JOIN',
+    'select id, response from edge_logs left join unnest(metadata) as m on true left join unnest(m.response) as response on true order by timestamp desc limit 10',
+  ],
+  ['ordered by a record (refused)', 'select id, metadata from edge_logs order by metadata limit 10'],
+];
+
 const EDGE = 'from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request cross join unnest(m.response) as response';
 const LEFT =
   'from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true left join unnest(m.response) as response on true';
@@ -155,7 +194,7 @@ beforeAll(async () => {
   await initSqlParser();
   server = await startEndpointServer({ now: NOW });
   for (const [source, events] of dataset.events) await server.index(source, events);
-  await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS, ...TEXT_EVENTS]);
+  await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS, ...TEXT_EVENTS, ...RECORD_EVENTS]);
   catalogs = new FieldCatalogs(server.elasticsearch, 60_000, server.clock, 30_000);
   engine = await EmbeddedEngine.start({ memoryLimit: '1GB', threads: 1, logger: createLogger('service-finish', 'silent') });
 }, 180_000);
@@ -231,6 +270,7 @@ describe("the service finishes a query with the engine's bytes", () => {
       'preview_storage_search',
       'preview_postgrest',
       'preview_count_edge_errors',
+      'single_log_by_id',
       'tpl_pg_errors',
       'shared_api_total_requests_auth',
     ]);
@@ -299,6 +339,43 @@ describe("the service finishes a query with the engine's bytes", () => {
     ]);
   });
 
+  it('whole records, as the engine converts them by their inferred types', async () => {
+    const outcomes: string[] = [];
+    for (const [name, sql] of RECORD_SHAPES) {
+      for (const project of ['plain', 'odd', 'records']) {
+        const result = await bothWays(sql, { project, ...DAY });
+        outcomes.push(`${name} @${project}: ${result.finished ? 'service' : result.admitted ? 'engine' : 'refused'}`);
+      }
+    }
+    // engine: a value of another type than its field (odd), an array of several records to unnest (records)
+    expect(outcomes).toEqual([
+      'one log by id @plain: service',
+      'one log by id @odd: service',
+      'one log by id @records: service',
+      'one log by id, no metadata @plain: service',
+      'one log by id, no metadata @odd: service',
+      'one log by id, no metadata @records: service',
+      'whole metadata, newest first @plain: service',
+      'whole metadata, newest first @odd: engine',
+      'whole metadata, newest first @records: service',
+      'an unnested record @plain: service',
+      'an unnested record @odd: engine',
+      'an unnested record @records: engine',
+      'the unnested record of one log @plain: service',
+      'the unnested record of one log @odd: service',
+      'the unnested record of one log @records: service',
+      'a record field of records @plain: service',
+      'a record field of records @odd: engine',
+      'a record field of records @records: engine',
+      'a record of a record, by a LEFT JOIN @plain: service',
+      'a record of a record, by a LEFT JOIN @odd: engine',
+      'a record of a record, by a LEFT JOIN @records: engine',
+      'ordered by a record (refused) @plain: refused',
+      'ordered by a record (refused) @odd: refused',
+      'ordered by a record (refused) @records: refused',
+    ]);
+  });
+
   it('text ordered by its UTF-8 bytes, either way, as DuckDB orders it', async () => {
     for (const direction of ['asc', 'desc']) {
       const sql = `select request.path, id from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request order by request.path ${direction} limit 10`;
@@ -327,6 +404,7 @@ describe('over HTTP, a query the service finishes never waits for the engine', (
   it.each([
     ['the dashboard query', SHAPES[0]![1]],
     ['the hourly aggregation', 'select timestamp_trunc(timestamp, hour) as h, count(*) as n from edge_logs group by h order by h'],
+    ['one log with its whole metadata', "select id, timestamp, event_message, metadata from edge_logs where id = 'p3' limit 1"],
   ])("%s: the engine's answer, and no engine phase in Server-Timing", async (_, sql) => {
     const params = { project: 'plain', ...DAY };
     const response = await server.app.inject({

@@ -62,6 +62,7 @@ describe('which residual queries the service may finish', () => {
     ],
     ['comma unnests and a key not selected', 'select id from edge_logs, unnest(metadata) as m order by timestamp desc limit 3'],
     ['LIMIT 1 without ORDER BY', 'select id from edge_logs limit 1'],
+    ['a whole record array', 'select id, metadata from edge_logs order by timestamp desc limit 5'],
     [
       'a TIMESTAMP cast to DATETIME, ordered by its alias',
       'select cast(t.timestamp as datetime) as timestamp, id from edge_logs as t order by timestamp desc limit 5',
@@ -96,14 +97,9 @@ describe('which residual queries the service may finish', () => {
     [
       'a cast of text',
       'select cast(id as datetime) as d from edge_logs order by timestamp desc limit 5',
-      'a selected value is a record, an array or of a type converted in the engine',
+      'a selected value is of a type converted in the engine',
     ],
     ['a cast without a name', 'select cast(timestamp as datetime) from edge_logs order by timestamp desc limit 5', 'a selected value has no name'],
-    [
-      'a whole record array',
-      'select id, metadata from edge_logs order by timestamp desc limit 5',
-      'a selected value is a record, an array or of a type converted in the engine',
-    ],
     ['a wildcard', 'select * from edge_logs order by timestamp desc limit 5', 'the select list has a wildcard'],
     [
       'a computed ORDER BY key',
@@ -296,6 +292,36 @@ describe('the service finish over rows', () => {
     });
     expect(finishInService(inner)).toEqual([]);
     expect(finishInService({ ...inner, finish: { ...inner.finish, unnests: [{ ...inner.finish.unnests[0]!, join: 'left' }] } })).toBeUndefined();
+  });
+
+  it("answers a whole record array by its type: the type's fields in its order, each record an array of itself but as an element", () => {
+    const whole = (rows: Record<string, unknown>[], metadata: SqlType = RECORDS) => {
+      const base = input(rows);
+      return finishInService({
+        ...base,
+        schema: { ...base.schema, columns: [...base.schema.columns.slice(0, 2), { name: 'metadata', type: metadata }] },
+        finish: { ...base.finish, unnests: [], columns: [{ name: 'metadata', value: { from: 'column', column: 'metadata', fields: [] } }] },
+        columns: [{ name: 'metadata', type: metadata }],
+      });
+    };
+    expect(whole([event('a', 2, [{ path: '/x' }, { status: 1, path: null }]), event('b', 1, [])])).toEqual([
+      {
+        metadata: [
+          { status: null, path: '/x' },
+          { status: 1, path: null },
+        ],
+      },
+      { metadata: [] },
+    ]);
+    const nested: SqlType = { kind: 'array', element: { kind: 'struct', fields: [{ name: 'request', type: RECORDS }] } };
+    expect(whole([event('a', 1, [{ request: [{ status: 2, path: '/' }] }])], nested)).toEqual([{ metadata: [{ request: [{ status: 2, path: '/' }] }] }]);
+    // a key the type lacks, a value of another kind than its field, and a json field are the engine's to convert
+    expect(whole([event('a', 1, [{ status: 1, other: 2 }])])).toBeUndefined();
+    expect(whole([event('a', 1, [{ status: '1' }])])).toBeUndefined();
+    expect(whole([event('a', 1, [{ status: 2 ** 60 }])])).toBeUndefined();
+    expect(
+      whole([event('a', 1, [{ j: {} }])], { kind: 'array', element: { kind: 'struct', fields: [{ name: 'j', type: { kind: 'json' } }] } }),
+    ).toBeUndefined();
   });
 
   it('keeps the row cap, and leaves an integer past 2^53 to the engine', () => {

@@ -19,8 +19,8 @@ export type FinishDecision = { finish: ServiceFinish } | { refused: string };
 const PLAIN_TYPES = new Set<SqlType['kind']>(['string', 'int64', 'float64', 'bool', 'timestamp', 'unknown']);
 
 /**
- * Whether the residual query is only a projection of one scan's rows (columns and record fields,
- * through unnests of its arrays), an ORDER BY over them and a LIMIT: then the service finishes it
+ * Whether the residual query is only a projection of one scan's rows (columns, record fields and
+ * whole records or arrays, through unnests of its arrays), an ORDER BY over them and a LIMIT: then the service finishes it
  * (ServiceFinish) and the engine is needed only when the rows turn out to be ones the service does
  * not convert exactly. Anything else, and every WHERE the scan did not apply exactly, is refused
  * with the reason. Pure.
@@ -58,7 +58,7 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
     const path = read.kind === 'identifier' ? paths.read(read, unnests.length) : undefined;
     if (!path) return refused('a selected value is computed, not a column, a record field or a TIMESTAMP cast to DATETIME');
     const type = staticType(path, source.columns, unnestTypes);
-    if (cast ? type?.kind !== 'timestamp' : !isPlain(type)) return refused('a selected value is a record, an array or of a type converted in the engine');
+    if (cast ? type?.kind !== 'timestamp' : !isPlain(type) && !isWhole(type)) return refused('a selected value is of a type converted in the engine');
     const name = item.alias ?? implicitName(item.expr);
     if (name === undefined) return refused('a selected value has no name');
     columns.push({ name, value: path, ...(cast ? { cast: 'datetime' as const } : {}) });
@@ -168,6 +168,11 @@ function staticType(path: ValuePath, columns: readonly TableColumn[], unnestType
 
 function isPlain(type: SqlType | undefined): boolean {
   return type !== undefined && PLAIN_TYPES.has(type.kind);
+}
+
+/** A record or an array selected as it is: the evaluator converts it by the type the engine infers from the rows. */
+function isWhole(type: SqlType | undefined): boolean {
+  return type?.kind === 'struct' || type?.kind === 'array';
 }
 
 function countLiteral(expr: Expr): number | undefined {
