@@ -1,3 +1,4 @@
+import { textTable } from '../shared/text-table.ts';
 import { parsePartitionName, legacyIndexName } from '../shared/partitions.ts';
 import type { SourceName } from '../shared/sources.ts';
 import { expiresAt, type RetentionPolicy } from '../ingest/retention.ts';
@@ -99,10 +100,7 @@ export function reportText(reports: readonly SourceReport[], nowMs: number): str
           : new Date(row.deletedAtMs).toISOString().slice(0, 16).replace('T', ' '),
     ]);
     const header = ['index', 'period', 'from (UTC)', 'docs', 'size', 'age', 'deleted'];
-    const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-    const line = (cells: string[]) =>
-      `  ${cells.map((cell, column) => (column === 3 || column === 4 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!))).join('  ')}`.trimEnd();
-    lines.push(line(header), ...rows.map(line));
+    lines.push(...textTable(header, rows, (column) => column === 3 || column === 4).map((line) => `  ${line}`));
     if (report.due.length > 0) lines.push(`  retention deletes at its next run: ${report.due.join(', ')}`);
     else if (report.next)
       lines.push(`  next to expire: ${report.next.index} at ${new Date(report.next.atMs).toISOString().slice(0, 16).replace('T', ' ')} UTC`);

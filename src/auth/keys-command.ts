@@ -1,3 +1,4 @@
+import { textTable } from '../../shared/text-table.ts';
 import { parseArgs } from 'node:util';
 import type { ApiKeyRecord } from './key-store.ts';
 
@@ -101,13 +102,5 @@ export function keyTable(records: ApiKeyRecord[], endpoints: readonly NamedEndpo
     r.createdAt,
     r.revokedAt ?? '-',
   ]);
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  return [header, ...rows]
-    .map((row) =>
-      row
-        .map((cell, column) => cell.padEnd(widths[column]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return textTable(header, rows).join('\n');
 }

@@ -1,3 +1,4 @@
+import { textTable } from '../../shared/text-table.ts';
 import { parseArgs } from 'node:util';
 import type { EndpointRecord } from '../../queries/endpoint-record.ts';
 import type { VersionView } from './management.ts';
@@ -79,15 +80,7 @@ export function parseEndpointsCommand(argv: string[]): EndpointsCommand {
 }
 
 function table(header: string[], rows: string[][]): string {
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  return [header, ...rows]
-    .map((row) =>
-      row
-        .map((cell, column) => cell.padEnd(widths[column]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return textTable(header, rows).join('\n');
 }
 
 /** One line per endpoint for `list`. */

@@ -2,6 +2,7 @@
  * `npm run endpoints -- usage`: the per-endpoint usage series of a query service's /metrics
  * (src/metrics.ts) read back from the Prometheus text format, one line per endpoint and key id.
  */
+import { textTable } from '../../shared/text-table.ts';
 
 /** One series of the exposition text: its name, labels and value. */
 export interface Sample {
@@ -156,9 +157,6 @@ export function usageTable(rows: readonly UsageRow[]): string {
       bytesText(row.bytes),
     ];
   });
-  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => line[column]!.length)));
   // numbers align right, names left
-  const numeric = (column: number) => column >= 2 && column !== 3;
-  const aligned = (cell: string, column: number) => (numeric(column) ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!));
-  return [header, ...lines].map((line) => line.map(aligned).join('  ').trimEnd()).join('\n');
+  return textTable(header, lines, (column) => column >= 2 && column !== 3).join('\n');
 }
