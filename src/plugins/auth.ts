@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import type { OpsAccess } from '../../shared/ops-access.ts';
 import { OPERATOR_PRINCIPAL, type Authenticator } from '../auth/authenticator.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -88,5 +89,5 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
   });
 };
 
-// the hook must apply to routes registered outside this plugin, as fastify-plugin would arrange
-export const authPlugin = Object.assign(auth, { [Symbol.for('skip-override')]: true });
+// not encapsulated: the hook applies to the routes registered beside this plugin
+export const authPlugin = fastifyPlugin(auth, { name: 'auth', fastify: '5.x' });

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import { OPS_TOKEN_REQUIRED, type OpsAccess } from '../../shared/ops-access.ts';
 import { Unauthorized } from '../errors.ts';
 import {
@@ -80,5 +81,5 @@ const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
   });
 };
 
-// the hook must see routes registered outside this plugin, as fastify-plugin would arrange
-export const metricsPlugin = Object.assign(metrics, { [Symbol.for('skip-override')]: true });
+// not encapsulated: the hook sees every route registered beside this plugin
+export const metricsPlugin = fastifyPlugin(metrics, { name: 'metrics', fastify: '5.x' });

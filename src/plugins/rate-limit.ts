@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import type { TokenBuckets } from '../auth/token-bucket.ts';
 import { RateLimited } from '../errors.ts';
 import { httpRateLimitedTotal } from '../metrics.ts';
@@ -39,5 +40,5 @@ const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => 
   });
 };
 
-// the hook must apply to routes registered outside this plugin, as fastify-plugin would arrange
-export const rateLimitPlugin = Object.assign(rateLimit, { [Symbol.for('skip-override')]: true });
+// not encapsulated, and after the auth plugin: its hook spends the tokens of the principal the auth hook set
+export const rateLimitPlugin = fastifyPlugin(rateLimit, { name: 'rate-limit', fastify: '5.x', dependencies: ['auth'] });

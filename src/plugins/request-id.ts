@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import { REQUEST_ID_HEADER } from '../http/request-id.ts';
 
 /**
@@ -13,5 +14,5 @@ const requestId: FastifyPluginAsync = async (app) => {
   });
 };
 
-// the hook must apply to routes registered outside this plugin, as fastify-plugin would arrange
-export const requestIdPlugin = Object.assign(requestId, { [Symbol.for('skip-override')]: true });
+// not encapsulated: the hook applies to every route registered beside this plugin
+export const requestIdPlugin = fastifyPlugin(requestId, { name: 'request-id', fastify: '5.x' });
