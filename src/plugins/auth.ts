@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import type { OpsAccess } from '../../shared/ops-access.ts';
 import { OPERATOR_PRINCIPAL, type Authenticator } from '../auth/authenticator.ts';
@@ -20,9 +20,6 @@ export interface AuthOptions {
   operatorToken?: OpsAccess;
 }
 
-/** Routes under this prefix need an API key; /health, /ready, /metrics and the docs do not. */
-const PROTECTED_PREFIX = '/api/';
-
 /** The endpoint management routes (all of /api/endpoints but the query route), where OPS_TOKEN is also accepted. */
 export function isManagementRoute(request: FastifyRequest): boolean {
   const route = request.routeOptions.url;
@@ -30,33 +27,15 @@ export function isManagementRoute(request: FastifyRequest): boolean {
 }
 
 /**
- * Judged on the matched route pattern as well as the URL: the router matches percent-encoded paths
- * (`/%61pi/...` reaches `/api/...`), so the raw URL alone would let such a request through.
- */
-export function needsKey(request: FastifyRequest): boolean {
-  if (request.routeOptions.url?.startsWith(PROTECTED_PREFIX)) return true;
-  const path = request.url.split('?')[0]!;
-  let decoded = path;
-  try {
-    decoded = decodeURIComponent(path);
-  } catch {
-    // a malformed escape: judge the raw path
-  }
-  return path.startsWith(PROTECTED_PREFIX) || decoded.startsWith(PROTECTED_PREFIX);
-}
-
-/**
- * Authenticates every request under /api/ (matched routes and 404s alike, so an unknown endpoint is
- * only revealed to a valid key) and sets request.principal. Scope and project checks belong to the
+ * Authenticates every request in the scope it is registered in (the API scope: its routes and its 404s
+ * alike, so an unknown endpoint is only revealed to a valid key) and sets request.principal. Scope and project checks belong to the
  * endpoint route, which knows the endpoint.
  *
  * Against guessing: a refusal is answered no sooner than failureMinMs after the request started,
  * so an unknown key id (a store look-up) and a known id with a wrong secret (often cached) cost the
  * same from outside; and an address that keeps failing gets 429 for a while, valid key or not.
  */
-const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
-  app.decorateRequest('principal', null as unknown as Principal);
-  app.decorateRequest('authMs', undefined);
+export function authenticationHook(options: AuthOptions): onRequestAsyncHookHandler {
   const refusal = (decision: Extract<RateDecision, { kind: 'limited' }>) => {
     authFailuresTotal.inc({ outcome: 'rate_limited' });
     return new RateLimited(
@@ -64,8 +43,7 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
       decision.retryAfterSeconds,
     );
   };
-  app.addHook('onRequest', async (request) => {
-    if (!needsKey(request)) return;
+  const authenticate: onRequestAsyncHookHandler = async (request) => {
     const blocked = options.failures.peek(request.ip);
     if (blocked.kind === 'limited') throw refusal(blocked);
     if (options.operatorToken && isManagementRoute(request) && options.operatorToken(request.headers.authorization)) {
@@ -86,7 +64,14 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
     } finally {
       request.authMs = performance.now() - started;
     }
-  });
+  };
+  return authenticate;
+}
+
+const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
+  app.decorateRequest('principal', null as unknown as Principal);
+  app.decorateRequest('authMs', undefined);
+  app.addHook('onRequest', authenticationHook(options));
 };
 
 // not encapsulated: the hook applies to the routes registered beside this plugin

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import type { TokenBuckets } from '../auth/token-bucket.ts';
 import { RateLimited } from '../errors.ts';
@@ -18,9 +18,9 @@ export interface RateLimitOptions {
  * routes), before the route runs; /health, /ready, /metrics and the docs carry no key and are
  * never limited. Registered right after the auth plugin so its hook runs after authentication.
  */
-const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => {
+export function rateLimitHook(options: RateLimitOptions): onRequestHookHandler {
   // a callback hook: an async one costs a promise on every request
-  app.addHook('onRequest', (request, reply, done) => {
+  const spendToken: onRequestHookHandler = (request, reply, done) => {
     if (!request.principal) return done();
     const decision = options.buckets.take(request.principal.keyId);
     if (decision.kind === 'unlimited') return done();
@@ -37,7 +37,12 @@ const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => 
         decision.retryAfterSeconds,
       ),
     );
-  });
+  };
+  return spendToken;
+}
+
+const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => {
+  app.addHook('onRequest', rateLimitHook(options));
 };
 
 // not encapsulated, and after the auth plugin: its hook spends the tokens of the principal the auth hook set

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { REQUEST_ID_HEADER } from '../http/request-id.ts';
 
@@ -8,10 +8,11 @@ import { REQUEST_ID_HEADER } from '../http/request-id.ts';
  */
 const requestId: FastifyPluginAsync = async (app) => {
   // a callback hook: an async one costs a promise on every request
-  app.addHook('onRequest', (request, reply, done) => {
+  const sendRequestId: onRequestHookHandler = (request, reply, done) => {
     void reply.header(REQUEST_ID_HEADER, request.id);
     done();
-  });
+  };
+  app.addHook('onRequest', sendRequestId);
 };
 
 // not encapsulated: the hook applies to every route registered beside this plugin
