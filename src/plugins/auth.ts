@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyPluginAsync, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import type { OpsAccess } from '../../shared/ops-access.ts';
 import { OPERATOR_PRINCIPAL, type Authenticator } from '../auth/authenticator.ts';
@@ -20,10 +20,11 @@ export interface AuthOptions {
   operatorToken?: OpsAccess;
 }
 
-/** The endpoint management routes (all of /api/endpoints but the query route), where OPS_TOKEN is also accepted. */
-export function isManagementRoute(request: FastifyRequest): boolean {
-  const route = request.routeOptions.url;
-  return route !== undefined && (route === '/api/endpoints' || route.startsWith('/api/endpoints/')) && !route.startsWith('/api/endpoints/query/');
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** OPS_TOKEN stands for an operator on this route (the endpoint management routes mark theirs). */
+    operatorTokenAccepted?: boolean;
+  }
 }
 
 /**
@@ -46,7 +47,7 @@ export function authenticationHook(options: AuthOptions): onRequestAsyncHookHand
   const authenticate: onRequestAsyncHookHandler = async (request) => {
     const blocked = options.failures.peek(request.ip);
     if (blocked.kind === 'limited') throw refusal(blocked);
-    if (options.operatorToken && isManagementRoute(request) && options.operatorToken(request.headers.authorization)) {
+    if (options.operatorToken && request.routeOptions.config.operatorTokenAccepted && options.operatorToken(request.headers.authorization)) {
       request.principal = OPERATOR_PRINCIPAL;
       return;
     }

@@ -31,7 +31,8 @@ function onRequestHooks(app: FastifyInstance): Map<string, string[]> {
 }
 
 describe('the API scope', () => {
-  const config = testConfig({ INDEX_PREFIX: `${uniqueName('scope')}-` });
+  const opsToken = 'ops-token-for-api-scope-tests';
+  const config = testConfig({ INDEX_PREFIX: `${uniqueName('scope')}-`, OPS_TOKEN: opsToken });
   const elasticsearch = createElasticsearchClient({ url: inject('elasticsearchUrl') });
   let app: FastifyInstance;
 
@@ -62,5 +63,13 @@ describe('the API scope', () => {
     const outside = await app.inject({ method: 'GET', url: '/nowhere' });
     expect(outside.statusCode).toBe(404);
     expect(outside.json().error.code).toBe('route_not_found');
+  });
+
+  it('takes OPS_TOKEN for an operator on the management routes only', async () => {
+    const headers = { authorization: `Bearer ${opsToken}` };
+    expect((await app.inject({ method: 'GET', url: '/api/endpoints', headers })).statusCode).toBe(200);
+    const query = await app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all', headers });
+    expect(query.statusCode).toBe(401);
+    expect(query.json().error.code).toBe('unauthorized');
   });
 });
