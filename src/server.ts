@@ -23,15 +23,12 @@ import { parseJsonBody } from './http/json-body.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { RequestLog } from './http/request-log.ts';
 import { RequestLogger } from './http/request-logger.ts';
-import { authPlugin } from './plugins/auth.ts';
-import { endpointAdminPlugin } from './plugins/endpoint-admin.ts';
-import { endpointsPlugin } from './plugins/endpoints.ts';
 import { CursorSigner } from './export/cursor.ts';
 import { RowBudget } from './export/row-budget.ts';
+import { apiHooksOutsideScope, apiPlugin, API_PREFIX } from './plugins/api.ts';
 import { healthPlugin } from './plugins/health.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
-import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { readyPlugin } from './plugins/ready.ts';
 import { requestIdPlugin } from './plugins/request-id.ts';
 import { ParsedQueryCache } from './sql/parsed-query-cache.ts';
@@ -131,7 +128,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       missCacheSeconds: deps.config.API_KEY_MISS_CACHE_SECONDS,
     });
   const limits = { perMinute: deps.config.RATE_LIMIT_PER_MINUTE, burst: deps.config.RATE_LIMIT_BURST };
-  // request id, metrics, auth and rate-limit hooks first (in that order), so they apply to every route registered after them
+  // request id and metrics hooks first, so they apply to every route registered after them (the API scope adds auth and rate limit)
   await app.register(requestIdPlugin);
   const allowedOps = opsAccess(config.OPS_TOKEN);
   // labels come from this replica's last view of the store: a label never waits for Elasticsearch
@@ -143,7 +140,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     maxKeyLabels: config.METRICS_MAX_KEY_LABELS,
   });
   const failureLimits = { perMinute: config.AUTH_FAILURES_PER_MINUTE, burst: config.AUTH_FAILURE_BURST };
-  await app.register(authPlugin, {
+  const auth = {
     authenticator,
     failures: new TokenBuckets(failureLimits, clock),
     failuresPerMinute: failureLimits.perMinute,
@@ -151,8 +148,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     failureMinMs: config.AUTH_FAILURE_MIN_MS,
     // without OPS_TOKEN only an admin key manages endpoints (opsAccess would let anyone in)
     operatorToken: config.OPS_TOKEN === undefined ? undefined : allowedOps,
-  });
-  await app.register(rateLimitPlugin, { buckets: new TokenBuckets(limits, clock), ...limits, endpointName });
+  };
+  const rateLimit = { buckets: new TokenBuckets(limits, clock), ...limits, endpointName };
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: async () => (await catalog.list()).filter((entry) => entry.record.enabled).map((entry) => entry.definition) });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls, allowed: allowedOps });
@@ -197,8 +194,9 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     },
   };
   const exporting = { budget: new RowBudget(config.EXPORT_ROWS_PER_MINUTE, clock), cursors: new CursorSigner(config.EXPORT_CURSOR_SECRET), logger };
-  await app.register(endpointsPlugin, { ...answering, catalog, bodyLimit: config.HTTP_MAX_BODY_BYTES, exporting });
-  // a saved query is checked by the same pipeline that will answer it
-  await app.register(endpointAdminPlugin, { management: new EndpointManagement({ store: endpointStore, catalog, check: answering }) });
+  const endpoints = { ...answering, catalog, bodyLimit: config.HTTP_MAX_BODY_BYTES, exporting };
+  const admin = { management: new EndpointManagement({ store: endpointStore, catalog, check: answering }) };
+  await app.register(apiPlugin, { prefix: API_PREFIX, auth, rateLimit, endpoints, admin });
+  app.addHook('onRoute', apiHooksOutsideScope({ auth, rateLimit }));
   return app;
 }

@@ -97,12 +97,15 @@ export function installErrorHandler(app: FastifyInstance): void {
       .send(body('internal_error', `internal error; the service log has the details under request id ${request.id} (also in the x-request-id header)`));
   });
 
+  app.setNotFoundHandler(routeNotFound);
+}
+
+/** The answer to a path no route matches; also the API scope's own, which answers only after its hooks. */
+export function routeNotFound(request: FastifyRequest, reply: FastifyReply): void {
   // the path is not echoed: it is the caller's raw input
-  app.setNotFoundHandler((request, reply) => {
-    void reply
-      .code(404)
-      .send(body('route_not_found', `no route for ${request.method} at this path; endpoints are served at GET or POST /api/endpoints/query/<uuid-or-name>`));
-  });
+  void reply
+    .code(404)
+    .send(body('route_not_found', `no route for ${request.method} at this path; endpoints are served at GET or POST /api/endpoints/query/<uuid-or-name>`));
 }
 
 /**

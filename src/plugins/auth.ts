@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import type { OpsAccess } from '../../shared/ops-access.ts';
 import { OPERATOR_PRINCIPAL, type Authenticator } from '../auth/authenticator.ts';
 import type { Principal } from '../auth/principal.ts';
@@ -19,43 +20,23 @@ export interface AuthOptions {
   operatorToken?: OpsAccess;
 }
 
-/** Routes under this prefix need an API key; /health, /ready, /metrics and the docs do not. */
-const PROTECTED_PREFIX = '/api/';
-
-/** The endpoint management routes (all of /api/endpoints but the query route), where OPS_TOKEN is also accepted. */
-export function isManagementRoute(request: FastifyRequest): boolean {
-  const route = request.routeOptions.url;
-  return route !== undefined && (route === '/api/endpoints' || route.startsWith('/api/endpoints/')) && !route.startsWith('/api/endpoints/query/');
-}
-
-/**
- * Judged on the matched route pattern as well as the URL: the router matches percent-encoded paths
- * (`/%61pi/...` reaches `/api/...`), so the raw URL alone would let such a request through.
- */
-export function needsKey(request: FastifyRequest): boolean {
-  if (request.routeOptions.url?.startsWith(PROTECTED_PREFIX)) return true;
-  const path = request.url.split('?')[0]!;
-  let decoded = path;
-  try {
-    decoded = decodeURIComponent(path);
-  } catch {
-    // a malformed escape: judge the raw path
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** OPS_TOKEN stands for an operator on this route (the endpoint management routes mark theirs). */
+    operatorTokenAccepted?: boolean;
   }
-  return path.startsWith(PROTECTED_PREFIX) || decoded.startsWith(PROTECTED_PREFIX);
 }
 
 /**
- * Authenticates every request under /api/ (matched routes and 404s alike, so an unknown endpoint is
- * only revealed to a valid key) and sets request.principal. Scope and project checks belong to the
+ * Authenticates every request in the scope it is registered in (the API scope: its routes and its 404s
+ * alike, so an unknown endpoint is only revealed to a valid key) and sets request.principal. Scope and project checks belong to the
  * endpoint route, which knows the endpoint.
  *
  * Against guessing: a refusal is answered no sooner than failureMinMs after the request started,
  * so an unknown key id (a store look-up) and a known id with a wrong secret (often cached) cost the
  * same from outside; and an address that keeps failing gets 429 for a while, valid key or not.
  */
-const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
-  app.decorateRequest('principal', null as unknown as Principal);
-  app.decorateRequest('authMs', undefined);
+export function authenticationHook(options: AuthOptions): onRequestAsyncHookHandler {
   const refusal = (decision: Extract<RateDecision, { kind: 'limited' }>) => {
     authFailuresTotal.inc({ outcome: 'rate_limited' });
     return new RateLimited(
@@ -63,11 +44,10 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
       decision.retryAfterSeconds,
     );
   };
-  app.addHook('onRequest', async (request) => {
-    if (!needsKey(request)) return;
+  const authenticate: onRequestAsyncHookHandler = async (request) => {
     const blocked = options.failures.peek(request.ip);
     if (blocked.kind === 'limited') throw refusal(blocked);
-    if (options.operatorToken && isManagementRoute(request) && options.operatorToken(request.headers.authorization)) {
+    if (options.operatorToken && request.routeOptions.config.operatorTokenAccepted && options.operatorToken(request.headers.authorization)) {
       request.principal = OPERATOR_PRINCIPAL;
       return;
     }
@@ -85,8 +65,15 @@ const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
     } finally {
       request.authMs = performance.now() - started;
     }
-  });
+  };
+  return authenticate;
+}
+
+const auth: FastifyPluginAsync<AuthOptions> = async (app, options) => {
+  app.decorateRequest('principal', null as unknown as Principal);
+  app.decorateRequest('authMs', undefined);
+  app.addHook('onRequest', authenticationHook(options));
 };
 
-// the hook must apply to routes registered outside this plugin, as fastify-plugin would arrange
-export const authPlugin = Object.assign(auth, { [Symbol.for('skip-override')]: true });
+// not encapsulated: the hook applies to the routes registered beside this plugin
+export const authPlugin = fastifyPlugin(auth, { name: 'auth', fastify: '5.x' });

@@ -40,16 +40,19 @@ function versionNumber(text: string): number {
  */
 export const endpointAdminPlugin: FastifyPluginAsync<EndpointAdminOptions> = async (app, options) => {
   const { management } = options;
+  app.addHook('onRoute', (route) => {
+    route.config = { ...route.config, operatorTokenAccepted: true };
+  });
   app.addHook('onRequest', async (request) => assertOperator(request));
 
-  app.get('/api/endpoints', async () => ({ endpoints: await management.list() }));
-  app.post('/api/endpoints', async (request, reply) => reply.code(201).send({ endpoint: await management.create(request.body) }));
-  app.get<EndpointRoute>('/api/endpoints/:endpoint', async (request) => ({ endpoint: await management.get(request.params.endpoint) }));
-  app.put<EndpointRoute>('/api/endpoints/:endpoint', async (request) => ({ endpoint: await management.replace(request.params.endpoint, request.body) }));
-  app.patch<EndpointRoute>('/api/endpoints/:endpoint', async (request) => ({ endpoint: await management.patch(request.params.endpoint, request.body) }));
-  app.delete<EndpointRoute>('/api/endpoints/:endpoint', async (request) => ({ endpoint: await management.remove(request.params.endpoint) }));
-  app.get<EndpointRoute>('/api/endpoints/:endpoint/versions', async (request) => ({ versions: await management.versions(request.params.endpoint) }));
-  app.post<VersionRoute>('/api/endpoints/:endpoint/versions/:version/restore', async (request) => ({
+  app.get('/endpoints', async () => ({ endpoints: await management.list() }));
+  app.post('/endpoints', async (request, reply) => reply.code(201).send({ endpoint: await management.create(request.body) }));
+  app.get<EndpointRoute>('/endpoints/:endpoint', async (request) => ({ endpoint: await management.get(request.params.endpoint) }));
+  app.put<EndpointRoute>('/endpoints/:endpoint', async (request) => ({ endpoint: await management.replace(request.params.endpoint, request.body) }));
+  app.patch<EndpointRoute>('/endpoints/:endpoint', async (request) => ({ endpoint: await management.patch(request.params.endpoint, request.body) }));
+  app.delete<EndpointRoute>('/endpoints/:endpoint', async (request) => ({ endpoint: await management.remove(request.params.endpoint) }));
+  app.get<EndpointRoute>('/endpoints/:endpoint/versions', async (request) => ({ versions: await management.versions(request.params.endpoint) }));
+  app.post<VersionRoute>('/endpoints/:endpoint/versions/:version/restore', async (request) => ({
     endpoint: await management.restore(request.params.endpoint, versionNumber(request.params.version)),
   }));
 };

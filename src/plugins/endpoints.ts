@@ -81,8 +81,9 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     if (header !== undefined) reply.header('server-timing', header);
     done(null, payload);
   };
-  app.get<EndpointRoute>('/api/endpoints/query/:endpoint', { onSend }, handle);
-  app.post<EndpointRoute>('/api/endpoints/query/:endpoint', { onSend }, handle);
+  const route = { onSend, config: { endpointQuery: true } };
+  app.get<EndpointRoute>('/endpoints/query/:endpoint', route, handle);
+  app.post<EndpointRoute>('/endpoints/query/:endpoint', route, handle);
 };
 
 /**

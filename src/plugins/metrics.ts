@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import { OPS_TOKEN_REQUIRED, type OpsAccess } from '../../shared/ops-access.ts';
 import { Unauthorized } from '../errors.ts';
 import {
@@ -19,9 +20,11 @@ declare module 'fastify' {
     /** Body bytes of a streamed answer (an export page), which has no content-length. */
     answeredBytes: number | undefined;
   }
+  interface FastifyContextConfig {
+    /** The route answers a saved endpoint's query: labelled by the endpoint's name, counted in per-endpoint usage. */
+    endpointQuery?: boolean;
+  }
 }
-
-const QUERY_ROUTE_PREFIX = '/api/endpoints/query/';
 
 /**
  * The `endpoint` label: the saved endpoint's name on the query route (whether called by UUID or
@@ -33,7 +36,7 @@ export type EndpointNameOf = (idOrName: string) => string | undefined;
 export function endpointLabel(request: FastifyRequest, nameOf: EndpointNameOf): string {
   const route = request.routeOptions.url;
   if (route === undefined) return 'unmatched';
-  if (route.startsWith(QUERY_ROUTE_PREFIX)) {
+  if (request.routeOptions.config.endpointQuery) {
     const idOrName = Object.values((request.params ?? {}) as Record<string, string>)[0] ?? '';
     return nameOf(idOrName) ?? 'unknown_endpoint';
   }
@@ -64,7 +67,7 @@ const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
     const endpoint = endpointLabel(request, options.endpointName);
     httpRequestsTotal.inc({ endpoint, status: String(reply.statusCode) });
     httpRequestDurationSeconds.observe({ endpoint }, reply.elapsedTime / 1000);
-    if (!request.routeOptions.url?.startsWith(QUERY_ROUTE_PREFIX)) return;
+    if (!request.routeOptions.config.endpointQuery) return;
     const principal = request.principal as { keyId: string } | null;
     const usage = { endpoint: endpointLabels.valueOf(endpoint), key_id: keyLabels.valueOf(principal?.keyId ?? NO_KEY) };
     endpointRequestsTotal.inc({ ...usage, status: String(reply.statusCode) });
@@ -80,5 +83,5 @@ const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
   });
 };
 
-// the hook must see routes registered outside this plugin, as fastify-plugin would arrange
-export const metricsPlugin = Object.assign(metrics, { [Symbol.for('skip-override')]: true });
+// not encapsulated: the hook sees every route registered beside this plugin
+export const metricsPlugin = fastifyPlugin(metrics, { name: 'metrics', fastify: '5.x' });

@@ -1,4 +1,5 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import type { TokenBuckets } from '../auth/token-bucket.ts';
 import { RateLimited } from '../errors.ts';
 import { httpRateLimitedTotal } from '../metrics.ts';
@@ -17,9 +18,9 @@ export interface RateLimitOptions {
  * routes), before the route runs; /health, /ready, /metrics and the docs carry no key and are
  * never limited. Registered right after the auth plugin so its hook runs after authentication.
  */
-const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => {
+export function rateLimitHook(options: RateLimitOptions): onRequestHookHandler {
   // a callback hook: an async one costs a promise on every request
-  app.addHook('onRequest', (request, reply, done) => {
+  const spendToken: onRequestHookHandler = (request, reply, done) => {
     if (!request.principal) return done();
     const decision = options.buckets.take(request.principal.keyId);
     if (decision.kind === 'unlimited') return done();
@@ -36,8 +37,13 @@ const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => 
         decision.retryAfterSeconds,
       ),
     );
-  });
+  };
+  return spendToken;
+}
+
+const rateLimit: FastifyPluginAsync<RateLimitOptions> = async (app, options) => {
+  app.addHook('onRequest', rateLimitHook(options));
 };
 
-// the hook must apply to routes registered outside this plugin, as fastify-plugin would arrange
-export const rateLimitPlugin = Object.assign(rateLimit, { [Symbol.for('skip-override')]: true });
+// not encapsulated, and after the auth plugin: its hook spends the tokens of the principal the auth hook set
+export const rateLimitPlugin = fastifyPlugin(rateLimit, { name: 'rate-limit', fastify: '5.x', dependencies: ['auth'] });

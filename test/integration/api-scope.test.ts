@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
+import { createLogger } from '../../shared/logger.ts';
+import { buildServer } from '../../src/server.ts';
+import { testConfig, uniqueName } from '../support/stack.ts';
+
+/**
+ * Each route's onRequest hooks by name, from fastify's own tree of routes: `GET /health` -> ['sendRequestId'].
+ * A node is indented four characters a level under its parent and its path continues the parent's;
+ * a node without methods is only a shared prefix.
+ */
+function onRequestHooks(app: FastifyInstance): Map<string, string[]> {
+  const hooks = new Map<string, string[]>();
+  const segments: string[] = [];
+  let routes: string[] = [];
+  for (const line of app.printRoutes({ includeHooks: true }).split('\n')) {
+    const node = /^([│├└─ ]*)([^•\s]\S*)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (node) {
+      segments.length = node[1]!.length / 4 - 1;
+      segments.push(node[2]!);
+      routes = (node[3]?.split(', ') ?? []).map((method) => `${method} ${segments.join('')}`);
+      continue;
+    }
+    const hookLine = /• \(onRequest\) (\[.*\])$/.exec(line);
+    if (!hookLine) continue;
+    const names = (JSON.parse(hookLine[1]!) as string[]).map((name) => name.replace(/\(\)$/, ''));
+    for (const route of routes) hooks.set(route, names);
+  }
+  return hooks;
+}
+
+describe('the API scope', () => {
+  const opsToken = 'ops-token-for-api-scope-tests';
+  const config = testConfig({ INDEX_PREFIX: `${uniqueName('scope')}-`, OPS_TOKEN: opsToken });
+  const elasticsearch = createElasticsearchClient({ url: inject('elasticsearchUrl') });
+  let app: FastifyInstance;
+
+  beforeAll(async () => {
+    app = await buildServer({ config, logger: createLogger('test', 'silent'), elasticsearch, kafkaBrokers: config.KAFKA_BROKERS! });
+    await app.ready();
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await elasticsearch.close();
+  });
+
+  it('authenticates and rate limits the API routes, after the request id', () => {
+    const hooks = onRequestHooks(app);
+    for (const method of ['GET', 'POST'])
+      expect(hooks.get(`${method} /api/endpoints/query/:endpoint`)).toEqual(['sendRequestId', 'authenticate', 'spendToken']);
+    expect(hooks.get('DELETE /api/endpoints/:endpoint')?.slice(0, 3)).toEqual(['sendRequestId', 'authenticate', 'spendToken']);
+  });
+
+  it('runs no key or rate-limit hook on the routes outside it', () => {
+    const hooks = onRequestHooks(app);
+    for (const route of ['GET /health', 'GET /ready', 'GET /metrics', 'GET /openapi.json', 'GET /docs']) expect(hooks.get(route)).toEqual(['sendRequestId']);
+  });
+
+  it('asks for a key before answering an unknown path under /api/, and not elsewhere', async () => {
+    expect((await app.inject({ method: 'GET', url: '/api/nowhere' })).json().error.code).toBe('unauthorized');
+    const outside = await app.inject({ method: 'GET', url: '/nowhere' });
+    expect(outside.statusCode).toBe(404);
+    expect(outside.json().error.code).toBe('route_not_found');
+  });
+
+  it('takes OPS_TOKEN for an operator on the management routes only', async () => {
+    const headers = { authorization: `Bearer ${opsToken}` };
+    expect((await app.inject({ method: 'GET', url: '/api/endpoints', headers })).statusCode).toBe(200);
+    const query = await app.inject({ method: 'GET', url: '/api/endpoints/query/logs.all', headers });
+    expect(query.statusCode).toBe(401);
+    expect(query.json().error.code).toBe('unauthorized');
+  });
+});
