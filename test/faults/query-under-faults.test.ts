@@ -119,6 +119,27 @@ describe('query service under store faults', () => {
     await stack?.stop();
   }, 120_000);
 
+  // here, on a store of its own: the breaker limit is cluster-wide, and would trip the searches of test files running beside it
+  it("a query tripping the store's request circuit breaker gets 400 query_too_expensive with the reason, and others keep being answered", async () => {
+    const url = `${direct.base}/api/endpoints/query/usage.api-counts?interval=daily&project=breaker`;
+    const get = () => fetch(url, { headers: { 'x-api-key': BOOTSTRAP_KEY } });
+    // a breaker limit no aggregation fits in, for as short a time as one request takes
+    await store.cluster.putSettings({ transient: { 'indices.breaker.request.limit': '1b' } });
+    let tripped: Response;
+    try {
+      tripped = await get();
+    } finally {
+      await store.cluster.putSettings({ transient: { 'indices.breaker.request.limit': null } });
+    }
+    expect(tripped.status).toBe(400);
+    const { error } = (await tripped.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('query_too_expensive');
+    expect(error.message).toMatch(/more memory than the log store allows one request \(\[request\] Data too large/);
+    const after = await get();
+    expect(after.status).toBe(200);
+    expect(after.headers.get('x-cache')).toBe('MISS');
+  });
+
   it('a stalled store: 504 query_timeout at QUERY_TIMEOUT_MS, key look-ups bounded too, answers again once it responds', { timeout: 120_000 }, async () => {
     await answersWhole(relayed.base);
     relay.stall();

@@ -143,26 +143,6 @@ describe('hostile requests against the query service', () => {
     });
   });
 
-  describe('store refusals', () => {
-    it("a query tripping the store's request circuit breaker gets 400 query_too_expensive with the reason, and others keep being answered", async () => {
-      const url = '/api/endpoints/query/usage.api-counts?interval=daily&project=breaker';
-      // a breaker limit no aggregation fits in, for as short a time as one request takes
-      await server.elasticsearch.cluster.putSettings({ transient: { 'indices.breaker.request.limit': '1b' } });
-      let tripped;
-      try {
-        tripped = await server.app.inject({ url, headers });
-      } finally {
-        await server.elasticsearch.cluster.putSettings({ transient: { 'indices.breaker.request.limit': null } });
-      }
-      expect(expectEnvelope(tripped, 400, 'query_too_expensive').message).toMatch(
-        /more memory than the log store allows one request \(\[request\] Data too large/,
-      );
-      const after = await server.app.inject({ url, headers });
-      expect(after.statusCode).toBe(200);
-      expect(after.headers['x-cache']).toBe('MISS');
-    });
-  });
-
   describe('the envelope, whatever fails', () => {
     it('FST_ERR_BAD_URL: an invalid percent-escape, without echoing the URL', async () => {
       const response = await rawGet(address, '/api/endpoints/query/%ff', headers);
