@@ -288,13 +288,7 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   string_agg: (call) => {
     const value = call.arg(0);
     const separator = call.expr.args.length > 1 ? call.arg(1).sql : `','`;
-    const order = call.expr.orderBy?.length
-      ? ` ORDER BY ${joined(
-          call,
-          call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)),
-          ', ',
-        )}`
-      : '';
+    const order = aggregateOrder(call);
     const distinct = call.expr.distinct ? 'DISTINCT ' : '';
     if (!call.expr.limit) return { sql: `string_agg(${distinct}${value.sql}, ${separator}${order})${call.over}`, type: STRING };
     // LIMIT n joins the first n values that are not NULL; no values at all is NULL, as string_agg's
@@ -304,13 +298,7 @@ const TRANSLATIONS: Record<SandboxFunctionName, Translation> = {
   array_agg: (call) => {
     const value = call.arg(0);
     if (value.type.kind === 'array') fail(call, 'BigQuery has no arrays of arrays');
-    const order = call.expr.orderBy?.length
-      ? ` ORDER BY ${joined(
-          call,
-          call.expr.orderBy.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)),
-          ', ',
-        )}`
-      : '';
+    const order = aggregateOrder(call);
     const distinct = call.expr.distinct ? 'DISTINCT ' : '';
     const type: SqlType = { kind: 'array', element: value.type };
     // LIMIT n keeps the first n elements (in the ORDER BY's order)
@@ -943,4 +931,15 @@ function argument(expr: CallExpr, signature: Signature, i: number, value: Typed,
     if (target) return printer.coerceLiteral(value.stringLiteral, { kind: target }, expr.position);
   }
   return expect(value, [...kinds], `${expr.name.toUpperCase()} argument ${i + 1}`, expr.position);
+}
+
+/** An aggregate's own ORDER BY (`string_agg(x ORDER BY y)`), printed for DuckDB; empty without one. */
+function aggregateOrder(call: Call): string {
+  const items = call.expr.orderBy;
+  if (!items?.length) return '';
+  return ` ORDER BY ${joined(
+    call,
+    items.map((o) => call.printer.orderItemSql(call.printer.translateExpr(o.expr, call.ctx).sql, o)),
+    ', ',
+  )}`;
 }
