@@ -92,7 +92,7 @@ describe('the stats object', () => {
     expect(stats!.partitions.length).toBeGreaterThan(0);
     for (const partition of stats!.partitions) expect(partition).toMatch(/^edge_logs/);
     expect(JSON.stringify(stats)).not.toContain(server.config.INDEX_PREFIX);
-    expect(stats!.elapsed_ms).toBeGreaterThanOrEqual(0);
+    expect(Number.isFinite(stats!.elapsed_ms)).toBe(true);
   });
 
   it('a cache hit reports hit true, its age, and that this request read nothing', async () => {
