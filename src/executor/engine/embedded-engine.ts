@@ -76,6 +76,8 @@ const NO_KEY = '';
  */
 export class EmbeddedEngine {
   private readonly idle: EngineProcess[] = [];
+  /** Processes that answered and are resetting their database before they take another request. */
+  private readonly resetting = new Set<EngineProcess>();
   private readonly waiting: ((process: EngineProcess) => void)[] = [];
   private readonly queue: EngineQueue;
   private closing = false;
@@ -150,7 +152,16 @@ export class EmbeddedEngine {
         if (result.truncated) sandboxEngineTruncatedResultsTotal.inc();
         return result;
       } finally {
-        this.release(process);
+        // after a result the process resets its database before it takes another request
+        const resetting = process.resetting;
+        if (resetting === undefined) this.release(process);
+        else {
+          this.resetting.add(process);
+          void resetting.then(() => {
+            this.resetting.delete(process);
+            this.release(process);
+          });
+        }
       }
     } finally {
       turn.release();
@@ -164,7 +175,7 @@ export class EmbeddedEngine {
 
   /** Process ids of the engine processes not running a request (for operators and tests). */
   get idleProcessIds(): number[] {
-    return this.idle.map((process) => process.pid);
+    return [...this.idle, ...this.resetting].map((process) => process.pid);
   }
 
   private acquire(): Promise<EngineProcess> {
@@ -215,6 +226,9 @@ class EngineProcess {
   private nextRequestId = 1;
   private pending: PendingRequest | undefined;
   private exited = false;
+  private resetDone: (() => void) | undefined;
+  /** Set from a result until the process says it is idle again (or exits). */
+  resetting: Promise<void> | undefined;
 
   private constructor(
     private readonly child: ChildProcess,
@@ -335,6 +349,10 @@ class EngineProcess {
   }
 
   private receive(message: EngineMessage): void {
+    if (message.type === 'idle') {
+      this.idleAgain();
+      return;
+    }
     const pending = this.pending;
     if (pending === undefined || !('requestId' in message) || message.requestId !== pending.id) return;
     if (message.type === 'result_rows') {
@@ -343,6 +361,9 @@ class EngineProcess {
       return;
     }
     if (message.type === 'result') {
+      this.resetting = new Promise((resolve) => {
+        this.resetDone = resolve;
+      });
       pending.resolve({ columns: message.columns, rows: pending.rows, truncated: message.truncated });
       return;
     }
@@ -376,8 +397,15 @@ class EngineProcess {
     }
   }
 
+  private idleAgain(): void {
+    this.resetDone?.();
+    this.resetDone = undefined;
+    this.resetting = undefined;
+  }
+
   private exit(code: number | null, signal: NodeJS.Signals | null): void {
     this.exited = true;
+    this.idleAgain();
     const pending = this.pending;
     if (pending === undefined) {
       this.options.logger.info({ enginePid: this.child.pid, code, signal }, 'engine process exited');

@@ -122,24 +122,17 @@ async function run(message: Extract<ServiceMessage, { type: 'run' }>): Promise<v
     answer = { type: 'failure', requestId: request.id, reason: request.interrupted ? 'interrupted' : failure.reason, message: failure.message };
   }
   current = undefined;
-  // Reset, or closed, before answering: should closing a database abort the process, the service
-  // fails this request rather than a later one.
   const reusable = !request.interrupted && (answer.type === 'result' || (answer.type === 'failure' && REUSABLE_AFTER.has(answer.reason)));
+  // A result goes out before the reset, which the caller need not wait for; the process says `idle` once
+  // it is done, and the service sends it nothing before that, so a close that aborts fails no request.
+  // A failure is answered after the reset, as the service takes the process back with it.
+  if (answer.type === 'result') await reply(answer);
   const outcome = reusable ? await request.database.reset(request.loads.map((load) => load.table)) : 'changed';
-  if (outcome === 'reusable') {
-    spareDatabase = Promise.resolve(request.database);
-    await reply(answer);
-    return;
-  }
-  if (outcome === 'poisoned') {
-    setAside.push(request.database);
-    await reply(answer);
-    openSpareDatabase();
-    return;
-  }
-  request.database.close();
-  await reply(answer);
-  openSpareDatabase();
+  if (outcome === 'reusable') spareDatabase = Promise.resolve(request.database);
+  else if (outcome === 'poisoned') setAside.push(request.database);
+  else request.database.close();
+  await reply(answer.type === 'result' ? { type: 'idle', requestId: request.id } : answer);
+  if (outcome !== 'reusable') openSpareDatabase();
 }
 
 /**

@@ -27,4 +27,6 @@ export type EngineMessage =
   | { type: 'result_rows'; requestId: number; rows: Record<string, unknown>[] }
   /** After every `result_rows`; `truncated` when the query had rows beyond `maxRows`. */
   | { type: 'result'; requestId: number; columns: ResultColumn[]; truncated: boolean }
+  /** After a `result`: the database is reset (or replaced) and the process takes its next request. A `failure` comes after its reset. */
+  | { type: 'idle'; requestId: number }
   | { type: 'failure'; requestId: number; reason: FailureReason; message: string };
