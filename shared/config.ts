@@ -166,6 +166,15 @@ export const configSchema = z
       .max(5_000_000)
       .default(100_000)
       .describe('sandboxed sql / lql: events all scans of one query pull together at most (the engine runs the rest)'),
+    SANDBOX_MAX_HELD_EVENTS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(50_000_000)
+      .default(200_000)
+      .describe(
+        'sandboxed sql / lql: events the queries in flight hold in the service together (more than SANDBOX_MAX_SCAN_EVENTS); more wait, or get 503 when all holders wait',
+      ),
     SANDBOX_MAX_TRANSLATED_CHARS: z.coerce
       .number()
       .int()
@@ -477,6 +486,14 @@ export const configSchema = z
         code: 'custom',
         path: ['HTTP_HEADERS_TIMEOUT_MS'],
         message: `must not exceed HTTP_REQUEST_TIMEOUT_MS (${config.HTTP_REQUEST_TIMEOUT_MS})`,
+      });
+    }
+    // one query alone may always read its whole budget
+    if (config.SANDBOX_MAX_HELD_EVENTS <= config.SANDBOX_MAX_SCAN_EVENTS) {
+      context.addIssue({
+        code: 'custom',
+        path: ['SANDBOX_MAX_HELD_EVENTS'],
+        message: `must exceed SANDBOX_MAX_SCAN_EVENTS (${config.SANDBOX_MAX_SCAN_EVENTS}): one query alone reads up to one event more, the one that proves it too broad`,
       });
     }
     // an idle-socket timeout shorter than a query would cut callers off while their answer is computed

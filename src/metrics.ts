@@ -219,3 +219,9 @@ export function eventLoopDelayMetric(): Metric & { get(): Promise<unknown> } {
 }
 
 metricsRegistry.registerMetric(eventLoopDelayMetric());
+
+export const sandboxHeldEvents = new Gauge({
+  name: 'sandbox_held_events',
+  help: 'Events the sandboxed queries in flight hold in memory together (bounded by SANDBOX_MAX_HELD_EVENTS)',
+  registers: [metricsRegistry],
+});

@@ -13,6 +13,7 @@ import { SystemClock, type Clock } from './cache/clock.ts';
 import { ResultCache } from './cache/result-cache.ts';
 import { EmbeddedEngine } from './executor/engine/embedded-engine.ts';
 import { FieldCatalogs } from './executor/field-catalogs.ts';
+import { HeldEvents } from './executor/held-events.ts';
 import type { AnswerDependencies } from './endpoints/answer.ts';
 import { EndpointCatalog } from './endpoints/catalog.ts';
 import { EndpointManagement } from './endpoints/management.ts';
@@ -191,6 +192,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),
       engine: startedEngine,
       parseSql: (text, options) => parsedQueries.get(text, options),
+      heldEvents: new HeldEvents(config.SANDBOX_MAX_HELD_EVENTS),
     },
   };
   const exporting = { budget: new RowBudget(config.EXPORT_ROWS_PER_MINUTE, clock), cursors: new CursorSigner(config.EXPORT_CURSOR_SECRET), logger };

@@ -19,6 +19,7 @@ import type { LqlQuery } from '../lql/syntax.ts';
 import type { Query } from '../sql/syntax.ts';
 import type { ServerTiming } from '../http/server-timing.ts';
 import type { StoreReads } from '../executor/store-reads.ts';
+import type { HeldEvents } from '../executor/held-events.ts';
 import { encodeAnswer } from './answer-body.ts';
 import { savedCteNames, withSavedCtes } from './saved-ctes.ts';
 import { assertEndpointAllowed, cacheKey, redactionRequested, sandboxRequest, validateParameters, type RedactHeaders } from './request.ts';
@@ -45,6 +46,8 @@ export interface AnswerDependencies {
     engine: () => Promise<EmbeddedEngine>;
     /** The SQL front end (parse, convert, validate), run off the event loop. */
     parseSql: (text: string, options: SandboxQueryOptions) => Promise<Query>;
+    /** The events all sandboxed queries of the process may hold at once. */
+    heldEvents?: HeldEvents;
   };
 }
 
@@ -160,6 +163,7 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       deadline: (warming ? performance.now() : startedAt) + dependencies.queryTimeoutMs,
       timing: warming ? undefined : timing,
       reads: warming ? undefined : request.reads,
+      heldEvents: dependencies.sandbox.heldEvents,
     });
     return warming ? encodeAnswer(rows, { redact }) : timing.measureAsync('encode', () => encodeAnswer(rows, { redact }));
   };

@@ -9,6 +9,7 @@ import type { EmbeddedEngine, EngineReservation, EngineTable } from './engine/em
 import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference.ts';
 import { columnRows } from './rows/logs.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
+import type { HeldEvents } from './held-events.ts';
 import { ScanBudget } from './scan-budget.ts';
 import { finishInService } from './service-finish.ts';
 import { hitsTotal } from './store-reads.ts';
@@ -27,6 +28,8 @@ export interface ExecutorOptions extends StoreOptions {
   deadline: number;
   /** Where the time spent in the store and in the engine is added up, for the caller's own run. */
   timing?: ServerTiming;
+  /** The events all sandboxed queries of the process may hold at once (SANDBOX_MAX_HELD_EVENTS); none: no bound. */
+  heldEvents?: HeldEvents;
 }
 
 /** Runs a plan: its scans on Elasticsearch, then (for sandboxed queries) the residual query; returns the answer's rows. */
@@ -98,20 +101,26 @@ async function residualRows(plan: Plan, admission: EngineAdmission, options: Exe
     const table = { schema: { name: aggregation.table, columns: aggregation.columns }, rows: groups, supersetRows: 0 };
     return runResidual(plan, [table], admission, options);
   }
-  const budget = new ScanBudget(plan.maxScannedEvents ?? Number.POSITIVE_INFINITY);
-  const tables: ScannedTable[] = await timed(options, 'store', () =>
-    Promise.all(
-      plan.scans.map((scan) =>
-        stoppingOthers(
-          tableRows(scan, options, budget).then(({ rows, supersetRows }) => {
-            return { schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows, supersetRows };
-          }),
-          (reason) => budget.cancel(reason),
+  // the scanned events count as held until the answer is made from them
+  const hold = options.heldEvents?.open(options.deadline);
+  try {
+    const budget = new ScanBudget(plan.maxScannedEvents ?? Number.POSITIVE_INFINITY, hold);
+    const tables: ScannedTable[] = await timed(options, 'store', () =>
+      Promise.all(
+        plan.scans.map((scan) =>
+          stoppingOthers(
+            tableRows(scan, options, budget).then(({ rows, supersetRows }) => {
+              return { schema: inferTableSchema(scan.table, declaredColumns(scan.columns), rows), rows, supersetRows };
+            }),
+            (reason) => budget.cancel(reason),
+          ),
         ),
       ),
-    ),
-  );
-  return runResidual(plan, tables, admission, options);
+    );
+    return await runResidual(plan, tables, admission, options);
+  } finally {
+    hold?.close();
+  }
 }
 
 interface ScanRows {

@@ -1,12 +1,14 @@
 import { QueryTooBroad } from '../errors.ts';
 import { sandboxScannedEventsTotal } from '../metrics.ts';
+import type { EventHold } from './held-events.ts';
 
 /**
  * The events all scans of one request may read together, shared by those scans. A page is asked
  * for only once its size is reserved, and no more is reserved than takes the request one event past
  * its total (the event that proves the query too broad), so however many scans run at once, the
  * events fetched from the store stay within that. When the total is passed, or any scan fails,
- * `signal` aborts the searches still running and no scan asks for another page.
+ * `signal` aborts the searches still running and no scan asks for another page. With a `hold`, each
+ * page is also taken from the process-wide count of held events (SANDBOX_MAX_HELD_EVENTS).
  */
 export class ScanBudget {
   private used = 0;
@@ -16,7 +18,10 @@ export class ScanBudget {
   private readonly controller = new AbortController();
   private waiting: (() => void)[] = [];
 
-  constructor(readonly total: number) {}
+  constructor(
+    readonly total: number,
+    private readonly hold?: EventHold,
+  ) {}
 
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -34,7 +39,16 @@ export class ScanBudget {
       if (left > 0) {
         const granted = Math.min(wanted, left);
         this.reserved += granted;
-        return granted;
+        if (!this.hold) return granted;
+        let held: number;
+        try {
+          held = await this.hold.take(granted, this.controller.signal);
+        } catch (error) {
+          this.release(granted, 0);
+          throw error;
+        }
+        this.reserved -= granted - held;
+        return held;
       }
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
@@ -43,6 +57,7 @@ export class ScanBudget {
   /** A page of `scan` arrived with `received` of its `granted` events; the rest is free again. Throws once the request has read more than its total. */
   settle(scan: { table: string; cte: string }, granted: number, received: number): void {
     this.reserved -= granted;
+    this.hold?.giveBack(granted - received);
     this.used += received;
     sandboxScannedEventsTotal.inc(received);
     this.byCte.set(scan.cte, (this.byCte.get(scan.cte) ?? 0) + received);
@@ -56,8 +71,9 @@ export class ScanBudget {
   }
 
   /** A page that failed gives its reservation back. */
-  release(granted: number): void {
+  release(granted: number, held = granted): void {
     this.reserved -= granted;
+    this.hold?.giveBack(held);
     this.wake();
   }
 

@@ -34,5 +34,8 @@ describe('configuration', () => {
     expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '40000' })).toThrow(/HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS/);
     expect(() => loadConfig({ QUERY_TIMEOUT_MS: '200000' })).toThrow(/HTTP_CONNECTION_TIMEOUT_MS: must exceed QUERY_TIMEOUT_MS/);
     expect(() => loadConfig({ HTTP_MAX_HEADER_BYTES: '1000' })).toThrow(/HTTP_MAX_HEADER_BYTES/);
+    expect(() => loadConfig({ SANDBOX_MAX_SCAN_EVENTS: '1000', SANDBOX_MAX_HELD_EVENTS: '1000' })).toThrow(
+      /SANDBOX_MAX_HELD_EVENTS: must exceed SANDBOX_MAX_SCAN_EVENTS \(1000\)/,
+    );
   });
 });

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { QueryTimeout, StoreUnavailable } from '../../src/errors.ts';
+import { HeldEvents } from '../../src/executor/held-events.ts';
+import { ScanBudget } from '../../src/executor/scan-budget.ts';
+
+const later = () => performance.now() + 60_000;
+
+describe('the events sandboxed queries hold together (SANDBOX_MAX_HELD_EVENTS)', () => {
+  it('grants up to the capacity, then what is left, and takes back what a query gives', async () => {
+    const pool = new HeldEvents(100);
+    const first = pool.open(later());
+    expect(await first.take(70)).toBe(70);
+    const second = pool.open(later());
+    expect(await second.take(70)).toBe(30);
+    expect(pool.count).toBe(100);
+    second.giveBack(10);
+    expect(pool.count).toBe(90);
+    first.close();
+    second.close();
+    expect(pool.count).toBe(0);
+  });
+
+  it('a query finding nothing left waits while another is at work, and goes on once it ends', async () => {
+    const pool = new HeldEvents(50);
+    const events: string[] = [];
+    const working = pool.open(later());
+    await working.take(50);
+    const waiting = pool.open(later());
+    const taken = waiting.take(20).then((granted) => events.push(`waiting query took ${granted}`));
+    await Promise.resolve();
+    events.push('working query ends');
+    working.close();
+    await taken;
+    expect(events).toEqual(['working query ends', 'waiting query took 20']);
+    waiting.close();
+  });
+
+  it('refuses with 503 the query that would make every holder wait for another; the waiting one then goes on', async () => {
+    const pool = new HeldEvents(100);
+    const a = pool.open(later());
+    const b = pool.open(later());
+    await a.take(60);
+    await b.take(40);
+    const aMore = a.take(10);
+    const refusal = await b.take(10).catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(StoreUnavailable);
+    expect((refusal as StoreUnavailable).retryAfterSeconds).toBe(1);
+    expect((refusal as Error).message).toMatch(/holds 100 events for sandboxed queries in flight \(SANDBOX_MAX_HELD_EVENTS\)/);
+    b.close();
+    expect(await aMore).toBe(10);
+    a.close();
+    expect(pool.count).toBe(0);
+  });
+
+  it('a wait ends at the query deadline with QueryTimeout, and at an abort with its reason', async () => {
+    const pool = new HeldEvents(10);
+    const working = pool.open(later());
+    await working.take(10);
+    const late = pool.open(performance.now() + 5);
+    await expect(late.take(1)).rejects.toBeInstanceOf(QueryTimeout);
+    const stop = new AbortController();
+    const aborted = pool.open(later()).take(1, stop.signal);
+    stop.abort(new Error('another scan failed'));
+    await expect(aborted).rejects.toThrow('another scan failed');
+    working.close();
+    expect(pool.count).toBe(0);
+  });
+
+  it("a request's scan budget takes its pages from the pool and returns what a short page did not use", async () => {
+    const pool = new HeldEvents(1_000);
+    const hold = pool.open(later());
+    const budget = new ScanBudget(500, hold);
+    const granted = await budget.reserve(200);
+    expect(granted).toBe(200);
+    expect(pool.count).toBe(200);
+    budget.settle({ table: 'edge_logs', cte: 'edge_logs' }, granted, 120);
+    expect(pool.count).toBe(120);
+    const failed = await budget.reserve(50);
+    budget.release(failed);
+    expect(pool.count).toBe(120);
+    hold.close();
+    expect(pool.count).toBe(0);
+  });
+
+  it('a budget page is no larger than what the pool has left', async () => {
+    const pool = new HeldEvents(30);
+    const hold = pool.open(later());
+    expect(await new ScanBudget(500, hold).reserve(200)).toBe(30);
+    hold.close();
+  });
+});
