@@ -1,5 +1,6 @@
 import type { ConnectionOptions } from 'node:tls';
 import type { Client } from '@elastic/elasticsearch';
+import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { partitionPeriodOf, type Config } from '../shared/config.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
@@ -28,6 +29,7 @@ import { RowBudget } from './export/row-budget.ts';
 import { apiHooksOutsideScope, apiPlugin, API_PREFIX } from './plugins/api.ts';
 import { healthPlugin } from './plugins/health.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
+import { SWAGGER_OPTIONS } from './openapi/document.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
 import { readyPlugin } from './plugins/ready.ts';
 import { requestIdPlugin } from './plugins/request-id.ts';
@@ -95,6 +97,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     ),
   });
   installErrorHandler(app);
+  // first, so the OpenAPI document is generated from every route's schema
+  await app.register(fastifySwagger, SWAGGER_OPTIONS);
   // our own JSON parser: errors that say what is wrong (a `__proto__` key is named, not called "not JSON")
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {

@@ -65,6 +65,21 @@ describe('the API scope', () => {
     expect(outside.json().error.code).toBe('route_not_found');
   });
 
+  it('validates a management body by its route schema, before the handler looks the endpoint up, with the same codes', async () => {
+    const headers = { authorization: `Bearer ${opsToken}` };
+    const replace = await app.inject({ method: 'PUT', url: '/api/endpoints/no.such-endpoint', headers, payload: { name: 'Not Lower', sql: 'select 1' } });
+    expect(replace.statusCode).toBe(400);
+    expect(replace.json().error).toMatchObject({ code: 'invalid_endpoint', message: expect.stringContaining('name: a name is lower-case words') });
+    const patch = await app.inject({ method: 'PATCH', url: '/api/endpoints/no.such-endpoint', headers, payload: [1] });
+    expect(patch.json().error).toEqual({ code: 'invalid_endpoint', message: 'a PATCH body must be a JSON object holding the fields to change' });
+    // no body at all is the handler's to refuse, as before
+    const empty = await app.inject({ method: 'POST', url: '/api/endpoints', headers });
+    expect(empty.json().error).toMatchObject({ code: 'bad_request', message: expect.stringContaining('send the endpoint as a JSON body') });
+    // a valid body passes on to the handler, which finds no such endpoint
+    const valid = await app.inject({ method: 'PUT', url: '/api/endpoints/no.such-endpoint', headers, payload: { name: 'x.y', sql: 'select 1' } });
+    expect(valid.json().error.code).toBe('endpoint_not_found');
+  });
+
   it('takes OPS_TOKEN for an operator on the management routes only', async () => {
     const headers = { authorization: `Bearer ${opsToken}` };
     expect((await app.inject({ method: 'GET', url: '/api/endpoints', headers })).statusCode).toBe(200);
