@@ -58,6 +58,28 @@ describe('the API scope', () => {
     for (const route of ['GET /health', 'GET /ready', 'GET /metrics', 'GET /openapi.json', 'GET /docs']) expect(hooks.get(route)).toEqual(['sendRequestId']);
   });
 
+  it('refuses a route under /api/ declared outside it, which would answer without a key, and takes one declared in it', async () => {
+    const probe = async () => 'open';
+    const other = await buildServer({
+      config,
+      logger: createLogger('test', 'silent'),
+      elasticsearch,
+      kafkaBrokers: config.KAFKA_BROKERS!,
+      apiRoutes: async (api) => {
+        api.get('/probe', probe);
+      },
+    });
+    try {
+      expect(() => other.get('/api/elsewhere', probe)).toThrow('GET /api/elsewhere is under /api/ but outside the API scope');
+      expect(() => other.get('/elsewhere', probe)).not.toThrow();
+      await other.ready();
+      expect((await other.inject({ method: 'GET', url: '/api/probe' })).json().error.code).toBe('unauthorized');
+      expect((await other.inject({ method: 'GET', url: '/api/probe', headers: { authorization: `Bearer ${opsToken}` } })).statusCode).toBe(401);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('asks for a key before answering an unknown path under /api/, and not elsewhere', async () => {
     expect((await app.inject({ method: 'GET', url: '/api/nowhere' })).json().error.code).toBe('unauthorized');
     const outside = await app.inject({ method: 'GET', url: '/nowhere' });
