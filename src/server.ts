@@ -1,6 +1,7 @@
 import type { ConnectionOptions } from 'node:tls';
 import type { Client } from '@elastic/elasticsearch';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import fastifySwagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { partitionPeriodOf, type Config } from '../shared/config.ts';
 import { SOURCE_NAMES } from '../shared/sources.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -26,9 +27,10 @@ import { RequestLog } from './http/request-log.ts';
 import { RequestLogger } from './http/request-logger.ts';
 import { CursorSigner } from './export/cursor.ts';
 import { RowBudget } from './export/row-budget.ts';
-import { apiHooksOutsideScope, apiPlugin, API_PREFIX } from './plugins/api.ts';
+import { apiPlugin, API_PREFIX, refuseApiRoutesOutsideScope } from './plugins/api.ts';
 import { healthPlugin } from './plugins/health.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
+import { SWAGGER_OPTIONS } from './openapi/document.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
 import { readyPlugin } from './plugins/ready.ts';
 import { requestIdPlugin } from './plugins/request-id.ts';
@@ -50,6 +52,8 @@ export interface ServerDependencies {
   resultCache?: ResultCache;
   /** Default: keys in <INDEX_PREFIX>api-keys, plus BOOTSTRAP_API_KEY. */
   authenticator?: Authenticator;
+  /** More routes under /api/, behind the key and the rate limit (a test's probe route); none is declared outside. */
+  apiRoutes?: FastifyPluginAsync;
 }
 
 /** How requests are planned, from the configuration: shared by the service and the commands that check saved queries. */
@@ -96,6 +100,9 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     ),
   });
   installErrorHandler(app);
+  app.addHook('onRoute', refuseApiRoutesOutsideScope());
+  // first, so the OpenAPI document is generated from every route's schema
+  await app.register(fastifySwagger, SWAGGER_OPTIONS);
   // our own JSON parser: errors that say what is wrong (a `__proto__` key is named, not called "not JSON")
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
@@ -198,7 +205,6 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   const exporting = { budget: new RowBudget(config.EXPORT_ROWS_PER_MINUTE, clock), cursors: new CursorSigner(config.EXPORT_CURSOR_SECRET), logger };
   const endpoints = { ...answering, catalog, bodyLimit: config.HTTP_MAX_BODY_BYTES, exporting };
   const admin = { management: new EndpointManagement({ store: endpointStore, catalog, check: answering }) };
-  await app.register(apiPlugin, { prefix: API_PREFIX, auth, rateLimit, endpoints, admin });
-  app.addHook('onRoute', apiHooksOutsideScope({ auth, rateLimit }));
+  await app.register(apiPlugin, { prefix: API_PREFIX, auth, rateLimit, endpoints, admin, routes: deps.apiRoutes });
   return app;
 }

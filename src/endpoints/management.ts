@@ -52,9 +52,7 @@ export class EndpointManagement {
   /** PATCH: the body's fields replace the stored ones; the result is checked like a whole endpoint. */
   async patch(idOrName: string, body: unknown): Promise<EndpointRecord> {
     const existing = await this.get(idOrName);
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw new InvalidEndpoint('a PATCH body must be a JSON object holding the fields to change');
-    return this.save(existing.id, existing.version + 1, parsedInput({ ...inputOf(existing), ...body }), await this.current());
+    return this.save(existing.id, existing.version + 1, parsedInput({ ...inputOf(existing), ...patchFields(body) }), await this.current());
   }
 
   /** A deletion is a version of its own: the endpoint answers 404 from then on, and its history stays. */
@@ -107,11 +105,19 @@ export class EndpointManagement {
   }
 }
 
-function parsedInput(body: unknown): EndpointInput {
+/** A POST or PUT body as an endpoint, or the error naming what is wrong with it (also the route's body validator). */
+export function parsedInput(body: unknown): EndpointInput {
   if (body === undefined) throw new BadParameter('send the endpoint as a JSON body (content-type: application/json)', 'bad_request');
   const parsed = endpointInputSchema.safeParse(body);
   if (!parsed.success) throw new InvalidEndpoint(issuesText(parsed.error));
   return parsed.data;
+}
+
+/** A PATCH body as the fields to change, or the error saying it is not (also the route's body validator). */
+export function patchFields(body: unknown): object {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new InvalidEndpoint('a PATCH body must be a JSON object holding the fields to change');
+  return body;
 }
 
 function inputOf(record: EndpointRecord): EndpointInput {

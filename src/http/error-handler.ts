@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Logger } from '../../shared/logger.ts';
 import { ApiError, RateLimited, RequestTooLarge, StoreUnavailable, type ErrorCode } from '../errors.ts';
 import { REQUEST_ID_HEADER } from './request-id.ts';
+import { ERROR_SCHEMA } from './route-schemas.ts';
 
 export interface ErrorBody {
   error: { code: ErrorCode; message: string };
@@ -63,6 +64,8 @@ function headersOf(error: ApiError): Record<string, string> {
 
 /** The single place typed errors (and fastify's own) become the JSON error envelope. */
 export function installErrorHandler(app: FastifyInstance): void {
+  // the routes' response schemas answer failures in this envelope
+  app.addSchema(ERROR_SCHEMA);
   app.setErrorHandler((thrown: FastifyError | Error, request, reply) => {
     void reply.header(REQUEST_ID_HEADER, request.id);
     const fastifyError = thrown as FastifyError;

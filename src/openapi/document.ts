@@ -2,47 +2,57 @@ import { z } from 'zod';
 import type { EndpointDefinition, ParameterDoc } from '../../queries/endpoint.ts';
 import type { ParameterType } from '../../queries/endpoint-record.ts';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../export/export-request.ts';
+import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 
-/** The OpenAPI 3.1 document of the saved endpoints, derived from their definitions in queries/. */
+/** The OpenAPI document as @fastify/swagger generates it from the route schemas, as far as this module reads it. */
 export interface OpenApiDocument {
-  openapi: '3.1.0';
-  info: { title: string; version: string; description: string };
-  paths: Record<string, Record<string, Operation>>;
-  components: Record<string, unknown>;
-  security: Record<string, string[]>[];
+  paths?: Record<string, Record<string, Operation>>;
+  [field: string]: unknown;
 }
 
 export interface Parameter {
   name: string;
-  in: 'query' | 'header';
+  in: 'query' | 'header' | 'path';
   required: boolean;
   description: string;
   schema: Record<string, unknown>;
 }
 
 export interface Operation {
-  operationId: string;
-  summary: string;
-  description: string;
-  tags: string[];
-  parameters: Parameter[];
+  operationId?: string;
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  parameters?: Parameter[];
   requestBody?: { required: boolean; content: Record<string, { schema: Record<string, unknown> }> };
   responses: Record<string, { description: string; headers?: Record<string, unknown>; content?: Record<string, { schema: unknown }> }>;
 }
 
-type JsonSchema = { properties?: Record<string, Record<string, unknown>>; required?: string[] };
-
-const ERROR_RESPONSES: Record<string, string> = {
-  '400': 'Bad parameter or query; the message names what was wrong',
-  '401': 'Missing, unknown or revoked API key',
-  '403': 'The key may not query this endpoint or project',
-  '404': 'Unknown endpoint',
-  '413': 'Request body too large',
-  '414': 'URL too long',
-  '429': 'The API key spent its rate limit, its export budget or its share of the query engine; the Retry-After header says how many seconds to wait',
-  '503': 'Elasticsearch unavailable, or the query engine busy (then with a Retry-After header)',
-  '504': 'Query exceeded the time limit',
+/** @fastify/swagger's options: the document's frame; its paths are generated from the route schemas. */
+export const SWAGGER_OPTIONS: FastifyDynamicSwaggerOptions = {
+  openapi: {
+    openapi: '3.1.0',
+    info: {
+      title: 'Log query endpoints',
+      version: '1.0.0',
+      description: 'Saved, parameterised queries over the log store. Every /api/ route needs an API key (X-API-KEY or Authorization: Bearer).',
+    },
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' },
+        bearer: { type: 'http', scheme: 'bearer' },
+      },
+    },
+    security: [{ apiKey: [] }, { bearer: [] }],
+  },
+  // shared schemas keep their own names (#/components/schemas/Error), not def-0
+  refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
 };
+
+/** The query route in the generated document: it stands for every stored endpoint, each documented with its own parameters. */
+const QUERY_ROUTE_PATH = '/api/endpoints/query/{endpoint}';
+
+type JsonSchema = { properties?: Record<string, Record<string, unknown>>; required?: string[] };
 
 const SANDBOX_PARAMETERS: Parameter[] = [
   { name: 'sql', in: 'query', required: false, description: "Ad-hoc SQL restricted to the endpoint's CTE names.", schema: { type: 'string' } },
@@ -55,31 +65,9 @@ const SANDBOX_PARAMETERS: Parameter[] = [
   },
 ];
 
-const REDACT_HEADER: Parameter = {
-  name: 'SVC-ENDPOINT-REDACT-PII',
-  in: 'header',
-  required: false,
-  description: '`true` replaces every IPv4 and IPv6 address in the result with REDACTED, for this request only.',
-  schema: { type: 'string', enum: ['true', 'false'] },
-};
-
-const REDACT_HEADER_ALIAS: Parameter = {
-  ...REDACT_HEADER,
-  name: 'LF-ENDPOINT-REDACT-PII',
-  description: 'Alias of SVC-ENDPOINT-REDACT-PII, as the reference implementation names it; sent beside it, both must agree.',
-};
-
 const STATS_DESCRIPTION = '`true` adds a `stats` object beside `result`: what this request read and where it ran.';
 
 const STATS_PARAMETER: Parameter = { name: 'stats', in: 'query', required: false, description: STATS_DESCRIPTION, schema: { type: 'boolean' } };
-
-const STATS_HEADER: Parameter = {
-  name: 'SVC-ENDPOINT-STATS',
-  in: 'header',
-  required: false,
-  description: `${STATS_DESCRIPTION} The same as the stats parameter; sent beside it, both must agree.`,
-  schema: { type: 'string', enum: ['true', 'false'] },
-};
 
 /** The `stats` object (src/endpoints/query-stats.ts). */
 const STATS_SCHEMA = {
@@ -181,7 +169,11 @@ const EXPORT_PARAMETERS: Parameter[] = [
   },
 ];
 
-function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operation {
+/**
+ * One stored endpoint's GET or POST: the query route's generated operation (its headers and
+ * failures) with the endpoint's own parameters, description and rows.
+ */
+function operation(endpoint: EndpointDefinition, method: 'get' | 'post', route: Operation): Operation {
   const query = [...declaredParameters(endpoint), ...(endpoint.sandboxable ? SANDBOX_PARAMETERS : []), STATS_PARAMETER, ...EXPORT_PARAMETERS];
   const caching = endpoint.cache
     ? `Cached for ${endpoint.cache.ttlSeconds} s${endpoint.cache.warmEverySeconds ? `, warmed every ${endpoint.cache.warmEverySeconds} s` : ''}.`
@@ -214,23 +206,19 @@ function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operat
       'text/csv': { schema: { type: 'string', description: 'format=csv: a header row of the columns, then one record per row; nested values as JSON text' } },
     },
   };
-  const errors = Object.fromEntries(
-    Object.entries(ERROR_RESPONSES).map(([status, text]) => [
-      status,
-      { description: text, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
-    ]),
-  );
+  const { '200': _none, ...failures } = route.responses;
+  const headers = (route.parameters ?? []).filter((parameter) => parameter.in === 'header');
   const common = {
+    ...route,
     operationId: `${endpoint.name.replace(/[^A-Za-z0-9]+/g, '_')}_${method}`,
     summary: endpoint.name,
     description,
-    tags: ['endpoints'],
-    responses: { '200': ok, ...errors },
+    responses: { '200': ok, ...failures },
   };
-  if (method === 'get') return { ...common, parameters: [...query, REDACT_HEADER, REDACT_HEADER_ALIAS, STATS_HEADER] };
+  if (method === 'get') return { ...common, parameters: [...query, ...headers] };
   return {
     ...common,
-    parameters: [REDACT_HEADER, REDACT_HEADER_ALIAS, STATS_HEADER],
+    parameters: headers,
     requestBody: {
       required: true,
       content: {
@@ -246,39 +234,21 @@ function operation(endpoint: EndpointDefinition, method: 'get' | 'post'): Operat
   };
 }
 
-export function openApiDocument(endpoints: readonly EndpointDefinition[]): OpenApiDocument {
-  return {
-    openapi: '3.1.0',
-    info: {
-      title: 'Log query endpoints',
-      version: '1.0.0',
-      description: 'Saved, parameterised queries over the log store. Every /api/ route needs an API key (X-API-KEY or Authorization: Bearer).',
-    },
-    paths: Object.fromEntries(
-      endpoints.map((endpoint) => [`/api/endpoints/query/${endpoint.name}`, { get: operation(endpoint, 'get'), post: operation(endpoint, 'post') }]),
-    ),
-    components: {
-      securitySchemes: {
-        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' },
-        bearer: { type: 'http', scheme: 'bearer' },
-      },
-      schemas: {
-        Error: {
-          type: 'object',
-          required: ['error'],
-          properties: {
-            error: {
-              type: 'object',
-              required: ['code', 'message'],
-              properties: {
-                code: { type: 'string', description: 'Stable snake_case code' },
-                message: { type: 'string', description: 'What was wrong and how to fix it' },
-              },
-            },
-          },
-        },
-      },
-    },
-    security: [{ apiKey: [] }, { bearer: [] }],
-  };
+/**
+ * The generated document with the query route replaced, in its place, by one path per stored
+ * endpoint (by name). Built per request from the generated document, which @fastify/swagger caches:
+ * endpoints are created and changed while the service runs.
+ */
+export function withStoredEndpoints<T extends OpenApiDocument>(generated: T, endpoints: readonly EndpointDefinition[]): T {
+  const paths: Record<string, Record<string, Operation>> = {};
+  for (const [path, methods] of Object.entries(generated.paths ?? {})) {
+    if (path !== QUERY_ROUTE_PATH) {
+      paths[path] = methods;
+      continue;
+    }
+    for (const endpoint of endpoints) {
+      paths[`/api/endpoints/query/${endpoint.name}`] = { get: operation(endpoint, 'get', methods.get!), post: operation(endpoint, 'post', methods.post!) };
+    }
+  }
+  return { ...generated, paths };
 }

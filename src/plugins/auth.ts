@@ -36,7 +36,7 @@ declare module 'fastify' {
  * so an unknown key id (a store look-up) and a known id with a wrong secret (often cached) cost the
  * same from outside; and an address that keeps failing gets 429 for a while, valid key or not.
  */
-export function authenticationHook(options: AuthOptions): onRequestAsyncHookHandler {
+function authenticationHook(options: AuthOptions): onRequestAsyncHookHandler {
   const refusal = (decision: Extract<RateDecision, { kind: 'limited' }>) => {
     authFailuresTotal.inc({ outcome: 'rate_limited' });
     return new RateLimited(

@@ -9,6 +9,7 @@ import { mergedParameters, REDACT_HEADERS } from '../endpoints/request.ts';
 import { StoreReads } from '../executor/store-reads.ts';
 import { BadParameter, NotFound, RequestTooLarge, Unauthorized } from '../errors.ts';
 import { parametersObject, parseJsonBody } from '../http/json-body.ts';
+import { errorResponses, INTERNAL_ERROR } from '../http/route-schemas.ts';
 import { ServerTiming } from '../http/server-timing.ts';
 import { answerExport, type ExportDependencies } from '../export/answer-export.ts';
 import { exportRequest } from '../export/export-request.ts';
@@ -25,6 +26,46 @@ export type EndpointsOptions = AnswerDependencies & {
 interface EndpointRoute {
   Params: { endpoint: string };
 }
+
+// true or false in any letter case: the handler checks the values and names what was wrong
+const STATS_DESCRIPTION = '`true` adds a `stats` object beside `result`: what this request read and where it ran.';
+const REDACT_DESCRIPTION = '`true` replaces every IPv4 and IPv6 address in the result with REDACTED, for this request only.';
+
+/**
+ * The fixed part of the query route: the path, the headers and the failures. The query string and
+ * body are each endpoint's own (src/openapi/document.ts documents them per endpoint); the answer is
+ * sent as bytes built (and cached) beforehand, so no 200 schema re-serializes it.
+ */
+const QUERY_SCHEMA = {
+  tags: ['endpoints'],
+  params: {
+    type: 'object',
+    properties: { endpoint: { type: 'string', description: "The saved endpoint's name or UUID" } },
+  },
+  headers: {
+    type: 'object',
+    properties: {
+      [REDACT_HEADERS[0]]: { type: 'string', description: REDACT_DESCRIPTION },
+      [REDACT_HEADERS[1]]: {
+        type: 'string',
+        description: `Alias of ${REDACT_HEADERS[0]}, as the reference implementation names it; sent beside it, both must agree.`,
+      },
+      [STATS_HEADER]: { type: 'string', description: `${STATS_DESCRIPTION} The same as the stats parameter; sent beside it, both must agree.` },
+    },
+  },
+  response: errorResponses({
+    400: 'Bad parameter or query; the message names what was wrong',
+    401: 'Missing, unknown or revoked API key',
+    403: 'The key may not query this endpoint or project',
+    404: 'Unknown endpoint',
+    413: 'Request body too large',
+    414: 'URL too long',
+    429: 'The API key spent its rate limit, its export budget or its share of the query engine; the Retry-After header says how many seconds to wait',
+    500: INTERNAL_ERROR,
+    503: 'Elasticsearch unavailable, or the query engine busy (then with a Retry-After header)',
+    504: 'Query exceeded the time limit',
+  }),
+};
 
 /** GET and POST /api/endpoints/query/:endpoint, by UUID or name (docs/design/SPEC.md 4), for every endpoint in the store. */
 export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app, options) => {
@@ -81,7 +122,7 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     if (header !== undefined) reply.header('server-timing', header);
     done(null, payload);
   };
-  const route = { onSend, config: { endpointQuery: true } };
+  const route = { onSend, config: { endpointQuery: true }, schema: QUERY_SCHEMA };
   app.get<EndpointRoute>('/endpoints/query/:endpoint', route, handle);
   app.post<EndpointRoute>('/endpoints/query/:endpoint', route, handle);
 };

@@ -3,6 +3,7 @@ import type { ConnectionOptions } from 'node:tls';
 import type { FastifyPluginAsync } from 'fastify';
 import { fetchApiVersions, kafkaReleaseFromApis } from '../../shared/kafka-version.ts';
 import type { OpsAccess } from '../../shared/ops-access.ts';
+import { NO_CREDENTIAL } from '../http/route-schemas.ts';
 
 export interface HealthOptions {
   elasticsearch: Client;
@@ -41,6 +42,33 @@ async function kafkaHealth(brokers: string[], tls: ConnectionOptions | undefined
   return { status: 'down', brokers, error: 'no brokers configured' };
 }
 
+const DEPENDENCY_SCHEMA = {
+  type: 'object',
+  properties: { status: { type: 'string', enum: ['up', 'down'] }, version: { type: 'string' }, error: { type: 'string' } },
+} as const;
+
+const HEALTH_SCHEMA = {
+  summary: 'Liveness',
+  description: 'Always 200 while the process runs. With the operator token (or without OPS_TOKEN) also the dependencies, their versions and the pid.',
+  tags: ['operations'],
+  security: NO_CREDENTIAL,
+  response: {
+    200: {
+      description: 'The process is alive',
+      type: 'object',
+      required: ['status'],
+      properties: {
+        status: { type: 'string', enum: ['ok'] },
+        pid: { type: 'integer' },
+        uptime_seconds: { type: 'integer' },
+        elasticsearch: DEPENDENCY_SCHEMA,
+        kafka: { ...DEPENDENCY_SCHEMA, properties: { ...DEPENDENCY_SCHEMA.properties, brokers: { type: 'array', items: { type: 'string' } } } },
+        checked_at: { type: 'string', format: 'date-time', description: 'When the dependencies were last checked (at most every 2 s)' },
+      },
+    },
+  },
+};
+
 /** How long a dependency check is reused: /health stays cheap (no store round trip per call) and answers within the event loop's time. */
 const DEPENDENCY_CHECK_MS = 2000;
 
@@ -65,7 +93,7 @@ export const healthPlugin: FastifyPluginAsync<HealthOptions> = async (app, optio
         checking = undefined;
       }));
 
-  app.get('/health', async (request) => {
+  app.get('/health', { schema: HEALTH_SCHEMA }, async (request) => {
     if (!options.allowed(request.headers.authorization)) return { status: 'ok' };
     if (Date.now() - checkedAt >= DEPENDENCY_CHECK_MS) void check().catch(() => undefined);
     const dependencies = latest ?? (await check());

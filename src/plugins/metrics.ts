@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { OPS_TOKEN_REQUIRED, type OpsAccess } from '../../shared/ops-access.ts';
 import { Unauthorized } from '../errors.ts';
+import { errorResponses, OPERATOR_TOKEN } from '../http/route-schemas.ts';
 import {
   BoundedLabel,
   endpointBytesReturnedTotal,
@@ -54,6 +55,17 @@ export interface MetricsOptions {
   maxKeyLabels: number;
 }
 
+const METRICS_SCHEMA = {
+  summary: 'Prometheus metrics',
+  description: 'Request counts and latencies, per-endpoint usage, Elasticsearch time. Needs Authorization: Bearer <OPS_TOKEN> when OPS_TOKEN is set.',
+  tags: ['operations'],
+  security: OPERATOR_TOKEN,
+  response: {
+    200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } },
+    ...errorResponses({ 401: 'OPS_TOKEN is set and the request does not carry it' }),
+  },
+};
+
 /**
  * /metrics in Prometheus text format (behind the operator token when one is set), request counts and
  * latency for every route, and per-endpoint usage (by endpoint and key id) for the query route.
@@ -76,7 +88,7 @@ const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
     endpointBytesReturnedTotal.inc(usage, Number(reply.getHeader('content-length') ?? request.answeredBytes ?? 0));
   });
 
-  app.get('/metrics', async (request, reply) => {
+  app.get('/metrics', { schema: METRICS_SCHEMA }, async (request, reply) => {
     if (!options.allowed(request.headers.authorization)) throw new Unauthorized(OPS_TOKEN_REQUIRED);
     void reply.header('content-type', metricsRegistry.contentType);
     return metricsRegistry.metrics();

@@ -18,7 +18,7 @@ export interface RateLimitOptions {
  * routes), before the route runs; /health, /ready, /metrics and the docs carry no key and are
  * never limited. Registered right after the auth plugin so its hook runs after authentication.
  */
-export function rateLimitHook(options: RateLimitOptions): onRequestHookHandler {
+function rateLimitHook(options: RateLimitOptions): onRequestHookHandler {
   // a callback hook: an async one costs a promise on every request
   const spendToken: onRequestHookHandler = (request, reply, done) => {
     if (!request.principal) return done();

@@ -58,11 +58,48 @@ describe('the API scope', () => {
     for (const route of ['GET /health', 'GET /ready', 'GET /metrics', 'GET /openapi.json', 'GET /docs']) expect(hooks.get(route)).toEqual(['sendRequestId']);
   });
 
+  it('refuses a route under /api/ declared outside it, which would answer without a key, and takes one declared in it', async () => {
+    const probe = async () => 'open';
+    const other = await buildServer({
+      config,
+      logger: createLogger('test', 'silent'),
+      elasticsearch,
+      kafkaBrokers: config.KAFKA_BROKERS!,
+      apiRoutes: async (api) => {
+        api.get('/probe', probe);
+      },
+    });
+    try {
+      expect(() => other.get('/api/elsewhere', probe)).toThrow('GET /api/elsewhere is under /api/ but outside the API scope');
+      expect(() => other.get('/elsewhere', probe)).not.toThrow();
+      await other.ready();
+      expect((await other.inject({ method: 'GET', url: '/api/probe' })).json().error.code).toBe('unauthorized');
+      expect((await other.inject({ method: 'GET', url: '/api/probe', headers: { authorization: `Bearer ${opsToken}` } })).statusCode).toBe(401);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('asks for a key before answering an unknown path under /api/, and not elsewhere', async () => {
     expect((await app.inject({ method: 'GET', url: '/api/nowhere' })).json().error.code).toBe('unauthorized');
     const outside = await app.inject({ method: 'GET', url: '/nowhere' });
     expect(outside.statusCode).toBe(404);
     expect(outside.json().error.code).toBe('route_not_found');
+  });
+
+  it('validates a management body by its route schema, before the handler looks the endpoint up, with the same codes', async () => {
+    const headers = { authorization: `Bearer ${opsToken}` };
+    const replace = await app.inject({ method: 'PUT', url: '/api/endpoints/no.such-endpoint', headers, payload: { name: 'Not Lower', sql: 'select 1' } });
+    expect(replace.statusCode).toBe(400);
+    expect(replace.json().error).toMatchObject({ code: 'invalid_endpoint', message: expect.stringContaining('name: a name is lower-case words') });
+    const patch = await app.inject({ method: 'PATCH', url: '/api/endpoints/no.such-endpoint', headers, payload: [1] });
+    expect(patch.json().error).toEqual({ code: 'invalid_endpoint', message: 'a PATCH body must be a JSON object holding the fields to change' });
+    // no body at all is the handler's to refuse, as before
+    const empty = await app.inject({ method: 'POST', url: '/api/endpoints', headers });
+    expect(empty.json().error).toMatchObject({ code: 'bad_request', message: expect.stringContaining('send the endpoint as a JSON body') });
+    // a valid body passes on to the handler, which finds no such endpoint
+    const valid = await app.inject({ method: 'PUT', url: '/api/endpoints/no.such-endpoint', headers, payload: { name: 'x.y', sql: 'select 1' } });
+    expect(valid.json().error.code).toBe('endpoint_not_found');
   });
 
   it('takes OPS_TOKEN for an operator on the management routes only', async () => {

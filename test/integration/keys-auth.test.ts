@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { pino } from 'pino';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
 import { Authenticator, BOOTSTRAP_PRINCIPAL } from '../../src/auth/authenticator.ts';
@@ -10,6 +10,11 @@ import { testConfig, uniqueName } from '../support/stack.ts';
 
 const BOOTSTRAP = 'bootstrap-key-for-tests-0123456789';
 const KEY_CACHE_SECONDS = 5;
+
+/** A probe route in the API scope (/api/test/principal): shows what the auth hook hands to the routes there. */
+const principalRoute: FastifyPluginAsync = async (api) => {
+  api.get('/test/principal', async (request) => request.principal);
+};
 
 describe('API keys against real Elasticsearch', () => {
   // this file sends many wrong keys on purpose: the per-address failure limit is tested in hostile-requests
@@ -23,9 +28,7 @@ describe('API keys against real Elasticsearch', () => {
   beforeAll(async () => {
     const logger = pino({ level: 'trace' }, { write: (line: string) => void logLines.push(line) });
     const authenticator = new Authenticator({ keyStore: store, bootstrapKey: BOOTSTRAP, clock, cacheSeconds: KEY_CACHE_SECONDS });
-    app = await buildServer({ config, logger, elasticsearch, kafkaBrokers: config.KAFKA_BROKERS!, clock, authenticator });
-    // shows what the auth hook hands to routes under /api/
-    app.get('/api/test/principal', async (request) => request.principal);
+    app = await buildServer({ config, logger, elasticsearch, kafkaBrokers: config.KAFKA_BROKERS!, clock, authenticator, apiRoutes: principalRoute });
   });
 
   afterAll(async () => {
@@ -150,8 +153,15 @@ describe('API keys against real Elasticsearch', () => {
   it('answers 503, not 401, when Elasticsearch cannot be asked', async () => {
     const unreachable = createElasticsearchClient({ url: 'http://127.0.0.1:1' });
     const authenticator = new Authenticator({ keyStore: new KeyStore(unreachable, config.INDEX_PREFIX, 0), bootstrapKey: BOOTSTRAP, clock, cacheSeconds: 5 });
-    const down = await buildServer({ config, logger: pino({ level: 'silent' }), elasticsearch: unreachable, kafkaBrokers: [], clock, authenticator });
-    down.get('/api/test/principal', async (request) => request.principal);
+    const down = await buildServer({
+      config,
+      logger: pino({ level: 'silent' }),
+      elasticsearch: unreachable,
+      kafkaBrokers: [],
+      clock,
+      authenticator,
+      apiRoutes: principalRoute,
+    });
     const { key } = await store.create({ account: 'acme', endpoints: 'all', projects: null });
     const response = await down.inject({ method: 'GET', url: '/api/test/principal', headers: { 'x-api-key': key } });
     const bootstrap = await down.inject({ method: 'GET', url: '/api/test/principal', headers: { 'x-api-key': BOOTSTRAP } });

@@ -104,7 +104,36 @@ describe('operational endpoints', () => {
       expect(response.statusCode).toBe(200);
       const document = response.json();
       expect(document.openapi).toBe('3.1.0');
-      expect(Object.keys(document.paths)).toEqual(['/api/endpoints/query/usage.api-counts', '/api/endpoints/query/logs.all']);
+      const paths = Object.keys(document.paths);
+      expect(paths.filter((path) => path.startsWith('/api/endpoints/query/'))).toEqual([
+        '/api/endpoints/query/usage.api-counts',
+        '/api/endpoints/query/logs.all',
+      ]);
+      // the fixed routes, generated from their schemas; the query route's pattern gives way to the stored endpoints
+      expect(paths).toEqual(
+        expect.arrayContaining([
+          '/health',
+          '/ready',
+          '/metrics',
+          '/openapi.json',
+          '/api/endpoints',
+          '/api/endpoints/{endpoint}',
+          '/api/endpoints/{endpoint}/versions',
+        ]),
+      );
+      expect(paths).not.toContain('/api/endpoints/query/{endpoint}');
+      // every route declares its answers: none falls back to swagger's 'Default Response'
+      for (const [path, methods] of Object.entries(document.paths as Record<string, Record<string, { responses: Record<string, { description: string }> }>>)) {
+        for (const [method, operation] of Object.entries(methods)) {
+          expect(
+            Object.values(operation.responses).map((response) => response.description),
+            `${method} ${path}`,
+          ).not.toContain('Default Response');
+        }
+      }
+      expect(paths.filter((path) => path.startsWith('/docs'))).toEqual([]);
+      expect(document.paths['/api/endpoints/{endpoint}'].put.requestBody.content['application/json'].schema.required).toEqual(['name', 'sql']);
+      expect(document.paths['/ready'].get.responses['503'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
 
       const usage = document.paths['/api/endpoints/query/usage.api-counts'].get;
       const usageParameters = Object.fromEntries(usage.parameters.map((p: { name: string }) => [p.name, p]));
@@ -135,13 +164,23 @@ describe('operational endpoints', () => {
       expect(Object.keys(logs.get.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '503', '504']));
     });
 
-    it('renders a self-contained docs page', async () => {
+    it('serves the docs page with its assets from the service itself, rendering the same document', async () => {
       const response = await app.inject({ method: 'GET', url: '/docs' });
       expect(response.statusCode).toBe(200);
       expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
-      expect(response.body).toContain('/api/endpoints/query/usage.api-counts');
-      expect(response.body).toContain('<code>iso_timestamp_start</code>');
-      expect(response.body).not.toMatch(/<script|<link|src="http/);
+      const assets = [...response.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!);
+      expect(assets).toEqual(
+        expect.arrayContaining(['/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js', '/docs/static/swagger-ui.css']),
+      );
+      // nothing from elsewhere: the page works offline
+      for (const asset of assets) {
+        expect(asset).toMatch(/^\/docs\/static\//);
+        expect((await app.inject({ method: 'GET', url: asset })).statusCode, asset).toBe(200);
+      }
+      const initializer = (await app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' })).body;
+      expect(initializer).toContain('"tryItOutEnabled":true');
+      const shown = (await app.inject({ method: 'GET', url: '/docs/json' })).json();
+      expect(shown).toEqual((await app.inject({ method: 'GET', url: '/openapi.json' })).json());
     });
   });
 
