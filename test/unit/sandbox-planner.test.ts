@@ -436,6 +436,30 @@ describe('aggregation pushdown', () => {
     const geo = studio.find((query) => query.id === 'geo_usage_countries')!;
     expect(aggregationOf(plan(geo.sql, geo.params))?.groupsAt).toEqual(['records', 'groups']);
   });
+
+  it("breaks ORDER BY ties and orders a query without ORDER BY by the groups' keys, so the service finishes both", () => {
+    const orderOf = (result: Plan) =>
+      result.residual!.query.orderBy.map((item) => `${JSON.stringify(item.expr)} ${item.descending ? 'desc' : 'asc'} nulls ${item.nulls ?? '-'}`);
+    const key = (column: string) => `{"kind":"identifier","path":["${column}"]} asc nulls first`;
+    const top = studio.find((query) => query.id === 'tpl_top_paths')!;
+    const topPlan = plan(top.sql, top.params);
+    expect(orderOf(topPlan).slice(1)).toEqual([key('__k0'), key('__k1')]);
+    expect(topPlan.residual!.finish?.order.map((item) => item.value)).toEqual([
+      { from: 'column', column: '__m0', fields: [] },
+      { from: 'column', column: '__k0', fields: [] },
+      { from: 'column', column: '__k1', fields: [] },
+    ]);
+    const geo = studio.find((query) => query.id === 'geo_usage_countries')!;
+    const geoPlan = plan(geo.sql, geo.params);
+    expect(orderOf(geoPlan)).toEqual([key('__k0')]);
+    expect(geoPlan.residual!.finish).toBeDefined();
+    // one row without keys needs no order; SELECT DISTINCT orders only by what it selects, so it is left to the engine
+    expect(orderOf(plan('select count(*) as n from edge_logs'))).toEqual([]);
+    const distinct = plan('select distinct count(*) as n from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r group by r.path');
+    expect(aggregationOf(distinct)).toBeDefined();
+    expect(orderOf(distinct)).toEqual([]);
+    expect(distinct.residual!.finish).toBeUndefined();
+  });
 });
 
 /** How many bool queries the deepest path of a filter passes through. */

@@ -165,12 +165,24 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
       groupBy: [],
       ...(select.qualify ? { qualify: replace(select.qualify) } : {}),
     },
-    orderBy: query.orderBy.map((item): OrderItem => ({ ...item, expr: replace(item.expr) })),
+    orderBy: [...query.orderBy.map((item): OrderItem => ({ ...item, expr: replace(item.expr) })), ...groupOrder(keys, select)],
     ...(query.limit ? { limit: query.limit } : {}),
     ...(query.offset ? { offset: query.offset } : {}),
   };
   if (referencesRawColumns(residual, new Set(columns.map((column) => column.name)))) return undefined;
   return { scan, residual };
+}
+
+/**
+ * The groups' keys as the last ORDER BY keys, ascending with NULLs first: the order the composite
+ * gives the rows, which a query without ORDER BY answers in (DuckDB keeps the table's order) and
+ * which decides ties of the query's own keys. Either order is one BigQuery may answer; made explicit,
+ * the answer is one the service can give without the engine. Not under SELECT DISTINCT, which orders
+ * only by what it selects.
+ */
+function groupOrder(keys: readonly { key: AggregationKey }[], select: Select): OrderItem[] {
+  if (select.distinct) return [];
+  return keys.map((key) => ({ expr: { kind: 'identifier', path: [key.key.column] }, descending: false, nulls: 'first' }));
 }
 
 function prefixed(metric: AggregationMetric, step: string): AggregationMetric {
