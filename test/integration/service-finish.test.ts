@@ -129,14 +129,15 @@ function groupEvent(project: string, n: number, request: Record<string, unknown>
 
 /**
  * Project `groups`: nested request records grouped in the store, with NULL and missing keys, keys whose
- * UTF-8 and UTF-16 orders differ, numbers and booleans, and groups of equal counts (ORDER BY ties).
+ * UTF-8 and UTF-16 orders differ, integers, fractions (a float field: the store holds them as float32)
+ * and booleans, and groups of equal counts (ORDER BY ties).
  * Project `long`: the same and one path longer than the keyword's ignore_above, which the store does not index.
  */
 const GROUP_REQUESTS: Record<string, unknown>[] = [
-  { path: '/a', search: '?x', port: 443, secure: true, cf: { country: 'DE' } },
-  { path: '/a', search: '?x', port: 443, secure: true, cf: { country: 'DE' } },
+  { path: '/a', search: '?x', port: 443, secure: true, ratio: 0.1, cf: { country: 'DE' } },
+  { path: '/a', search: '?x', port: 443, secure: true, ratio: 0.1, cf: { country: 'DE' } },
   { path: '/a', port: 80, secure: false, cf: { country: null } },
-  { path: '/b', search: '', port: 80, secure: false, cf: { country: 'US' } },
+  { path: '/b', search: '', port: 80, secure: false, ratio: 0.25, cf: { country: 'US' } },
   { path: '/b', search: '', port: 8080, cf: {} },
   { path: null, search: '?x', port: 443, secure: true },
   { search: '?y', cf: { country: 'FR' } },
@@ -166,6 +167,7 @@ const GROUP_SHAPES: [string, string][] = [
   ['paths with NULL, no ORDER BY', `select request.path, count(*) as n ${REQUESTS} group by 1`],
   ['paths by name, descending', `select request.path as p, count(*) as n ${REQUESTS} group by p order by p desc`],
   ['ports by count, ties', `select request.port as port, count(*) as n ${REQUESTS} group by port order by n desc limit 2`],
+  ['fractions', `select request.ratio as ratio, count(*) as n, max(request.ratio) as top ${REQUESTS} group by ratio order by ratio`],
   [
     'secure flags',
     `select request.secure as secure, count(*) as n, max(response.status_code) as top ${REQUESTS} cross join unnest(m.response) as response group by secure`,
@@ -420,14 +422,18 @@ describe("the service finishes a query with the engine's bytes", () => {
       }
     }
     // default holds events with several requests; long a path the store did not index: both run over the
-    // events, except where the long path's event has no row (no cf record to unnest)
+    // events, except where the long path's event has no row (no cf record to unnest); fractions are never pushed
     expect(outcomes).toEqual(
-      GROUP_SHAPES.flatMap(([name]) => [
-        `${name} @groups: pushed, service`,
-        `${name} @long: pushed, ${name.startsWith('countries') ? 'service' : 'engine'}`,
-        `${name} @plain: pushed, service`,
-        `${name} @default: pushed, engine`,
-      ]),
+      GROUP_SHAPES.flatMap(([name]) =>
+        name === 'fractions'
+          ? ['groups', 'long', 'plain', 'default'].map((project) => `${name} @${project}: pulled, refused`)
+          : [
+              `${name} @groups: pushed, service`,
+              `${name} @long: pushed, ${name.startsWith('countries') ? 'service' : 'engine'}`,
+              `${name} @plain: pushed, service`,
+              `${name} @default: pushed, engine`,
+            ],
+      ),
     );
   });
 

@@ -27,6 +27,8 @@ const catalog = fieldCatalog({
   'metadata.request.path': 'keyword',
   'metadata.request.cf.country': 'keyword',
   'metadata.request.search': 'keyword',
+  'metadata.request.ratio': 'float',
+  'metadata.response.origin_time': 'double',
   'metadata.response.status_code': 'long',
   'metadata.parsed.error_severity': 'keyword',
   'metadata.level': 'keyword',
@@ -435,6 +437,25 @@ describe('aggregation pushdown', () => {
     expect(aggregation.metrics[0]!.path).toEqual(['events', '__m0']);
     const geo = studio.find((query) => query.id === 'geo_usage_countries')!;
     expect(aggregationOf(plan(geo.sql, geo.params))?.groupsAt).toEqual(['records', 'groups']);
+  });
+
+  it('groups and computes only values the index holds as produced: integers, keywords and booleans, never floating point', () => {
+    const grouped = (items: string) =>
+      aggregationOf(
+        plan(`select ${items} from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r cross join unnest(m.response) s group by 1`),
+      );
+    expect(grouped('r.path, count(*) n')).toBeDefined();
+    expect(grouped('s.status_code, count(*) n, sum(s.status_code) t, max(s.status_code) h, count(distinct m.level) d')).toBeDefined();
+    // a float field indexes float32 (0.1 becomes 0.10000000149011612); a double one holding 2 is BIGINT to the engine, DOUBLE here
+    for (const items of [
+      'r.ratio, count(*) n',
+      's.origin_time, count(*) n',
+      'r.path, max(r.ratio) m',
+      'r.path, sum(s.origin_time) m',
+      'r.path, avg(s.origin_time) m',
+      's.status_code, count(distinct s.origin_time) m',
+    ])
+      expect(grouped(items), items).toBeUndefined();
   });
 
   it("breaks ORDER BY ties and orders a query without ORDER BY by the groups' keys, so the service finishes both", () => {
