@@ -167,6 +167,11 @@ const GROUP_SHAPES: [string, string][] = [
   ['paths with NULL, no ORDER BY', `select request.path, count(*) as n ${REQUESTS} group by 1`],
   ['paths by name, descending', `select request.path as p, count(*) as n ${REQUESTS} group by p order by p desc`],
   ['ports by count, ties', `select request.port as port, count(*) as n ${REQUESTS} group by port order by n desc limit 2`],
+  [
+    'ports of each path',
+    `select request.path as p, sum(request.port) as ports, min(request.port) as low, avg(request.port) as mean, count(distinct m.function_id) as fns
+     ${REQUESTS} group by p order by p`,
+  ],
   ['fractions', `select request.ratio as ratio, count(*) as n, max(request.ratio) as top ${REQUESTS} group by ratio order by ratio`],
   [
     'secure flags',
