@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tableNames } from '../../queries/endpoint.ts';
 import { logsAll } from '../../queries/logs-all.ts';
-import type { StoredEvent } from '../../shared/event-index.ts';
+import { KEYWORD_IGNORE_ABOVE, type StoredEvent } from '../../shared/event-index.ts';
 import { eventShape } from '../../shared/event-shape.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { SOURCE_NAMES } from '../../shared/sources.ts';
@@ -114,6 +114,71 @@ const RECORD_EVENTS: StoredEvent[] = RECORD_METADATA.map((metadata, n) => ({
   shape: eventShape(metadata),
 }));
 
+/** A request record of project `groups` (one per event, so every event is regular) and its events. */
+function groupEvent(project: string, n: number, request: Record<string, unknown>): StoredEvent {
+  const metadata = { request, response: { status_code: 200 } };
+  return {
+    id: `${project}-${n}`,
+    timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 7, n)),
+    event_message: `${project} ${n}`,
+    project,
+    metadata,
+    shape: eventShape(metadata),
+  };
+}
+
+/**
+ * Project `groups`: nested request records grouped in the store, with NULL and missing keys, keys whose
+ * UTF-8 and UTF-16 orders differ, integers, fractions (a float field: the store holds them as float32)
+ * and booleans, and groups of equal counts (ORDER BY ties).
+ * Project `long`: the same and one path longer than the keyword's ignore_above, which the store does not index.
+ */
+const GROUP_REQUESTS: Record<string, unknown>[] = [
+  { path: '/a', search: '?x', port: 443, secure: true, ratio: 0.1, cf: { country: 'DE' } },
+  { path: '/a', search: '?x', port: 443, secure: true, ratio: 0.1, cf: { country: 'DE' } },
+  { path: '/a', port: 80, secure: false, cf: { country: null } },
+  { path: '/b', search: '', port: 80, secure: false, ratio: 0.25, cf: { country: 'US' } },
+  { path: '/b', search: '', port: 8080, cf: {} },
+  { path: null, search: '?x', port: 443, secure: true },
+  { search: '?y', cf: { country: 'FR' } },
+  { path: '/\u{1F600}', search: '?x', port: 443, cf: { country: 'FR' } },
+  { path: '/\uFF5E', search: '?x', port: 443, cf: { country: 'US' } },
+  { path: '/ä', port: 443, secure: true, cf: { country: 'DE' } },
+];
+const GROUP_EVENTS: StoredEvent[] = [
+  ...GROUP_REQUESTS.map((request, n) => groupEvent('groups', n, request)),
+  ...GROUP_REQUESTS.map((request, n) => groupEvent('long', n, request)),
+  groupEvent('long', GROUP_REQUESTS.length, { path: `/${'x'.repeat(KEYWORD_IGNORE_ABOVE)}`, search: '?x', port: 443 }),
+];
+
+const REQUESTS = 'from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request';
+
+/** Groups of nested records, as the studio's top paths and countries ask for them, and near shapes. */
+const GROUP_SHAPES: [string, string][] = [
+  ['top paths, the studio query', studio.find((query) => query.id === 'tpl_top_paths')!.sql],
+  ['countries, the studio query', studio.find((query) => query.id === 'geo_usage_countries')!.sql],
+  ['top paths', `select request.path as path, request.search as params, count(timestamp) as c ${REQUESTS} group by path, params order by c desc limit 100`],
+  [
+    'countries, no ORDER BY',
+    `select cf.country as country, countif(t.timestamp >= '2024-01-01T07:05:00Z') as late, countif(t.timestamp < '2024-01-01T07:05:00Z') as early
+     from edge_logs t cross join unnest(metadata) as m cross join unnest(m.request) as request cross join unnest(request.cf) as cf
+     where cf.country is not null group by cf.country`,
+  ],
+  ['paths with NULL, no ORDER BY', `select request.path, count(*) as n ${REQUESTS} group by 1`],
+  ['paths by name, descending', `select request.path as p, count(*) as n ${REQUESTS} group by p order by p desc`],
+  ['ports by count, ties', `select request.port as port, count(*) as n ${REQUESTS} group by port order by n desc limit 2`],
+  [
+    'ports of each path',
+    `select request.path as p, sum(request.port) as ports, min(request.port) as low, avg(request.port) as mean, count(distinct m.function_id) as fns
+     ${REQUESTS} group by p order by p`,
+  ],
+  ['fractions', `select request.ratio as ratio, count(*) as n, max(request.ratio) as top ${REQUESTS} group by ratio order by ratio`],
+  [
+    'secure flags',
+    `select request.secure as secure, count(*) as n, max(response.status_code) as top ${REQUESTS} cross join unnest(m.response) as response group by secure`,
+  ],
+];
+
 /** Whole records selected as they are, over the plain and odd projects and the one above. */
 const RECORD_SHAPES: [string, string][] = [
   ['one log by id', "select id, timestamp, event_message, metadata from edge_logs where id = 'r0' limit 1"],
@@ -194,7 +259,7 @@ beforeAll(async () => {
   await initSqlParser();
   server = await startEndpointServer({ now: NOW });
   for (const [source, events] of dataset.events) await server.index(source, events);
-  await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS, ...TEXT_EVENTS, ...RECORD_EVENTS]);
+  await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS, ...TEXT_EVENTS, ...RECORD_EVENTS, ...GROUP_EVENTS]);
   catalogs = new FieldCatalogs(server.elasticsearch, 60_000, server.clock, 30_000);
   engine = await EmbeddedEngine.start({ memoryLimit: '1GB', threads: 1, logger: createLogger('service-finish', 'silent') });
 }, 180_000);
@@ -238,6 +303,11 @@ async function run(planned: Plan): Promise<{ body: string; engine: boolean }> {
   }
 }
 
+/** An answer's rows in one order, for answers whose order the query leaves open. */
+function sortedRows(body: string): string[] {
+  return (JSON.parse(body) as unknown[]).map((row) => JSON.stringify(row)).sort();
+}
+
 function engineForced(planned: Plan): Plan {
   return planned.residual ? { ...planned, residual: { ...planned.residual, finish: undefined } } : planned;
 }
@@ -273,6 +343,7 @@ describe("the service finishes a query with the engine's bytes", () => {
       'single_log_by_id',
       'tpl_pg_errors',
       'shared_api_total_requests_auth',
+      'edgefn_v2_total_invocations',
     ]);
   });
 
@@ -337,6 +408,38 @@ describe("the service finishes a query with the engine's bytes", () => {
       'computed (refused) @default: refused',
       'computed (refused) @odd: refused',
     ]);
+  });
+
+  it('groups of nested records, counted in the store as the engine counts the events', async () => {
+    const outcomes: string[] = [];
+    for (const [name, sql] of GROUP_SHAPES) {
+      for (const project of ['groups', 'long', 'plain', 'default']) {
+        const params = { project, ...DAY };
+        const planned = await plan(sql, params);
+        const aggregation = planned.scans.find((scan) => scan.kind === 'aggregation');
+        const result = await bothWays(sql, params);
+        outcomes.push(`${name} @${project}: ${aggregation ? 'pushed' : 'pulled'}, ${result.finished ? 'service' : result.admitted ? 'engine' : 'refused'}`);
+        if (!aggregation) continue;
+        // the same groups as the engine makes from the events (in its own order where the query sets none)
+        const fromEvents = await run({ ...planned, scans: [aggregation.fallback.scan], residual: aggregation.fallback.residual });
+        const pushed = await run(planned);
+        expect(sortedRows(pushed.body), `${name} @${project}`).toEqual(sortedRows(fromEvents.body));
+      }
+    }
+    // default holds events with several requests; long a path the store did not index: both run over the
+    // events, except where the long path's event has no row (no cf record to unnest); fractions are never pushed
+    expect(outcomes).toEqual(
+      GROUP_SHAPES.flatMap(([name]) =>
+        name === 'fractions'
+          ? ['groups', 'long', 'plain', 'default'].map((project) => `${name} @${project}: pulled, refused`)
+          : [
+              `${name} @groups: pushed, service`,
+              `${name} @long: pushed, ${name.startsWith('countries') ? 'service' : 'engine'}`,
+              `${name} @plain: pushed, service`,
+              `${name} @default: pushed, engine`,
+            ],
+      ),
+    );
   });
 
   it('whole records, as the engine converts them by their inferred types', async () => {

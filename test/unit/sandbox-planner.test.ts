@@ -27,6 +27,8 @@ const catalog = fieldCatalog({
   'metadata.request.path': 'keyword',
   'metadata.request.cf.country': 'keyword',
   'metadata.request.search': 'keyword',
+  'metadata.request.ratio': 'float',
+  'metadata.response.origin_time': 'double',
   'metadata.response.status_code': 'long',
   'metadata.parsed.error_severity': 'keyword',
   'metadata.level': 'keyword',
@@ -435,6 +437,49 @@ describe('aggregation pushdown', () => {
     expect(aggregation.metrics[0]!.path).toEqual(['events', '__m0']);
     const geo = studio.find((query) => query.id === 'geo_usage_countries')!;
     expect(aggregationOf(plan(geo.sql, geo.params))?.groupsAt).toEqual(['records', 'groups']);
+  });
+
+  it('groups and computes only values the index holds as produced: integers, keywords and booleans, never floating point', () => {
+    const grouped = (items: string) =>
+      aggregationOf(
+        plan(`select ${items} from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r cross join unnest(m.response) s group by 1`),
+      );
+    expect(grouped('r.path, count(*) n')).toBeDefined();
+    expect(grouped('s.status_code, count(*) n, sum(s.status_code) t, max(s.status_code) h, count(distinct m.level) d')).toBeDefined();
+    // a float field indexes float32 (0.1 becomes 0.10000000149011612); a double one holding 2 is BIGINT to the engine, DOUBLE here
+    for (const items of [
+      'r.ratio, count(*) n',
+      's.origin_time, count(*) n',
+      'r.path, max(r.ratio) m',
+      'r.path, sum(s.origin_time) m',
+      'r.path, avg(s.origin_time) m',
+      's.status_code, count(distinct s.origin_time) m',
+    ])
+      expect(grouped(items), items).toBeUndefined();
+  });
+
+  it("breaks ORDER BY ties and orders a query without ORDER BY by the groups' keys, so the service finishes both", () => {
+    const orderOf = (result: Plan) =>
+      result.residual!.query.orderBy.map((item) => `${JSON.stringify(item.expr)} ${item.descending ? 'desc' : 'asc'} nulls ${item.nulls ?? '-'}`);
+    const key = (column: string) => `{"kind":"identifier","path":["${column}"]} asc nulls first`;
+    const top = studio.find((query) => query.id === 'tpl_top_paths')!;
+    const topPlan = plan(top.sql, top.params);
+    expect(orderOf(topPlan).slice(1)).toEqual([key('__k0'), key('__k1')]);
+    expect(topPlan.residual!.finish?.order.map((item) => item.value)).toEqual([
+      { from: 'column', column: '__m0', fields: [] },
+      { from: 'column', column: '__k0', fields: [] },
+      { from: 'column', column: '__k1', fields: [] },
+    ]);
+    const geo = studio.find((query) => query.id === 'geo_usage_countries')!;
+    const geoPlan = plan(geo.sql, geo.params);
+    expect(orderOf(geoPlan)).toEqual([key('__k0')]);
+    expect(geoPlan.residual!.finish).toBeDefined();
+    // one row without keys needs no order; SELECT DISTINCT orders only by what it selects, so it is left to the engine
+    expect(orderOf(plan('select count(*) as n from edge_logs'))).toEqual([]);
+    const distinct = plan('select distinct count(*) as n from edge_logs cross join unnest(metadata) m cross join unnest(m.request) r group by r.path');
+    expect(aggregationOf(distinct)).toBeDefined();
+    expect(orderOf(distinct)).toEqual([]);
+    expect(distinct.residual!.finish).toBeUndefined();
   });
 });
 

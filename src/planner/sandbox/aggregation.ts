@@ -4,7 +4,7 @@ import { isAggregateCall, pushdownOf } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
 import { mapExpression, subqueryOf, walk } from '../../sql/walk.ts';
 import type { SqlType, TableColumn } from '../../sql/types.ts';
-import { NUMERIC_FIELD_TYPES, nestedAncestor, type FieldCatalog } from '../field-catalog.ts';
+import { nestedAncestor, type FieldCatalog } from '../field-catalog.ts';
 import type { AggregationKey, AggregationMetric, AggregationScan, EventScan, ResidualQuery } from '../plan.ts';
 import { conjuncts, truthOf, type PredicateContext } from './predicates.ts';
 import { presentArrays, regularEvents } from './record-filters.ts';
@@ -30,8 +30,9 @@ export interface AggregationInput {
 /**
  * A grouped (or whole-table) aggregate over one CTE, computed by Elasticsearch instead of pulling
  * the events: WHERE must translate exactly, every GROUP BY key must be a calendar bucket of
- * `timestamp` or a single-valued field outside nested records, and every aggregate one the store
- * computes exactly (count, countif, count of a CASE, sum, avg, min, max, count distinct). The
+ * `timestamp` or a single-valued keyword, boolean or integer field (all in the same nested records,
+ * or none), and every aggregate one the store computes exactly (count, countif, count of a CASE,
+ * sum, avg, min, max of integers, count distinct). The
  * residual query is the original SELECT over the aggregation's rows: keys and aggregates replaced
  * by columns, HAVING become WHERE. Undefined when any part does not fit.
  */
@@ -165,12 +166,24 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
       groupBy: [],
       ...(select.qualify ? { qualify: replace(select.qualify) } : {}),
     },
-    orderBy: query.orderBy.map((item): OrderItem => ({ ...item, expr: replace(item.expr) })),
+    orderBy: [...query.orderBy.map((item): OrderItem => ({ ...item, expr: replace(item.expr) })), ...groupOrder(keys, select)],
     ...(query.limit ? { limit: query.limit } : {}),
     ...(query.offset ? { offset: query.offset } : {}),
   };
   if (referencesRawColumns(residual, new Set(columns.map((column) => column.name)))) return undefined;
   return { scan, residual };
+}
+
+/**
+ * The groups' keys as the last ORDER BY keys, ascending with NULLs first: the order the composite
+ * gives the rows, which a query without ORDER BY answers in (DuckDB keeps the table's order) and
+ * which decides ties of the query's own keys. Either order is one BigQuery may answer; made explicit,
+ * the answer is one the service can give without the engine. Not under SELECT DISTINCT, which orders
+ * only by what it selects.
+ */
+function groupOrder(keys: readonly { key: AggregationKey }[], select: Select): OrderItem[] {
+  if (select.distinct) return [];
+  return keys.map((key) => ({ expr: { kind: 'identifier', path: [key.key.column] }, descending: false, nulls: 'first' }));
 }
 
 function prefixed(metric: AggregationMetric, step: string): AggregationMetric {
@@ -241,11 +254,18 @@ function groupKey(written: Expr, _column: string, context: PredicateContext): Gr
   };
 }
 
+/**
+ * Field types whose indexed values are the values the engine reads from the events. Not floating
+ * point: a float field indexes float32 (0.1 becomes 0.10000000149011612), and a double one holding 2
+ * is a BIGINT to the engine, which types columns by their values, but DOUBLE here. Not unsigned_long,
+ * whose values pass 2^63.
+ */
+const EXACT_NUMBER_TYPES = new Set(['long', 'integer', 'short', 'byte']);
+
 function valueType(type: string | undefined): SqlType | undefined {
   if (type === 'keyword') return { kind: 'string' };
   if (type === 'boolean') return { kind: 'bool' };
-  if (type === 'double' || type === 'float' || type === 'half_float' || type === 'scaled_float') return { kind: 'float64' };
-  if (type !== undefined && NUMERIC_FIELD_TYPES.has(type)) return { kind: 'int64' };
+  if (type !== undefined && EXACT_NUMBER_TYPES.has(type)) return { kind: 'int64' };
   return undefined;
 }
 
@@ -295,14 +315,14 @@ function metricOf(call: Extract<Expr, { kind: 'call' }>, column: string, context
       paths: [field.path],
     };
   }
-  if (pushdown !== 'value_metric' || call.distinct || !type || !NUMERIC_FIELD_TYPES.has(type)) return undefined;
+  if (pushdown !== 'value_metric' || call.distinct || !type || !EXACT_NUMBER_TYPES.has(type)) return undefined;
   const valueAggregation = { [call.name]: { field: field.path } } as estypes.AggregationsAggregationContainer;
   const inner: Record<string, estypes.AggregationsAggregationContainer> = {
     present: { filter: { exists: { field: field.path } }, aggs: { value: valueAggregation } },
   };
   const aggregation: estypes.AggregationsAggregationContainer = nested ? { nested: { path: nested }, aggs: inner } : inner.present!;
   const prefix = nested ? [column, 'present'] : [column];
-  const resultType: SqlType = call.name === 'avg' ? { kind: 'float64' } : (valueType(type) ?? { kind: 'float64' });
+  const resultType: SqlType = call.name === 'avg' ? { kind: 'float64' } : { kind: 'int64' };
   return {
     metric: { column, path: [...prefix, 'value'], value: 'value', present: prefix },
     aggregation: { [column]: aggregation },
