@@ -115,9 +115,12 @@ const COMPARABLE: Record<LiteralKind, ReadonlySet<SqlType['kind']>> = {
   bool: new Set(['bool']),
 };
 
+/** Column types IS NULL is evaluated on here. */
+const NULL_TESTED: ReadonlySet<SqlType['kind']> = new Set(['string', 'int64', 'float64', 'bool', 'timestamp', 'unknown']);
+
 /**
  * An operand's value per row (null for NULL, DECLINED where unsure), or undefined when its type is
- * not one a literal of `kind` compares with (any type, for IS NULL). A column no row holds is NULL.
+ * not one a literal of `kind` compares with (nor, for IS NULL, a plain one). A column no row holds is NULL.
  */
 function operandOf(operand: FinishOperand, read: (path: ValuePath) => ValueReader | undefined, kind: LiteralKind | undefined): Operand | undefined {
   const reader = read(operand.value);
@@ -128,7 +131,8 @@ function operandOf(operand: FinishOperand, read: (path: ValuePath) => ValueReade
     if (type === 'int64' || type === 'unknown') return reader.value;
     return type === 'string' ? (row, elements) => integerOf(reader.value(row, elements)) : undefined;
   }
-  if (kind !== undefined && type !== 'unknown' && !COMPARABLE[kind].has(type)) return undefined;
+  // a whole record or array is the engine's to test for NULL (its JSON may load otherwise)
+  if (kind === undefined ? !NULL_TESTED.has(type) : type !== 'unknown' && !COMPARABLE[kind].has(type)) return undefined;
   return reader.value;
 }
 

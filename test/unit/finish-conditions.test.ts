@@ -141,6 +141,7 @@ const TYPES: Record<string, SqlType> = {
   flag: { kind: 'bool' },
   absent: { kind: 'unknown' },
   at: { kind: 'timestamp' },
+  record: { kind: 'struct', fields: [{ name: 'a', type: { kind: 'int64' } }] },
 };
 
 /** Rows whose values are read as they are, typed by TYPES. */
@@ -217,6 +218,7 @@ describe('the service evaluates conditions as the engine does', () => {
     expect(compileCondition(compare('=', 'text', 1), read)).toBeUndefined();
     expect(compileCondition(compare('=', 'ratio', 1, 'int64'), read)).toBeUndefined();
     expect(compileCondition({ kind: 'contains', operand: { value: { from: 'column', column: 'count', fields: [] } }, text: '1' }, read)).toBeUndefined();
+    expect(compileCondition({ kind: 'is_null', operand: { value: { from: 'column', column: 'record', fields: [] } } }, read)).toBeUndefined();
   });
 });
 
