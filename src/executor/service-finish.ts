@@ -2,6 +2,7 @@ import type { ServiceFinish, ValuePath } from '../planner/plan.ts';
 import type { SqlType, TableSchema } from '../sql/types.ts';
 import { civilDateTime } from './civil-time.ts';
 import { BoundedResult, ResultTooLarge } from './engine/bounded-result.ts';
+import { compileCondition, DECLINED, type Declined, type RowCondition } from './finish-conditions.ts';
 
 export interface FinishInput {
   finish: ServiceFinish;
@@ -17,15 +18,12 @@ export interface FinishInput {
   maxBytes: number;
 }
 
-/** The service cannot promise the engine's answer for these rows: the engine runs the query. */
-const DECLINED = Symbol('declined');
-type Declined = typeof DECLINED;
-
 /**
  * The rows the engine would answer for a ServiceFinish, computed here, or undefined whenever any row
  * holds something this does not convert exactly as the engine does (result-values.ts over the
  * tables table-loader.ts loads): an array with more than one element to unnest, a value of another
- * kind than its column's type, a string DuckDB might store otherwise, ORDER BY ties (the engine
+ * kind than its column's type, a string DuckDB might store otherwise, a WHERE condition it cannot
+ * evaluate exactly (finish-conditions.ts), ORDER BY ties (the engine
  * orders tied rows its own way), several rows without ORDER BY, an event matched only as a superset
  * that might reach the answer, or an answer over the byte bound (the engine gives its error).
  */
@@ -39,6 +37,8 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
   // an ORDER BY key no row holds is printed as a NULL literal, which DuckDB refuses to order by
   if (keys.some((key) => !PLAIN.has(key.type.kind) || key.type.kind === 'unknown')) return undefined;
   if (!sameColumns(finish, outputs, input.columns)) return undefined;
+  const where = (finish.where ?? []).map((condition) => compileCondition(condition, (path) => reader.compile(path)));
+  if (!where.every((condition): condition is RowCondition => condition !== undefined)) return undefined;
 
   // the rows of events matched only as a superset are the last ones: they must not reach the answer
   const exactRows = input.rows.length - input.supersetRows;
@@ -47,6 +47,9 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
     const elements = reader.elements(row);
     if (elements === DECLINED) return undefined;
     if (elements === undefined) continue;
+    const passes = passesWhere(where, row, elements);
+    if (passes === DECLINED) return undefined;
+    if (!passes) continue;
     const values = outputs.map((output) => output.value(row, elements));
     const keyValues = sortKeys(keys, row, elements);
     if (values.includes(DECLINED) || keyValues === DECLINED) return undefined;
@@ -67,6 +70,17 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
   const answer = rows.slice(finish.offset, end).map((row) => answerRow(finish, row));
   if (tiedInAnswer(rows, compare, answer, finish.offset, end)) return undefined;
   return withinBounds(answer, input.maxRows, input.maxBytes);
+}
+
+/** Whether a row makes every condition TRUE; DECLINED when one is unsure (each is evaluated, as the engine may evaluate each). */
+function passesWhere(where: readonly RowCondition[], row: Record<string, unknown>, elements: unknown[]): boolean | Declined {
+  let passes = true;
+  for (const condition of where) {
+    const truth = condition(row, elements);
+    if (truth === DECLINED) return DECLINED;
+    if (truth !== true) passes = false;
+  }
+  return passes;
 }
 
 /** Keys in the order of the columns, as the engine builds its rows (Object.fromEntries). */

@@ -152,7 +152,8 @@ export interface ResidualQuery {
  * A residual query the service finishes itself (src/executor/service-finish.ts): the rows of `table`,
  * each array of `unnests` unnested in turn, projected to `columns`, sorted by `order`, then OFFSET and
  * LIMIT. Its WHERE, if any, is the scan's filter exactly for the events of the scan's exact part;
- * those of its `take.irregular` part, matched only as a superset, must sort after the answer.
+ * those of its `take.irregular` part, matched only as a superset, must sort after the answer. Where
+ * the scan's filter is only a superset of WHERE, `where` holds the conditions it left, for each row.
  */
 export interface ServiceFinish {
   table: string;
@@ -162,7 +163,35 @@ export interface ServiceFinish {
   order: { value: ValuePath; descending: boolean; nulls: 'first' | 'last' }[];
   limit?: number;
   offset: number;
+  /**
+   * The WHERE conditions the scan's filter did not apply exactly (it matched a superset of their
+   * events): each row must make every one TRUE before it is sorted.
+   */
+  where?: FinishCondition[];
 }
+
+/** A literal a finish condition compares with: a string, a number or a boolean as written. */
+export type FinishLiteral = string | number | boolean;
+
+/** A value a finish condition reads: a path of the row, or its STRING read as INT64 (BigQuery's CAST). */
+export interface FinishOperand {
+  value: ValuePath;
+  cast?: 'int64';
+}
+
+/**
+ * A WHERE condition the service evaluates in SQL's three-valued logic (src/executor/finish-conditions.ts):
+ * AND, OR and NOT of comparisons of a value with a literal, IS NULL, and matches of literal text
+ * (`contains`: REGEXP_CONTAINS of a pattern without metacharacters; `like`: LIKE of a pattern whose
+ * only wildcard is %, as its literal pieces).
+ */
+export type FinishCondition =
+  | { kind: 'and' | 'or'; operands: FinishCondition[] }
+  | { kind: 'not'; operand: FinishCondition }
+  | { kind: 'compare'; operator: '=' | '!=' | '<' | '<=' | '>' | '>='; left: FinishOperand; right: FinishLiteral }
+  | { kind: 'is_null'; operand: FinishOperand }
+  | { kind: 'contains'; operand: FinishOperand; text: string }
+  | { kind: 'like'; operand: FinishOperand; pieces: string[] };
 
 /** A value of a row: a column of the table or the element of an earlier unnest, then record fields (as written). */
 export type ValuePath = { from: 'column'; column: string; fields: string[] } | { from: 'unnest'; unnest: number; fields: string[] };

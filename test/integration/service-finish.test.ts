@@ -194,6 +194,60 @@ const RECORD_SHAPES: [string, string][] = [
   ['ordered by a record (refused)', 'select id, metadata from edge_logs order by metadata limit 10'],
 ];
 
+/**
+ * Projects `statuses`, `casts` and `hex`: a status kept as text (as auth logs keep it), read through CAST
+ * to INT64; `casts` adds text BigQuery's CAST refuses, `hex` hexadecimal text it reads. Levels whose UTF-8 and UTF-16 orders differ, and
+ * a `needle` in some messages.
+ */
+const WHERE_VALUES: [string, (string | undefined)[], (string | null)[]][] = [
+  ['statuses', ['400', '0404', '+503', '599', '600', '-1', undefined, '200', '500'], ['error', 'Error', 'ä', '\u{1F600}', '\uFF5E', null, 'warn']],
+  ['casts', ['400', ' 500', 'abc', '0x1F4', '404'], ['error', 'info']],
+  ['hex', ['0x1F4', '404', '0X190', '-0', '007'], ['error', 'info']],
+];
+const WHERE_EVENTS: StoredEvent[] = WHERE_VALUES.flatMap(([project, statuses, levels]) =>
+  statuses.map((status, n) => {
+    const metadata = { ...(status === undefined ? {} : { status }), level: levels[n % levels.length], flag: n % 3 === 0 };
+    return {
+      id: `${project}-${n}`,
+      timestamp: storedTimestamp(Date.UTC(2024, 0, 1, 7, n)),
+      event_message: n % 2 === 0 ? `user 3f2a7c1e needle ${n}` : `other ${n}`,
+      project,
+      metadata,
+      shape: eventShape(metadata),
+    };
+  }),
+);
+
+/** WHERE conditions the store matches only as a superset: the service applies them to the rows, or leaves them to the engine. */
+const UNNESTED = 'from edge_logs cross join unnest(metadata) as m';
+/** An alternative no row takes that the store cannot check, so the condition beside it is left to the service. */
+const OR_CAST = 'or cast(m.status as int64) = 123456';
+const WHERE_SHAPES: [string, string][] = [
+  [
+    'the auth panel query',
+    "select id, timestamp, event_message, m.status from edge_logs cross join unnest(metadata) as m where (regexp_contains(event_message, '3f2a7c1e')) and (cast(m.status as int64) between 400 and 499 or cast(m.status as int64) between 500 and 599) order by timestamp desc limit 5",
+  ],
+  ['a cast compared', `select id, m.status ${UNNESTED} where cast(m.status as int64) >= 500 order by timestamp desc limit 10`],
+  ['a cast not between', `select id ${UNNESTED} where cast(m.status as int64) not between 400 and 499 order by timestamp desc limit 10`],
+  ['a cast is null', `select id ${UNNESTED} where cast(m.status as int64) is null order by timestamp desc limit 10`],
+  ['a cast in a list', `select id ${UNNESTED} where cast(m.status as int64) in (404, -1, 600) order by id limit 10`],
+  ['text like', `select id, m.level ${UNNESTED} where m.level like '%rr%' ${OR_CAST} order by timestamp desc limit 10`],
+  ['text like, anchored', `select id, m.level ${UNNESTED} where m.level like 'e%r' ${OR_CAST} order by timestamp desc limit 10`],
+  ['text not like', `select id, m.level ${UNNESTED} where m.level not like '%o%' ${OR_CAST} order by timestamp desc limit 10`],
+  ['text ordered by bytes', `select id, m.level ${UNNESTED} where m.level > 'z' ${OR_CAST} order by timestamp desc limit 10`],
+  // U+FF5E sorts before U+1F600 by UTF-8 bytes, after it by UTF-16 units
+  ['text below an emoji', `select id, m.level ${UNNESTED} where m.level < '\u{1F600}' ${OR_CAST} order by timestamp desc limit 10`],
+  ['in or is null', `select id, m.level ${UNNESTED} where m.level in ('error', 'ä') or m.level is null ${OR_CAST} order by timestamp desc limit 10`],
+  ['not equal, NULL dropped', `select id, m.level ${UNNESTED} where not (m.level = 'error' ${OR_CAST}) order by timestamp desc limit 10`],
+  ['a boolean', `select id ${UNNESTED} where m.flag = true ${OR_CAST} order by timestamp desc limit 10`],
+  ['plain text in a field', `select id ${UNNESTED} where regexp_contains(m.level, 'rr') ${OR_CAST} order by timestamp asc limit 10`],
+  ['plain text in the message', `select id ${UNNESTED} where regexp_contains(event_message, 'needle 2') ${OR_CAST} order by timestamp asc limit 10`],
+  ['one row without order', `select id ${UNNESTED} where cast(m.status as int64) = 404 limit 1`],
+  ['a regexp (refused)', `select id ${UNNESTED} where regexp_contains(m.level, 'e.r') ${OR_CAST} order by timestamp desc limit 10`],
+  ['a parameter (refused)', `select id ${UNNESTED} where cast(m.status as int64) > 1e2 or m.level = @project order by id limit 10`],
+  ['a float literal', `select id ${UNNESTED} where cast(m.status as int64) > 4.035e2 and m.level is not null order by id limit 10`],
+];
+
 const EDGE = 'from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request cross join unnest(m.response) as response';
 const LEFT =
   'from edge_logs left join unnest(metadata) as m on true left join unnest(m.request) as request on true left join unnest(m.response) as response on true';
@@ -259,7 +313,7 @@ beforeAll(async () => {
   await initSqlParser();
   server = await startEndpointServer({ now: NOW });
   for (const [source, events] of dataset.events) await server.index(source, events);
-  await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS, ...TEXT_EVENTS, ...RECORD_EVENTS, ...GROUP_EVENTS]);
+  await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS, ...TEXT_EVENTS, ...RECORD_EVENTS, ...GROUP_EVENTS, ...WHERE_EVENTS]);
   catalogs = new FieldCatalogs(server.elasticsearch, 60_000, server.clock, 30_000);
   engine = await EmbeddedEngine.start({ memoryLimit: '1GB', threads: 1, logger: createLogger('service-finish', 'silent') });
 }, 180_000);
@@ -313,14 +367,14 @@ function engineForced(planned: Plan): Plan {
 }
 
 /** Runs an admitted query both ways and compares the bytes; returns whether the service finished it without the engine. */
-async function bothWays(sql: string, params: Record<string, string>): Promise<{ admitted: boolean; finished: boolean }> {
+async function bothWays(sql: string, params: Record<string, string>): Promise<{ admitted: boolean; finished: boolean; where?: boolean; body?: string }> {
   const planned = await plan(sql, params);
   if (!planned.residual?.finish) return { admitted: false, finished: false };
   const finished = await run(planned);
   const forced = await run(engineForced(planned));
   expect(forced.engine).toBe(true);
   expect(finished.body, sql).toBe(forced.body);
-  return { admitted: true, finished: !finished.engine };
+  return { admitted: true, finished: !finished.engine, where: planned.residual.finish.where !== undefined, body: forced.body };
 }
 
 describe("the service finishes a query with the engine's bytes", () => {
@@ -335,6 +389,7 @@ describe("the service finishes a query with the engine's bytes", () => {
     expect([...new Set(finished)]).toEqual([
       'preview_postgres_local_errors',
       'preview_function_logs',
+      'preview_auth_user_errors',
       'preview_fn_edge_local',
       'preview_realtime',
       'preview_storage_search',
@@ -479,10 +534,102 @@ describe("the service finishes a query with the engine's bytes", () => {
     ]);
   });
 
+  it('WHERE conditions the store matches only as a superset, applied by the service to the rows', async () => {
+    const outcomes: string[] = [];
+    for (const [name, sql] of WHERE_SHAPES) {
+      for (const project of ['statuses', 'casts', 'hex', 'default']) {
+        const result = await bothWays(sql, { project, ...DAY });
+        const answer =
+          result.body === undefined ? '' : result.body.startsWith('[') ? `, ${JSON.parse(result.body).length} rows` : `, ${result.body.split(':')[0]}`;
+        outcomes.push(`${name} @${project}: ${result.finished ? 'service' : result.admitted ? 'engine' : 'refused'}${result.where ? ', where' : ''}${answer}`);
+      }
+    }
+    // engine: text BigQuery's CAST refuses (its error) or reads as hexadecimal, in any row the store returns (a CAST equal to
+    // a few integers is pushed as their digits or text a sign or a 0 starts, so ' 500' and 'abc' are not); refused: a regexp, a parameter
+    expect(outcomes).toEqual([
+      'the auth panel query @statuses: service, where, 3 rows',
+      'the auth panel query @casts: service, where, 2 rows',
+      'the auth panel query @hex: engine, where, 2 rows',
+      'the auth panel query @default: service, where, 0 rows',
+      'a cast compared @statuses: service, where, 4 rows',
+      'a cast compared @casts: engine, where, InvalidQuery',
+      'a cast compared @hex: engine, where, 1 rows',
+      'a cast compared @default: service, where, 0 rows',
+      'a cast not between @statuses: service, where, 6 rows',
+      'a cast not between @casts: engine, where, InvalidQuery',
+      'a cast not between @hex: engine, where, 3 rows',
+      'a cast not between @default: service, where, 0 rows',
+      'a cast is null @statuses: service, where, 1 rows',
+      'a cast is null @casts: engine, where, InvalidQuery',
+      'a cast is null @hex: engine, where, 0 rows',
+      'a cast is null @default: service, where, 10 rows',
+      'a cast in a list @statuses: service, where, 3 rows',
+      'a cast in a list @casts: engine, where, 1 rows',
+      'a cast in a list @hex: engine, where, 1 rows',
+      'a cast in a list @default: service, where, 0 rows',
+      'text like @statuses: service, where, 4 rows',
+      'text like @casts: engine, where, 3 rows',
+      'text like @hex: engine, where, 3 rows',
+      'text like @default: service, where, 0 rows',
+      'text like, anchored @statuses: service, where, 2 rows',
+      'text like, anchored @casts: engine, where, 3 rows',
+      'text like, anchored @hex: engine, where, 3 rows',
+      'text like, anchored @default: service, where, 0 rows',
+      'text not like @statuses: service, where, 4 rows',
+      'text not like @casts: engine, where, InvalidQuery',
+      'text not like @hex: engine, where, 0 rows',
+      'text not like @default: service, where, 0 rows',
+      'text ordered by bytes @statuses: service, where, 3 rows',
+      'text ordered by bytes @casts: engine, where, 0 rows',
+      'text ordered by bytes @hex: engine, where, 0 rows',
+      'text ordered by bytes @default: service, where, 0 rows',
+      'text below an emoji @statuses: service, where, 7 rows',
+      'text below an emoji @casts: engine, where, 5 rows',
+      'text below an emoji @hex: engine, where, 5 rows',
+      'text below an emoji @default: service, where, 0 rows',
+      'in or is null @statuses: service, where, 4 rows',
+      'in or is null @casts: engine, where, InvalidQuery',
+      'in or is null @hex: engine, where, 3 rows',
+      'in or is null @default: service, where, 10 rows',
+      'not equal, NULL dropped @statuses: service, where, 5 rows',
+      'not equal, NULL dropped @casts: engine, where, InvalidQuery',
+      'not equal, NULL dropped @hex: engine, where, 2 rows',
+      'not equal, NULL dropped @default: service, where, 0 rows',
+      'a boolean @statuses: service, where, 3 rows',
+      'a boolean @casts: engine, where, 2 rows',
+      'a boolean @hex: engine, where, 2 rows',
+      'a boolean @default: service, where, 0 rows',
+      'plain text in a field @statuses: service, where, 4 rows',
+      'plain text in a field @casts: engine, where, 3 rows',
+      'plain text in a field @hex: engine, where, 3 rows',
+      'plain text in a field @default: service, where, 0 rows',
+      'plain text in the message @statuses: service, where, 1 rows',
+      'plain text in the message @casts: engine, where, InvalidQuery',
+      'plain text in the message @hex: engine, where, 1 rows',
+      'plain text in the message @default: service, where, 0 rows',
+      'one row without order @statuses: service, where, 1 rows',
+      'one row without order @casts: engine, where, 1 rows',
+      'one row without order @hex: engine, where, 1 rows',
+      'one row without order @default: service, where, 0 rows',
+      'a regexp (refused) @statuses: refused',
+      'a regexp (refused) @casts: refused',
+      'a regexp (refused) @hex: refused',
+      'a regexp (refused) @default: refused',
+      'a parameter (refused) @statuses: refused',
+      'a parameter (refused) @casts: refused',
+      'a parameter (refused) @hex: refused',
+      'a parameter (refused) @default: refused',
+      'a float literal @statuses: service, where, 5 rows',
+      'a float literal @casts: engine, where, InvalidQuery',
+      'a float literal @hex: engine, where, 2 rows',
+      'a float literal @default: service, where, 0 rows',
+    ]);
+  });
+
   it('text ordered by its UTF-8 bytes, either way, as DuckDB orders it', async () => {
     for (const direction of ['asc', 'desc']) {
       const sql = `select request.path, id from edge_logs cross join unnest(metadata) as m cross join unnest(m.request) as request order by request.path ${direction} limit 10`;
-      expect(await bothWays(sql, { project: 'text', ...DAY })).toEqual({ admitted: true, finished: true });
+      expect(await bothWays(sql, { project: 'text', ...DAY })).toMatchObject({ admitted: true, finished: true });
     }
   });
 

@@ -173,9 +173,50 @@ describe('pushdown', () => {
     expect(supersetsOf(eventScans(plan(count.sql, count.params))[0]!)).toEqual([
       { bool: { filter: [{ range: { 'metadata.response.status_code': { gte: 500 } } }, { range: { 'metadata.response.status_code': { lte: 599 } } }] } },
     ]);
-    // metadata.status is a keyword in this catalog: comparing it with numbers is left to the engine
+    // metadata.status is a keyword in this catalog: comparing it with numbers is not pushed
+    expect(JSON.stringify(eventScans(plan("select id from auth_logs cross join unnest(metadata) as m where m.status >= '400'"))[0]!.predicates)).toContain(
+      'metadata.status',
+    );
+    expect(JSON.stringify(eventScans(plan('select id from auth_logs cross join unnest(metadata) as m where m.status >= 400'))[0]!.predicates)).not.toContain(
+      'metadata.status',
+    );
+  });
+
+  it('pushes a CAST of text to INT64 equal to a few integers as their digits, or text a sign or a 0 starts (the other forms the CAST reads)', () => {
+    const statuses = (values: number[]) => ({
+      bool: {
+        should: [
+          {
+            bool: {
+              should: [
+                { terms: { 'metadata.status': values.map(String) } },
+                { prefix: { 'metadata.status': { value: '+' } } },
+                { prefix: { 'metadata.status': { value: '-' } } },
+                { prefix: { 'metadata.status': { value: '0' } } },
+              ],
+              minimum_should_match: 1,
+            },
+          },
+          { term: { _ignored: 'metadata.status' } },
+        ],
+        minimum_should_match: 1,
+      },
+    });
     const auth = studio.find((query) => query.id === 'preview_auth_user_errors')!;
-    expect(JSON.stringify(eventScans(plan(auth.sql, auth.params))[0]!.predicates)).not.toContain('metadata.status');
+    const [text, status] = supersetsOf(eventScans(plan(auth.sql, auth.params))[0]!);
+    expect(JSON.stringify(text)).toContain('3f2a7c1e');
+    const range = (low: number, high: number) => Array.from({ length: high - low + 1 }, (_, offset) => low + offset);
+    expect(status).toEqual({ bool: { should: [statuses(range(400, 499)), statuses(range(500, 599))], minimum_should_match: 1 } });
+    const listed = plan(
+      'select id from auth_logs cross join unnest(metadata) as m where cast(m.status as int64) in (404, -1) and 200 = cast(m.status as int64)',
+    );
+    expect(supersetsOf(eventScans(listed)[0]!)).toEqual([statuses([404, -1]), statuses([200])]);
+    // too many values to list, a bound that is not an integer, SAFE_CAST, a comparison: nothing pushed
+    for (const condition of ['between 0 and 100000', 'between 1 and 2.5', '>= 400'])
+      expect(supersetsOf(eventScans(plan(`select id from auth_logs cross join unnest(metadata) as m where cast(m.status as int64) ${condition}`))[0]!)).toEqual(
+        [],
+      );
+    expect(supersetsOf(eventScans(plan('select id from auth_logs cross join unnest(metadata) as m where safe_cast(m.status as int64) = 1'))[0]!)).toEqual([]);
   });
 
   it('pushes a bare field of an unnested record down as the one field the binder bound it to', () => {

@@ -68,8 +68,9 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   );
   const bindings = bind(query, environment);
   const unbound = unboundNamesOf(bindings);
-  // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part)
+  // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part), and the conditions the others left
   const whereHeld = new Set<string>();
+  const unapplied = new Map<string, Expr[]>();
   const scans: Scan[] = references.map((reference) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
@@ -79,10 +80,11 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
     const filter: ScanFilter = readsTheScan
       ? scanFilter(reference.select, scope, { scope, catalog, now: context.now })
-      : { predicates: [], exact: false, within: {} };
+      : { predicates: [], exact: false, within: {}, unapplied: conjuncts(reference.select.where) };
     const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
     // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
     if (filter.exact && reference.select === topSelect(query) && (!filter.split || limit)) whereHeld.add(table);
+    else unapplied.set(table, filter.unapplied);
     return eventScan(cte, params, context, {
       table,
       predicates: filter.predicates,
@@ -127,7 +129,10 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       };
     }
   }
-  const source = only && scans.length === 1 ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), oneRow: false } : undefined;
+  const source =
+    only && scans.length === 1
+      ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), unapplied: unapplied.get(only.table), oneRow: false }
+      : undefined;
   const finish = source && finishOf(residual, source);
   const planned = finish ? { ...residual, finish } : residual;
   return { ...unbound, scans, residual: planned, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
@@ -151,11 +156,13 @@ function unboundNamesOf(bindings: Bindings): Pick<Plan, 'unboundNames'> {
  * Conditions on columns alone translate exactly on their own; a condition on a record field, or an
  * inner unnest (which drops the events without that array), needs the events' stored shape.
  * `within`: where the exactly pushed conditions on `timestamp` confine every event, for the partitions read.
+ * `unapplied`: the conjuncts of WHERE not pushed exactly on their own (the store matched a superset of their rows).
  */
 interface ScanFilter {
   predicates: QueryDsl[];
   exact: boolean;
   within: TimeBounds;
+  unapplied: Expr[];
   split?: { regular: QueryDsl; irregular: QueryDsl };
 }
 
@@ -169,12 +176,12 @@ function scanFilter(select: Select, scope: SelectScope, context: PredicateContex
     conditions.filter((_, i) => pushed[i]?.exact),
     context,
   );
-  if (others.length === 0 && scope.unnests.every((unnest) => unnest.join === 'left')) return { predicates: all, exact: true, within };
+  if (others.length === 0 && scope.unnests.every((unnest) => unnest.join === 'left')) return { predicates: all, exact: true, within, unapplied: others };
   const exactAlone = pushed.filter((predicate) => predicate?.exact).map((predicate) => predicate!.query);
   const supersets = pushed.filter((predicate) => predicate !== undefined && !predicate.exact).map((predicate) => predicate!.query);
   const record = recordFilter(others, scope.unnests, supersets, context);
-  if (!record) return { predicates: all, exact: false, within };
-  return { predicates: [...exactAlone, record.query], exact: true, within, split: { regular: record.regular, irregular: record.irregular } };
+  if (!record) return { predicates: all, exact: false, within, unapplied: others };
+  return { predicates: [...exactAlone, record.query], exact: true, within, unapplied: others, split: { regular: record.regular, irregular: record.irregular } };
 }
 
 /** Each read of a table that the store serves is at least one search: their number is bounded before any is made. */

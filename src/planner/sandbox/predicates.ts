@@ -110,11 +110,17 @@ export function pushDown(expr: Expr, context: PredicateContext): PushedPredicate
         return { query: pushed.length === 1 ? pushed[0]!.query : { bool: { filter: pushed.map((part) => part.query) } }, exact };
       }
       if (expr.operator === 'or') return anyOf(equalitiesAsLists(operands(expr, 'or'), context).map((disjunct) => pushDown(disjunct, context)));
+      if (expr.operator === '=') {
+        const text = integerTextIn(expr.left, integerList([expr.right]), context) ?? integerTextIn(expr.right, integerList([expr.left]), context);
+        if (text) return text;
+      }
       return comparison(expr.operator, expr.left, expr.right, context);
     case 'unary':
       return expr.operator === 'not' ? negation(expr.operand, context) : undefined;
     case 'between': {
       if (expr.negated) return negation({ ...expr, negated: false }, context);
+      const text = integerTextIn(expr.expr, integerRange(expr.low, expr.high), context);
+      if (text) return text;
       const low = comparison('>=', expr.expr, expr.low, context);
       const high = comparison('<=', expr.expr, expr.high, context);
       if (!low || !high) return undefined;
@@ -122,7 +128,7 @@ export function pushDown(expr: Expr, context: PredicateContext): PushedPredicate
     }
     case 'in_list':
       if (expr.negated) return negation({ ...expr, negated: false }, context);
-      return equalsAny(expr.expr, expr.list, context);
+      return integerTextIn(expr.expr, integerList(expr.list), context) ?? equalsAny(expr.expr, expr.list, context);
     case 'like':
       if (expr.negated) return negation({ ...expr, negated: false }, context);
       return stringMatch(expr.expr, expr.pattern, 'like', context);
@@ -262,6 +268,45 @@ function stringMatch(target: Expr, patternExpr: Expr, kind: 'like' | 'regexp' | 
     leaf = (name) => ({ wildcard: { [name]: { value: wildcard } } });
   }
   return onField(field, (name, type) => (type === 'keyword' ? leaf(name) : undefined), context);
+}
+
+/** The most integers a CAST of text is compared with that are sent to the store as their digits; beyond, nothing is pushed. */
+const MAX_INTEGER_TEXTS = 1024;
+
+/**
+ * `CAST(field AS INT64)` equal to one of `values`, on a keyword field, as a superset filter: the
+ * engine reads text of decimal or hexadecimal digits with an optional sign, so text it reads as one
+ * of them is that value's own digits, or starts with a sign or a 0 (leading zeros, hexadecimal). The
+ * rows are checked exactly after the store (by the service or the engine).
+ */
+function integerTextIn(target: Expr, values: number[] | undefined, context: PredicateContext): PushedPredicate | undefined {
+  if (values === undefined || values.length === 0 || values.length > MAX_INTEGER_TEXTS) return undefined;
+  if (target.kind !== 'cast' || target.safe || target.type !== 'INT64' || target.expr.kind !== 'identifier') return undefined;
+  const field = context.scope.resolve(target.expr);
+  if (field?.kind !== 'metadata') return undefined;
+  const digits = values.map(String);
+  const otherForms = (name: string): Query[] => ['+', '-', '0'].map((start) => ({ prefix: { [name]: { value: start } } }));
+  return onField(
+    field,
+    (name, type) => (type === 'keyword' ? { bool: { should: [{ terms: { [name]: digits } }, ...otherForms(name)], minimum_should_match: 1 } } : undefined),
+    context,
+  );
+}
+
+/** The integers from one integer literal to another, when they are few enough to list. */
+function integerRange(lowExpr: Expr, highExpr: Expr): number[] | undefined {
+  const low = literal(lowExpr);
+  const high = literal(highExpr);
+  if (!Number.isSafeInteger(low) || !Number.isSafeInteger(high)) return undefined;
+  const count = (high as number) - (low as number) + 1;
+  if (count > MAX_INTEGER_TEXTS) return undefined;
+  return Array.from({ length: Math.max(0, count) }, (_, offset) => (low as number) + offset);
+}
+
+/** Integer literals, all of them, or undefined. */
+function integerList(exprs: readonly Expr[]): number[] | undefined {
+  const values = exprs.map(literal);
+  return values.every((value) => Number.isSafeInteger(value)) ? (values as number[]) : undefined;
 }
 
 /** SQL LIKE (% any run, _ one character, backslash escapes) as an Elasticsearch wildcard pattern. */

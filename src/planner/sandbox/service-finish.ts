@@ -1,7 +1,8 @@
 import { implicitName, type Bindings } from '../../sql/bindings.ts';
 import type { Expr, Join, Query, Relation, Select } from '../../sql/syntax.ts';
 import type { SqlType, TableColumn } from '../../sql/types.ts';
-import type { ServiceFinish, ValuePath } from '../plan.ts';
+import type { FinishCondition, ServiceFinish, ValuePath } from '../plan.ts';
+import { finishCondition } from './finish-conditions.ts';
 
 /** The one scan a residual query reads, as far as the planner knows it before any row. */
 export interface FinishSource {
@@ -9,6 +10,8 @@ export interface FinishSource {
   columns: readonly TableColumn[];
   /** The scan's filter is the SELECT's WHERE exactly (for the rows of its exact part). */
   whereHeld: boolean;
+  /** Otherwise, the conjuncts of WHERE the scan's filter did not apply exactly (it matched a superset of their rows), when known. */
+  unapplied?: readonly Expr[];
   /** The scan gives one row whatever the data (an aggregation without keys). */
   oneRow: boolean;
 }
@@ -22,8 +25,9 @@ const PLAIN_TYPES = new Set<SqlType['kind']>(['string', 'int64', 'float64', 'boo
  * Whether the residual query is only a projection of one scan's rows (columns, record fields and
  * whole records or arrays, through unnests of its arrays), an ORDER BY over them and a LIMIT: then the service finishes it
  * (ServiceFinish) and the engine is needed only when the rows turn out to be ones the service does
- * not convert exactly. Anything else, and every WHERE the scan did not apply exactly, is refused
- * with the reason. Pure.
+ * not convert exactly. A WHERE the scan did not apply exactly is evaluated by the service over the
+ * rows when each condition it left is one the service evaluates (finishCondition). Anything else is
+ * refused with the reason. Pure.
  */
 export function decideServiceFinish(query: Query, bindings: Bindings, source: FinishSource): FinishDecision {
   const refused = (reason: string): FinishDecision => ({ refused: reason });
@@ -32,11 +36,19 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
   if (select.kind !== 'select') return refused('the query is a set operation');
   if (select.distinct) return refused('SELECT DISTINCT compares whole rows');
   if (select.groupBy.length > 0 || select.having || select.qualify) return refused('the query groups, or filters groups or windows');
-  if (select.where && !source.whereHeld) return refused("its WHERE is not exactly the scan's filter");
+  if (select.where && !source.whereHeld && !source.unapplied) return refused("its WHERE is not exactly the scan's filter");
 
   const ranges = unnestRanges(select, source.table);
   if ('refused' in ranges) return ranges;
   const paths = new PathReader(bindings, ranges.table, ranges.unnests);
+  const where: FinishCondition[] = [];
+  if (select.where && !source.whereHeld) {
+    for (const condition of source.unapplied ?? []) {
+      const compiled = finishCondition(condition, (expr) => paths.read(expr, ranges.unnests.length));
+      if (!compiled) return refused('a condition of its WHERE the scan did not apply is not one the service evaluates');
+      where.push(compiled);
+    }
+  }
   const unnests: ServiceFinish['unnests'] = [];
   const unnestTypes: SqlType[] = [];
   for (const [index, { relation, join }] of ranges.unnests.entries()) {
@@ -78,7 +90,9 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
   // without ORDER BY the engine's order of several rows is its own
   if (order.length === 0 && !source.oneRow && !(limit !== undefined && limit <= 1 && offset === 0))
     return refused('the query has no ORDER BY and may answer several rows');
-  return { finish: { table: source.table, unnests, columns, order, ...(limit === undefined ? {} : { limit }), offset } };
+  return {
+    finish: { table: source.table, unnests, columns, order, ...(limit === undefined ? {} : { limit }), offset, ...(where.length > 0 ? { where } : {}) },
+  };
 }
 
 type UnnestRange = { relation: Extract<Relation, { kind: 'unnest' }>; join: 'inner' | 'left' };
