@@ -12,12 +12,13 @@ import { BENCH_PROJECT, loadEdgeEvents } from './query-data.ts';
 import { withBenchStore } from './query-store.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
 
-answerHelp(`Usage: npx tsx bench/path-profile.ts [--events 20000] [--seconds 10] [--concurrency 16] [--top 20] [--skip-build] [--only cached,logs,bare]
+answerHelp(`Usage: npx tsx bench/path-profile.ts [--events 20000] [--seconds 10] [--concurrency 16] [--top 20] [--skip-build] [--only cached,logs,bare] [--baseline <checkout>]
 
 Profiles the compiled query service (npm run build, then node --cpu-prof dist/src/main.js) under
 autocannon load on the cached path (usage.api-counts daily, cached), on logs.all (uncached), and a
 bare fastify route sending the cached bytes; prints where the CPU went, per request: by package,
-by function (self time), and by function of our code (inclusive). Needs KAFKA_BROKERS and
+by function (self time), and by function of our code (inclusive). --baseline runs another checkout's
+compiled service (npm run build there first) before ours on each path, and a closing table puts them side by side. Needs KAFKA_BROKERS and
 ELASTICSEARCH_URL (or starts a local stack).`);
 
 /**
@@ -35,6 +36,15 @@ const TOP = argument('--top', 20);
 const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]!.split(',') : undefined;
 
 const encodePath = (endpoint: string, params: Record<string, string>) => `/api/endpoints/query/${endpoint}?${new URLSearchParams(params)}`;
+const BASELINE = process.argv.includes('--baseline') ? path.resolve(process.argv[process.argv.indexOf('--baseline') + 1]!) : undefined;
+
+interface Run {
+  name: string;
+  label: string;
+  start: () => Promise<BenchProcess>;
+  path: () => string;
+}
+
 const nowMicros = () => Number(process.hrtime.bigint() / 1000n);
 
 /** CPU seconds a process has used so far, all its threads, user and system (Linux /proc). */
@@ -48,16 +58,18 @@ async function main(): Promise<void> {
   const base = loadConfig(process.env);
   if (!process.argv.includes('--skip-build')) execFileSync('npm', ['run', 'build'], { cwd: repositoryRoot, stdio: ['ignore', 'ignore', 'inherit'] });
   const scratch = mkdtempSync(path.join(tmpdir(), 'path-profile-'));
+  const totals: string[] = [];
   await withBenchStore(base, 'profile', async ({ elasticsearch, elasticsearchUrl, kafkaBrokers, indexPrefix }) => {
     await loadEdgeEvents(elasticsearch, indexPrefix, 0, EVENTS, Date.now());
     const keys = new KeyStore(elasticsearch, indexPrefix, 0);
     await keys.ensureIndex();
     const { key } = await keys.create({ account: 'bench', endpoints: 'all', projects: null });
     const headers = { 'x-api-key': key };
-    const service = (name: string, cache: boolean) =>
+    const service = (name: string, cache: boolean, root?: string) =>
       startBenchProcess({
         script: 'dist/src/main.js',
         compiled: true,
+        root,
         // as the benchmark runs it: rate limiting on with a bucket this load never empties, the access line at info
         env: {
           ...QUERY_SERVICE_ENV,
@@ -78,9 +90,14 @@ async function main(): Promise<void> {
       });
     const usagePath = encodePath('usage.api-counts', { interval: 'daily', project: `${BENCH_PROJECT}\\.supabase\\.co` });
     let cachedBody: string | undefined;
-    const runs: { name: string; label: string; start: () => Promise<BenchProcess>; path: () => string }[] = [
+    const logsPath = encodePath('logs.all', { project: BENCH_PROJECT });
+    const before = (name: string, cache: boolean, label: string, path: () => string): Run[] =>
+      BASELINE === undefined ? [] : [{ name: `${name}-before`, label: `${label} [baseline]`, start: () => service(`${name}-before`, cache, BASELINE), path }];
+    const runs: Run[] = [
+      ...before('cached', true, 'usage.api-counts daily, cached', () => usagePath),
       { name: 'cached', label: 'usage.api-counts daily, cached', start: () => service('cached', true), path: () => usagePath },
-      { name: 'logs', label: 'logs.all (uncached)', start: () => service('logs', false), path: () => encodePath('logs.all', { project: BENCH_PROJECT }) },
+      ...before('logs', false, 'logs.all (uncached)', () => logsPath),
+      { name: 'logs', label: 'logs.all (uncached)', start: () => service('logs', false), path: () => logsPath },
       {
         name: 'bare',
         label: 'bare fastify route, the cached bytes (under tsx)',
@@ -99,7 +116,7 @@ async function main(): Promise<void> {
       },
     ];
     for (const run of runs) {
-      if (ONLY !== undefined && !ONLY.includes(run.name)) continue;
+      if (ONLY !== undefined && !ONLY.includes(run.name.replace(/-before$/, ''))) continue;
       const started = await run.start();
       try {
         const target: LoadTarget = { origin: started.address, method: 'GET', headers, request: () => ({ path: run.path() }) };
@@ -114,6 +131,7 @@ async function main(): Promise<void> {
         await started.stop();
         const summary = summarizeProfile(readProfile(path.join(scratch, run.name)), from, to);
         const requests = point.requests;
+        totals.push(`| ${run.label} | ${point.requestsPerSecond.toFixed(0)} | ${point.p50Ms.toFixed(2)} | ${((cpu * 1e6) / requests).toFixed(0)} |`);
         console.log(
           [
             `\n## ${run.label}: ${requests.toLocaleString('en')} requests at c=${CONCURRENCY} in ${SECONDS} s, ${point.errors} errors, ` +
@@ -132,6 +150,7 @@ async function main(): Promise<void> {
       }
     }
   });
+  console.log(`\n| run (c=${CONCURRENCY}) | req/s | p50 ms | CPU us per request |\n|---|---|---|---|\n${totals.join('\n')}`);
   console.log(`\nprofiles and logs in ${scratch}`);
 }
 
