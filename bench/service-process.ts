@@ -15,8 +15,10 @@ export interface BenchProcess {
 }
 
 export interface BenchProcessOptions {
-  /** Script under the repository root, run with tsx. */
+  /** Script under the repository root, run with tsx (or plain node when `compiled`). */
   script: string;
+  /** The script is compiled JavaScript (dist/, after npm run build): run with plain node, as production does, not under tsx. */
+  compiled?: boolean;
   /** Another checkout to run the script from (a baseline measured in the same run); default this repository. */
   root?: string;
   args?: string[];
@@ -45,7 +47,7 @@ export async function startBenchProcess(options: BenchProcessOptions): Promise<B
   const root = options.root ?? repositoryRoot;
   const child: ChildProcess = spawn(
     process.execPath,
-    [...profile, '--import', 'tsx', ...(options.nodeArgs ?? []), path.join(root, options.script), ...(options.args ?? [])],
+    [...profile, ...(options.compiled ? [] : ['--import', 'tsx']), ...(options.nodeArgs ?? []), path.join(root, options.script), ...(options.args ?? [])],
     {
       cwd: root,
       env: { ...process.env, ...options.env },

@@ -75,6 +75,15 @@ export function keyLookUpFailure(error: unknown, action = 'cannot verify the API
   return error instanceof Error ? error : new Error(String(error));
 }
 
+/** The principal of a presented key whose digest matches the stored one and which is not revoked; else a refusal. */
+function verified(keyId: string, presented: Buffer, stored: RememberedKey | null): Principal {
+  if (!stored || !digestsEqual(presented, stored.digest)) throw invalidKey();
+  if (stored.record.revokedAt !== null) {
+    throw new Unauthorized(`this API key (id ${keyId}) was revoked at ${stored.record.revokedAt}; ask for a new key`);
+  }
+  return principalOf(stored.record);
+}
+
 /** Turns the key a request presents into a Principal, or refuses it with 401. */
 export class Authenticator {
   private readonly remembered = new Map<string, RememberedKey>();
@@ -83,7 +92,12 @@ export class Authenticator {
 
   constructor(private readonly options: AuthenticatorOptions) {}
 
-  async authenticate(headers: Record<string, string | string[] | undefined>): Promise<Principal> {
+  /**
+   * The principal of the key the request presents, or a refusal (thrown or rejected). Answered at once,
+   * without a promise, for the bootstrap key and for a key verified within cacheSeconds (every cached
+   * answer's case); a promise when Elasticsearch has to be asked.
+   */
+  authenticate(headers: Record<string, string | string[] | undefined>): Principal | Promise<Principal> {
     const key = presentedKey(headers);
     if (key === undefined) throw new Unauthorized(`missing API key: ${HOW_TO_SEND}`);
     const bootstrap = this.options.bootstrapKey;
@@ -92,18 +106,14 @@ export class Authenticator {
     const keyId = keyIdOf(key);
     if (keyId === null) throw invalidKey();
     const presented = apiKeyDigest(key);
-    const stored = await this.lookUp(keyId);
-    if (!stored || !digestsEqual(presented, stored.digest)) throw invalidKey();
-    if (stored.record.revokedAt !== null) {
-      throw new Unauthorized(`this API key (id ${keyId}) was revoked at ${stored.record.revokedAt}; ask for a new key`);
-    }
-    return principalOf(stored.record);
+    const remembered = this.remembered.get(keyId);
+    if (remembered && this.options.clock.now() - remembered.verifiedAt < this.options.cacheSeconds * 1000) return verified(keyId, presented, remembered);
+    return this.lookUp(keyId).then((stored) => verified(keyId, presented, stored));
   }
 
+  /** The key's stored record, from Elasticsearch (or the missing-key cache): the remembered one, if any, is out of date. */
   private async lookUp(keyId: string): Promise<RememberedKey | null> {
     const now = this.options.clock.now();
-    const cached = this.remembered.get(keyId);
-    if (cached && now - cached.verifiedAt < this.options.cacheSeconds * 1000) return cached;
     this.remembered.delete(keyId);
     const missSeconds = this.options.missCacheSeconds ?? 0;
     const missedAt = this.missing.get(keyId);

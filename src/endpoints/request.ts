@@ -60,10 +60,12 @@ export function sandboxRequest(parameters: Record<string, unknown>): SandboxRequ
 
 /** The endpoint's declared parameters, validated and normalised; undeclared ones are dropped. */
 export function validateParameters(endpoint: EndpointDefinition, parameters: Record<string, unknown>): Record<string, unknown> {
-  // a JSON body may send a declared parameter as a number or boolean; it means the same as its text
-  const texts = Object.fromEntries(
-    Object.entries(parameters).map(([name, value]) => [name, typeof value === 'number' || typeof value === 'boolean' ? String(value) : value]),
-  );
+  // a JSON body may send a declared parameter as a number or boolean; it means the same as its text (copied only then: most requests send text)
+  const texts = Object.values(parameters).some((value) => typeof value === 'number' || typeof value === 'boolean')
+    ? Object.fromEntries(
+        Object.entries(parameters).map(([name, value]) => [name, typeof value === 'number' || typeof value === 'boolean' ? String(value) : value]),
+      )
+    : parameters;
   const parsed = (endpoint.parameters as z.ZodType).safeParse(texts);
   if (parsed.success) return parsed.data as Record<string, unknown>;
   const messages = parsed.error.issues.map((issue) => {

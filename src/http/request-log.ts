@@ -17,9 +17,12 @@ export class RequestLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const path = request.url.split('?', 1)[0]!;
-    const line = { method: request.method, path, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
-    if (error) reply.log.error({ ...line, err: error }, 'request failed');
-    else this.access[OPERATIONAL_PATHS.has(path) ? 'debug' : 'info']({ reqId: request.id, ...line }, 'request answered');
+    const query = request.url.indexOf('?');
+    const path = query === -1 ? request.url : request.url.slice(0, query);
+    const status = reply.statusCode;
+    const ms = Math.round(reply.elapsedTime);
+    if (error) reply.log.error({ method: request.method, path, status, ms, err: error }, 'request failed');
+    // the answered line built once, in the fields' order, without a spread per request
+    else this.access[OPERATIONAL_PATHS.has(path) ? 'debug' : 'info']({ reqId: request.id, method: request.method, path, status, ms }, 'request answered');
   }
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import type { OpsAccess } from '../../shared/ops-access.ts';
 import { OPERATOR_PRINCIPAL, type Authenticator } from '../auth/authenticator.ts';
@@ -36,7 +36,7 @@ declare module 'fastify' {
  * so an unknown key id (a store look-up) and a known id with a wrong secret (often cached) cost the
  * same from outside; and an address that keeps failing gets 429 for a while, valid key or not.
  */
-function authenticationHook(options: AuthOptions): onRequestAsyncHookHandler {
+function authenticationHook(options: AuthOptions): onRequestHookHandler {
   const refusal = (decision: Extract<RateDecision, { kind: 'limited' }>) => {
     authFailuresTotal.inc({ outcome: 'rate_limited' });
     return new RateLimited(
@@ -44,27 +44,42 @@ function authenticationHook(options: AuthOptions): onRequestAsyncHookHandler {
       decision.retryAfterSeconds,
     );
   };
-  const authenticate: onRequestAsyncHookHandler = async (request) => {
+  /** What the caller hears of a failed authentication, no sooner than failureMinMs after `started`. */
+  const refused = async (error: unknown, address: string, started: number): Promise<Error> => {
+    if (!(error instanceof Unauthorized)) return error instanceof Error ? error : new Error(String(error));
+    authFailuresTotal.inc({ outcome: 'unauthorized' });
+    const decision = options.failures.take(address);
+    const wait = started + options.failureMinMs - performance.now();
+    if (wait > 0) await sleep(wait);
+    return decision.kind === 'limited' ? refusal(decision) : error;
+  };
+  // a callback hook: a key verified lately is accepted without a promise, as on every cached answer
+  const authenticate: onRequestHookHandler = (request, _reply, done) => {
     const blocked = options.failures.peek(request.ip);
-    if (blocked.kind === 'limited') throw refusal(blocked);
+    if (blocked.kind === 'limited') return done(refusal(blocked));
     if (options.operatorToken && request.routeOptions.config.operatorTokenAccepted && options.operatorToken(request.headers.authorization)) {
       request.principal = OPERATOR_PRINCIPAL;
-      return;
+      return done();
     }
     const started = performance.now();
-    try {
-      request.principal = await options.authenticator.authenticate(request.headers);
-    } catch (error) {
-      if (!(error instanceof Unauthorized)) throw error;
-      authFailuresTotal.inc({ outcome: 'unauthorized' });
-      const decision = options.failures.take(request.ip);
-      const wait = started + options.failureMinMs - performance.now();
-      if (wait > 0) await sleep(wait);
-      if (decision.kind === 'limited') throw refusal(decision);
-      throw error;
-    } finally {
+    const accept = (principal: Principal) => {
+      request.principal = principal;
       request.authMs = performance.now() - started;
+      done();
+    };
+    const refuse = (error: unknown) =>
+      void refused(error, request.ip, started).then((answer) => {
+        request.authMs = performance.now() - started;
+        done(answer);
+      });
+    let outcome: Principal | Promise<Principal>;
+    try {
+      outcome = options.authenticator.authenticate(request.headers);
+    } catch (error) {
+      return refuse(error);
     }
+    if (outcome instanceof Promise) outcome.then(accept, refuse);
+    else accept(outcome);
   };
   return authenticate;
 }

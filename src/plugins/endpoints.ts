@@ -23,6 +23,13 @@ export type EndpointsOptions = AnswerDependencies & {
   exporting: ExportDependencies;
 };
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The phases of a query route's request (Server-Timing); undefined until its handler or its error handler asks. */
+    serverTiming: ServerTiming | undefined;
+  }
+}
+
 interface EndpointRoute {
   Params: { endpoint: string };
 }
@@ -69,16 +76,18 @@ const QUERY_SCHEMA = {
 
 /** GET and POST /api/endpoints/query/:endpoint, by UUID or name (docs/design/SPEC.md 4), for every endpoint in the store. */
 export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app, options) => {
-  // each request's phases, read when its answer (or its error) is sent
-  const timings = new WeakMap<FastifyRequest, ServerTiming>();
+  // each request's phases, written into its answer's (or its error's) Server-Timing header; a decoration, not a map looked up per request
+  app.decorateRequest('serverTiming', undefined);
   const timingOf = (request: FastifyRequest) => {
-    let timing = timings.get(request);
-    if (!timing) {
-      timing = new ServerTiming();
-      if (request.authMs !== undefined) timing.add('auth', request.authMs);
-      timings.set(request, timing);
+    if (request.serverTiming === undefined) {
+      request.serverTiming = new ServerTiming();
+      if (request.authMs !== undefined) request.serverTiming.add('auth', request.authMs);
     }
-    return timing;
+    return request.serverTiming;
+  };
+  const sendTiming = (request: FastifyRequest, reply: FastifyReply) => {
+    const header = timingOf(request).header();
+    if (header !== undefined) void reply.header('server-timing', header);
   };
 
   async function handle(request: FastifyRequest<EndpointRoute>, reply: FastifyReply) {
@@ -103,6 +112,7 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
         request.answeredBytes = streamedBytes;
       };
       const exported = await answerExport({ endpoint, principal, supplied, redactHeaders, timing }, asked, options, options.exporting, counted);
+      sendTiming(request, reply);
       return reply.headers(exported.headers).send(exported.body);
     }
     const reads = statsAsked ? new StoreReads() : undefined;
@@ -113,16 +123,16 @@ export const endpointsPlugin: FastifyPluginAsync<EndpointsOptions> = async (app,
     const stats =
       reads && queryStats({ elapsedMs: reply.elapsedTime, rows, cache: answer.cache, ageSeconds: answer.ageSeconds, reads, indexPrefix: options.indexPrefix });
     const sent = stats ? withStats(answer.body, stats) : answer.body;
+    sendTiming(request, reply);
     return reply.header('x-cache', answer.cache).header('age', String(answer.ageSeconds)).header('content-type', 'application/json; charset=utf-8').send(sent);
   }
 
-  // a callback hook: an async one costs a promise on every answer
-  const onSend = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: Error | null, payload: unknown) => void) => {
-    const header = timingOf(request).header();
-    if (header !== undefined) reply.header('server-timing', header);
-    done(null, payload);
+  // an answer sets its header as it is sent; an error (here, in a hook or the parser) gets it here: no hook runs on an answer
+  const onError = (request: FastifyRequest, reply: FastifyReply, _error: Error, done: () => void) => {
+    sendTiming(request, reply);
+    done();
   };
-  const route = { onSend, config: { endpointQuery: true }, schema: QUERY_SCHEMA };
+  const route = { onError, config: { endpointQuery: true }, schema: QUERY_SCHEMA };
   app.get<EndpointRoute>('/endpoints/query/:endpoint', route, handle);
   app.post<EndpointRoute>('/endpoints/query/:endpoint', route, handle);
 };

@@ -101,6 +101,25 @@ describe('logRows', () => {
   });
 });
 
+describe('columnRows converting metadata in place', () => {
+  const stored = '{"__proto__":{"x":1},"request":{"path":"/a","cf":{"tls":{"cipher":"c"}}},"list":[{"a":{"b":1}},3,[{"c":{"d":2}}]],"tags":["t"]}';
+
+  it('gives the rows metadataRows gives, "__proto__" kept as data', () => {
+    const [row] = columnRows([{ _index: 'i', _id: 'e6', _source: { metadata: JSON.parse(stored) } }], ['metadata']);
+    expect(JSON.stringify(row!.metadata)).toBe(JSON.stringify(metadataRows(JSON.parse(stored))));
+    expect(JSON.stringify(row!.metadata)).toBe(
+      '[{"__proto__":[{"x":1}],"request":[{"path":"/a","cf":[{"tls":[{"cipher":"c"}]}]}],"list":[{"a":[{"b":1}]},3,[{"c":[{"d":2}]}]],"tags":["t"]}]',
+    );
+    expect(Object.getPrototypeOf((row!.metadata as object[])[0])).toBe(Object.prototype);
+  });
+
+  it("makes no copy of the hit's records", () => {
+    const metadata = JSON.parse(stored) as Record<string, unknown>;
+    const [row] = columnRows([{ _index: 'i', _id: 'e7', _source: { metadata } }], ['metadata']);
+    expect((row!.metadata as unknown[])[0]).toBe(metadata);
+  });
+});
+
 describe('usageRows', () => {
   const columns = ['total_rest_requests', 'total_storage_requests', 'total_auth_requests', 'total_realtime_requests'];
 
