@@ -14,7 +14,7 @@ import type { SourceName } from '../shared/sources.ts';
 import { demoEvents } from '../scripts/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
-import { cpuSeconds, peakRssBytes, sleep, startWorkerProcess, workerCounter } from './worker-process.ts';
+import { cpuSeconds, describeMemory, peakRssBytes, sleep, startWorkerProcess, workerCounter, workerMemory, type WorkerMemory } from './worker-process.ts';
 
 answerHelp(`Usage: npx tsx bench/ingest-worker.ts [--events N] [--codec none|gzip|snappy|lz4|zstd] [--baseline <checkout>]
                                   [--node-args=<flags>] [--env NAME=VALUE,...] [--cpu-prof <dir>]
@@ -147,13 +147,17 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     while ((await workerCounter(worker.port, 'ingest_events_consumed_total')) === 0) await sleep(10);
     const started = performance.now();
     const cpuAtStart = cpuSeconds(pid);
-    // /metrics is read twice a second only: every read costs the worker CPU that would be counted as its own
+    // /metrics is read a few times a second only: every read costs the worker CPU that would be counted as its own
+    let atPeak: WorkerMemory | undefined;
     while ((await workerCounter(worker.port, 'ingest_events_indexed_total')) < EVENTS) {
       if (worker.child.exitCode !== null) throw new Error(`the worker exited with ${worker.child.exitCode}`);
+      const memory = await workerMemory(worker.port);
+      if (memory && memory.rss > (atPeak?.rss ?? 0)) atPeak = memory;
       await sleep(500);
     }
     const measured = { seconds: (performance.now() - started) / 1000, cpu: cpuSeconds(pid) - cpuAtStart, rss: peakRssBytes(pid) };
     say(`${name}: ${EVENTS} indexed in ${measured.seconds.toFixed(1)} s, peak RSS ${(measured.rss / 1e6).toFixed(0)} MB`);
+    if (atPeak) say(`${name}: memory at the highest RSS sampled: ${describeMemory(atPeak)}`);
     return measured;
   } finally {
     await worker.stop();
