@@ -14,13 +14,24 @@ import type { SourceName } from '../shared/sources.ts';
 import { demoEvents } from '../scripts/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
-import { cpuSeconds, describeMemory, peakRssBytes, sleep, startWorkerProcess, workerCounter, workerMemory, type WorkerMemory } from './worker-process.ts';
+import {
+  cpuSeconds,
+  describeMemory,
+  minorFaults,
+  peakRssBytes,
+  sleep,
+  startWorkerProcess,
+  workerCounter,
+  workerMemory,
+  type WorkerMemory,
+} from './worker-process.ts';
 
 answerHelp(`Usage: npx tsx bench/ingest-worker.ts [--events N] [--codec none|gzip|snappy|lz4|zstd] [--baseline <checkout>]
                                   [--node-args=<flags>] [--env NAME=VALUE,...] [--cpu-prof <dir>]
 The worker's own cost, without the rest of the ingest benchmark: N demo events are produced once by kcat in
 the codec given, then drained by this checkout's production worker (and the baseline's first, when given),
-each into indices and a consumer group of its own; prints CPU s per 100k events and peak RSS for each.
+each into indices and a consumer group of its own; prints CPU s per 100k events, peak RSS and minor page faults
+(fresh memory touched: steadier from run to run than the peak) for each.
   --events N        events (default 100000)
   --codec C         the producer's compression (default none)
   --baseline DIR    also measure the worker of another checkout, with Node's defaults
@@ -77,7 +88,7 @@ const routes = sourceRoutes({ TOPIC_PREFIX: topicPrefix, SOURCE_TOPICS: {} });
 await admin.connect();
 try {
   await produce();
-  const rows: { name: string; cpu: number; rss: number; seconds: number }[] = [];
+  const rows: { name: string; cpu: number; rss: number; seconds: number; faults: number }[] = [];
   const roots = [
     ...(options.baseline ? [{ name: 'baseline', root: path.resolve(options.baseline), nodeArgs: [], env: {} }] : []),
     { name: 'this checkout', root: undefined, nodeArgs, env },
@@ -87,10 +98,12 @@ try {
   console.log(
     `this checkout: its own start (ingest/worker-start.ts)${nodeArgs.length ? `, then node ${nodeArgs.join(' ')}` : ''}${options.env ? `, with ${options.env}` : ''}`,
   );
-  console.log('| worker | events/s | CPU s per 100k | peak RSS |');
-  console.log('|---|---|---|---|');
+  console.log('| worker | events/s | CPU s per 100k | peak RSS | minor page faults per 100k |');
+  console.log('|---|---|---|---|---|');
   for (const row of rows)
-    console.log(`| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${((row.cpu / EVENTS) * 100_000).toFixed(2)} | ${(row.rss / 1e6).toFixed(0)} MB |`);
+    console.log(
+      `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${((row.cpu / EVENTS) * 100_000).toFixed(2)} | ${(row.rss / 1e6).toFixed(0)} MB | ${Math.round((row.faults / EVENTS) * 100_000)} |`,
+    );
 } finally {
   const topics = (await admin.listTopics()).filter((topic) => topic.startsWith(run));
   await admin.deleteTopics({ topics }).catch((error: unknown) => say(`could not delete the topics: ${(error as Error).message}`));
@@ -147,6 +160,7 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     while ((await workerCounter(worker.port, 'ingest_events_consumed_total')) === 0) await sleep(10);
     const started = performance.now();
     const cpuAtStart = cpuSeconds(pid);
+    const faultsAtStart = minorFaults(pid);
     // /metrics is read a few times a second only: every read costs the worker CPU that would be counted as its own
     let atPeak: WorkerMemory | undefined;
     while ((await workerCounter(worker.port, 'ingest_events_indexed_total')) < EVENTS) {
@@ -155,7 +169,12 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
       if (memory && memory.rss > (atPeak?.rss ?? 0)) atPeak = memory;
       await sleep(500);
     }
-    const measured = { seconds: (performance.now() - started) / 1000, cpu: cpuSeconds(pid) - cpuAtStart, rss: peakRssBytes(pid) };
+    const measured = {
+      seconds: (performance.now() - started) / 1000,
+      cpu: cpuSeconds(pid) - cpuAtStart,
+      rss: peakRssBytes(pid),
+      faults: minorFaults(pid) - faultsAtStart,
+    };
     say(`${name}: ${EVENTS} indexed in ${measured.seconds.toFixed(1)} s, peak RSS ${(measured.rss / 1e6).toFixed(0)} MB`);
     if (atPeak) say(`${name}: memory at the highest RSS sampled: ${describeMemory(atPeak)}`);
     return measured;
