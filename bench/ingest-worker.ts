@@ -31,7 +31,7 @@ answerHelp(`Usage: npx tsx bench/ingest-worker.ts [--events N] [--codec none|gzi
 The worker's own cost, without the rest of the ingest benchmark: N demo events are produced once by kcat in
 the codec given, then drained by this checkout's production worker (and the baseline's first, when given),
 each into indices and a consumer group of its own; prints CPU s per 100k events, peak RSS and minor page faults
-(fresh memory touched: steadier from run to run than the peak) for each.
+(pages of fresh memory touched) for each.
   --events N        events (default 100000)
   --codec C         the producer's compression (default none)
   --baseline DIR    also measure the worker of another checkout, with Node's defaults
