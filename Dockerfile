@@ -34,7 +34,8 @@ COPY --from=build /build/dist ./dist
 USER node
 
 FROM runtime AS ingest
-ENV INGEST_HOST=0.0.0.0 INGEST_PORT=4001
+# the start ingest/worker-start.ts gives npm start and the benchmarks: two malloc arenas
+ENV INGEST_HOST=0.0.0.0 INGEST_PORT=4001 MALLOC_ARENA_MAX=2
 EXPOSE 4001
 # healthy while the worker is in its consumer group (its /health is 503 while starting or failed)
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 CMD ["node", "dist/scripts/healthcheck.js", "ingest"]

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
 
 /** Where a benchmark's worker reads and writes: its own topics, indices and consumer group. */
@@ -31,8 +32,9 @@ const TUNING = [
  * A real worker process on the given servers and locations, run as operators run it: the checkout's
  * production build (`npm run build`, then `node dist/ingest/main.js`; docs/operations.md "Production build"),
  * built once per checkout per benchmark run. Under tsx the loader alone holds some 30 MB more, which
- * is not the worker's. Resolves once it serves /health. `root` runs the worker of another checkout
- * (a before/after comparison).
+ * is not the worker's, with the node flags and environment of the checkout's own start
+ * (ingest/worker-start.ts, where it has one). Resolves once it serves /health. `root` runs the
+ * worker of another checkout (a before/after comparison).
  */
 export async function startWorkerProcess(options: {
   config: Config;
@@ -52,7 +54,8 @@ export async function startWorkerProcess(options: {
     if (value !== undefined && value !== defaults[name]) tuning[name] = String(value);
   }
   const main = await productionBuild(root);
-  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), main], {
+  const start = await workerStart(root);
+  const child = spawn(process.execPath, [...start.nodeArgs, ...(options.nodeOptions ?? []), main], {
     cwd: root,
     env: {
       PATH: process.env.PATH,
@@ -63,6 +66,7 @@ export async function startWorkerProcess(options: {
       INGEST_GROUP_ID: `${options.locations.topicPrefix}ingest`,
       INGEST_PORT: '0',
       LOG_LEVEL: 'warn',
+      ...start.env,
       ...tuning,
       ...options.env,
     },
@@ -85,6 +89,14 @@ export async function startWorkerProcess(options: {
   }
   await stop();
   throw new Error('the worker did not start within 120 s');
+}
+
+/** The checkout's worker start (ingest/worker-start.ts); a checkout from before it starts with Node's defaults. */
+async function workerStart(root: string): Promise<{ nodeArgs: readonly string[]; env: Readonly<Record<string, string>> }> {
+  const file = path.join(root, 'ingest', 'worker-start.ts');
+  if (!existsSync(file)) return { nodeArgs: [], env: {} };
+  const start = (await import(pathToFileURL(file).href)) as { INGEST_WORKER_NODE_ARGS: readonly string[]; INGEST_WORKER_ENV: Readonly<Record<string, string>> };
+  return { nodeArgs: start.INGEST_WORKER_NODE_ARGS, env: start.INGEST_WORKER_ENV };
 }
 
 const builds = new Map<string, Promise<string>>();
@@ -166,5 +178,10 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 export const peakRssBytes = (pid: number) => statusField(pid, 'VmHWM');
+
+/** Minor page faults of a process so far (/proc/<pid>/stat field 10): pages of fresh memory it has touched. */
+export function minorFaults(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[7]);
+}
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -16,6 +16,7 @@ import { startLocalStack, type LocalStack } from '../stack/index.ts';
 import { waitForHealth } from './health-wait.ts';
 import { removeStartState, startStateFile, writeStartState } from './start-state.ts';
 import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../shared/query-service-start.ts';
+import { INGEST_WORKER_ENV, INGEST_WORKER_NODE_ARGS } from '../ingest/worker-start.ts';
 
 /**
  * `npm start`: the local stack when no external servers are named, then the ingest worker and the
@@ -167,7 +168,7 @@ async function main(runConfig: Config): Promise<void> {
   mkdirSync(runConfig.STACK_CACHE_DIR, { recursive: true });
   writeStartState(stateFile, env);
   const [ingestHealth, base] = await Promise.all([
-    spawnService('ingest/main', 'ingest', env),
+    spawnService('ingest/main', 'ingest', { ...env, ...INGEST_WORKER_ENV }, INGEST_WORKER_NODE_ARGS),
     spawnService('src/main', 'query', { ...env, ...QUERY_SERVICE_ENV }, QUERY_SERVICE_NODE_ARGS),
   ]);
   const stopped = () => stopping;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repositoryRoot } from '../../shared/module-runtime.ts';
 import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../../shared/query-service-start.ts';
+import { INGEST_WORKER_ENV, INGEST_WORKER_NODE_ARGS } from '../../ingest/worker-start.ts';
 
 interface Stage {
   name: string;
@@ -26,7 +27,7 @@ describe('Dockerfile', () => {
   const all = stages(readFileSync(path.join(repositoryRoot, 'Dockerfile'), 'utf8'));
   const byName = new Map(all.map((stage) => [stage.name, stage]));
   const processes = { query: 'dist/src/main.js', ingest: 'dist/ingest/main.js' } as const;
-  const nodeArgs: Record<string, readonly string[]> = { query: QUERY_SERVICE_NODE_ARGS, ingest: [] };
+  const nodeArgs: Record<string, readonly string[]> = { query: QUERY_SERVICE_NODE_ARGS, ingest: INGEST_WORKER_NODE_ARGS };
 
   it('builds with every dependency and compiles with npm run build', () => {
     const build = byName.get('build')!;
@@ -63,6 +64,14 @@ describe('Dockerfile', () => {
       .instructions.filter((instruction) => instruction.startsWith('ENV '))
       .join(' ');
     for (const [name, value] of Object.entries(QUERY_SERVICE_ENV)) expect(env).toMatch(new RegExp(`\\b${name}=${value}\\b`));
+  });
+
+  it('starts the ingest worker with the environment npm start gives it', () => {
+    const env = byName
+      .get('ingest')!
+      .instructions.filter((instruction) => instruction.startsWith('ENV '))
+      .join(' ');
+    for (const [name, value] of Object.entries(INGEST_WORKER_ENV)) expect(env).toMatch(new RegExp(`\\b${name}=${value}\\b`));
   });
 
   it('ends with the query service, the default target', () => {

@@ -1,0 +1,11 @@
+/**
+ * How the ingest worker's node process is started wherever we start it (npm start, the benchmarks;
+ * the Dockerfile's ingest stage repeats both). Measured with bench/ingest-worker.ts on 100,000 demo
+ * events: two malloc arenas (glibc's default is 8 per core, each keeping freed native memory: fetch
+ * responses, decompressed batches and bulk bodies are all native) lowered the worker's peak RSS by
+ * 26-41 MB in three of four paired runs (docs/operations.md); a smaller or larger young generation
+ * (--max-semi-space-size=4 or 32) showed no gain in RSS or CPU there.
+ */
+export const INGEST_WORKER_NODE_ARGS: readonly string[] = [];
+
+export const INGEST_WORKER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
