@@ -100,7 +100,7 @@ function appendRows(message: Extract<ServiceMessage, { type: 'rows' }>): void {
     return;
   }
   try {
-    request.loads[message.table]!.append(message.rows, message.firstRowNumber);
+    request.loads[message.table]!.appendColumns(message.columns, message.rowCount, message.firstRowNumber);
   } catch (error) {
     request.failure = failureOf(error, false);
   }
@@ -153,8 +153,10 @@ async function query(request: Request, message: Extract<ServiceMessage, { type: 
   const duplicate = names.find((name, index) => names.indexOf(name) !== index);
   if (duplicate !== undefined)
     throw new Failure('invalid_query', `the result has two columns named ${JSON.stringify(duplicate)}; give each column its own alias`);
-  const rows = new BoundedResult({ maxRows: message.maxRows, maxBytes: message.maxBytes, batchBytes: RESULT_BATCH_BYTES });
-  const send = (batch: Record<string, unknown>[]) => reply({ type: 'result_rows', requestId: request.id, rows: batch });
+  // a row travels as its values; the caller's row object also holds `"name":` for each column
+  const keyBytes = names.reduce((sum, name) => sum + Buffer.byteLength(JSON.stringify(name)) + 1, 0);
+  const rows = new BoundedResult<unknown[]>({ maxRows: message.maxRows, maxBytes: message.maxBytes, batchBytes: RESULT_BATCH_BYTES }, keyBytes);
+  const send = (batch: unknown[][]) => reply({ type: 'result_rows', requestId: request.id, rows: batch });
   let truncated = false;
   reading: for (;;) {
     if (request.interrupted) throw new Failure('interrupted', 'interrupted while reading the result');
@@ -165,7 +167,7 @@ async function query(request: Request, message: Extract<ServiceMessage, { type: 
         truncated = true;
         break reading;
       }
-      const batch = rows.add(resultRow(() => chunk.getRowValues(index), names, types, message.maxBytes, rows.rowCount));
+      const batch = rows.add(resultRow(() => chunk.getRowValues(index), types, message.maxBytes, rows.rowCount));
       if (batch) await send(batch);
     }
   }
@@ -174,10 +176,10 @@ async function query(request: Request, message: Extract<ServiceMessage, { type: 
   return { columns: names.map((name, index) => ({ name, duckDbType: types[index]!.alias ?? types[index]!.toString() })), truncated };
 }
 
-/** One result row in the API's form; a value longer than a JavaScript string can be is too large for any byte cap. */
-function resultRow(read: () => DuckDBValue[], names: string[], types: DuckDBType[], maxBytes: number, rowsBefore: number): Record<string, unknown> {
+/** One result row's values in the API's form; a value longer than a JavaScript string can be is too large for any byte cap. */
+function resultRow(read: () => DuckDBValue[], types: DuckDBType[], maxBytes: number, rowsBefore: number): unknown[] {
   try {
-    return Object.fromEntries(read().map((value, column) => [names[column]!, apiValue(value, types[column]!)]));
+    return read().map((value, column) => apiValue(value, types[column]!));
   } catch (error) {
     if (isStringTooLong(error)) throw new ResultTooLarge(maxBytes, rowsBefore + 1);
     throw error;

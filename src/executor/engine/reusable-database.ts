@@ -45,7 +45,13 @@ const WATCHED_SETTINGS = [
 const STATE_SQL = `SELECT ${WATCHED_SETTINGS.map((name, index) => `CAST(current_setting('${name}') AS VARCHAR) AS s${index}`).join(', ')}`;
 
 async function stateOf(database: LockedDatabase): Promise<string> {
-  return JSON.stringify((await database.connection.runAndReadAll(STATE_SQL)).getRowsJS());
+  return stateAfter(database, []);
+}
+
+/** Drops `tables`, then reads the watched settings. */
+async function stateAfter(database: LockedDatabase, tables: readonly string[]): Promise<string> {
+  const drops = tables.map((table) => `DROP TABLE IF EXISTS ${quoteIdentifier(table)}; `);
+  return JSON.stringify((await database.connection.runAndReadAll(`${drops.join('')}${STATE_SQL}`)).getRows());
 }
 
 /**
@@ -63,22 +69,22 @@ export async function openReusableDatabase(limits: EngineLimits): Promise<Reusab
     database.close();
     throw error;
   }
-  // a SELECT creates no table, so the request's own are all there is to drop
+  // a SELECT creates no table, so the request's own are all there is to drop; the drops and the check
+  // go in one call (each call is a trip through DuckDB's worker thread), the check read from its last statement
   const reset = async (tables: readonly string[]): Promise<ResetOutcome> => {
     let state: string;
     try {
-      state = await stateOf(database);
+      state = await stateAfter(database, tables);
     } catch {
-      // enable_logging to a file makes every later statement fail, and closing the database then aborts
-      return 'poisoned';
-    }
-    if (state !== opened) return 'changed';
-    try {
-      for (const table of tables) await database.connection.run(`DROP TABLE IF EXISTS ${quoteIdentifier(table)}`);
-    } catch {
+      try {
+        await stateOf(database);
+      } catch {
+        // enable_logging to a file makes every later statement fail, and closing the database then aborts
+        return 'poisoned';
+      }
       return 'changed';
     }
-    return 'reusable';
+    return state === opened ? 'reusable' : 'changed';
   };
   return { ...database, reset };
 }

@@ -1,6 +1,7 @@
 import { DuckDBTimestampTZValue, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
 import type { SqlType, TableSchema } from '../../sql/types.ts';
 import { duckDbTypeName, quoteIdentifier } from './duckdb-type.ts';
+import { columnsOf, type ColumnValues } from './engine-protocol.ts';
 
 /**
  * Fills one table of the residual query. Rows go through the appender into a staging table whose
@@ -23,15 +24,16 @@ export class TableLoad {
 
   static async begin(connection: DuckDBConnection, schema: TableSchema, index: number): Promise<TableLoad> {
     const columns = schema.columns.map((column) => columnLoad(column.type));
+    const create = `CREATE TABLE ${quoteIdentifier(schema.name)} (${tableDefinitions(schema).join(', ')})`;
     if (columns.every((column) => column.conversion === asIs)) {
       // scalars only (a pushed-down aggregation's groups): no conversion, so no staging table and no copy
-      await connection.run(`CREATE TABLE ${quoteIdentifier(schema.name)} (${tableDefinitions(schema).join(', ')})`);
+      await connection.run(create);
       return new TableLoad(connection, schema, undefined, await connection.createAppender(schema.name), columns);
     }
     const staging = `staging_${index}`;
     const definitions = schema.columns.map((column, position) => `${quoteIdentifier(column.name)} ${columns[position]!.stagingType}`);
-    await connection.run(`CREATE SCHEMA IF NOT EXISTS ${STAGING_SCHEMA}`);
-    await connection.run(`CREATE TABLE ${STAGING_SCHEMA}.${staging} (${definitions.join(', ')})`);
+    // one call for the three statements: each call is a trip through DuckDB's worker thread
+    await connection.run(`CREATE SCHEMA IF NOT EXISTS ${STAGING_SCHEMA}; CREATE TABLE ${STAGING_SCHEMA}.${staging} (${definitions.join(', ')}); ${create}`);
     const appender = await connection.createAppender(staging, STAGING_SCHEMA);
     return new TableLoad(connection, schema, staging, appender, columns);
   }
@@ -41,23 +43,30 @@ export class TableLoad {
     return this.schema.name;
   }
 
-  /** Synchronous, so a chunk is appended whole between two messages. */
+  /** Rows as objects keyed by column name; see appendColumns. */
   append(rows: readonly Record<string, unknown>[], firstRowNumber: number): void {
-    rows.forEach((row, offset) => {
-      this.schema.columns.forEach((column, position) => {
-        const value = row[column.name];
+    this.appendColumns(columnsOf(rows, this.schema.columns, 0, rows.length), rows.length, firstRowNumber);
+  }
+
+  /** Synchronous, so a chunk is appended whole between two messages. `columns` in the schema's order. */
+  appendColumns(columns: readonly ColumnValues[], rowCount: number, firstRowNumber: number): void {
+    const loads = this.columns;
+    for (let row = 0; row < rowCount; row += 1) {
+      for (let position = 0; position < loads.length; position += 1) {
+        const value = columns[position]![row];
         if (value === null || value === undefined) {
           this.appender.appendNull();
-          return;
+          continue;
         }
         try {
-          this.columns[position]!.append(this.appender, value);
+          loads[position]!.append(this.appender, value);
         } catch (error) {
-          throw new Error(`table ${this.schema.name}, row ${firstRowNumber + offset}, column ${column.name}: ${(error as Error).message}`, { cause: error });
+          const column = this.schema.columns[position]!.name;
+          throw new Error(`table ${this.schema.name}, row ${firstRowNumber + row}, column ${column}: ${(error as Error).message}`, { cause: error });
         }
-      });
+      }
       this.appender.endRow();
-    });
+    }
   }
 
   async finish(): Promise<void> {
@@ -65,9 +74,8 @@ export class TableLoad {
     this.appender.closeSync();
     if (this.staging === undefined) return;
     const conversions = this.schema.columns.map((column, position) => this.columns[position]!.conversion(quoteIdentifier(column.name)));
-    await this.connection.run(`CREATE TABLE ${quoteIdentifier(this.schema.name)} (${tableDefinitions(this.schema).join(', ')})`);
-    await this.connection.run(`INSERT INTO ${quoteIdentifier(this.schema.name)} SELECT ${conversions.join(', ')} FROM ${STAGING_SCHEMA}.${this.staging}`);
-    await this.connection.run(`DROP TABLE ${STAGING_SCHEMA}.${this.staging}`);
+    const staged = `${STAGING_SCHEMA}.${this.staging}`;
+    await this.connection.run(`INSERT INTO ${quoteIdentifier(this.schema.name)} SELECT ${conversions.join(', ')} FROM ${staged}; DROP TABLE ${staged}`);
   }
 }
 
