@@ -57,6 +57,18 @@ describe('columnar rows between the service and the engine', () => {
     expect((await query('select count(*) as c from t', [{ schema, rows: rows.slice(0, 4_321) }])).rows).toEqual([{ c: 4_321 }]);
   });
 
+  it("leaves no table of a request behind, its staging table included, whether it answered or failed on the query's own error", async () => {
+    const table: EngineTable = {
+      schema: { name: 't', columns: [{ name: 'tag', type: { kind: 'array', element: { kind: 'string' } } }] },
+      rows: [{ tag: ['a'] }],
+    };
+    const tables = `select count(*) as tables from duckdb_tables()`;
+    expect((await query('select len(tag) as n from t', [table])).rows).toEqual([{ n: 1 }]);
+    expect((await query(tables)).rows).toEqual([{ tables: 0 }]);
+    await expect(query('select missing from t', [table])).rejects.toThrow(/missing/);
+    expect((await query(tables)).rows).toEqual([{ tables: 0 }]);
+  });
+
   it('gives result rows as objects keyed by column, a column named __proto__ an own key', async () => {
     const { rows, columns } = await query(`select 1 as "__proto__", 'b' as "second" union all select 2, 'c' order by 1`);
     expect(columns.map((column) => column.name)).toEqual(['__proto__', 'second']);

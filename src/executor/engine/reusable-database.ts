@@ -1,9 +1,8 @@
-import { quoteIdentifier } from './duckdb-type.ts';
 import { openLockedDatabase, type EngineLimits, type LockedDatabase } from './locked-database.ts';
 
 /** A locked database that may serve one request after another (see `openReusableDatabase`). */
 export interface ReusableDatabase extends LockedDatabase {
-  /** Drops the tables the last request loaded (by their names) if the database may serve another request. */
+  /** Drops the tables the last request loaded (quoted SQL names, qualified where not in the main schema) if the database may serve another request. */
   reset(tables: readonly string[]): Promise<ResetOutcome>;
 }
 
@@ -50,7 +49,7 @@ async function stateOf(database: LockedDatabase): Promise<string> {
 
 /** Drops `tables`, then reads the watched settings. */
 async function stateAfter(database: LockedDatabase, tables: readonly string[]): Promise<string> {
-  const drops = tables.map((table) => `DROP TABLE IF EXISTS ${quoteIdentifier(table)}; `);
+  const drops = tables.map((table) => `DROP TABLE IF EXISTS ${table}; `);
   return JSON.stringify((await database.connection.runAndReadAll(`${drops.join('')}${STATE_SQL}`)).getRows());
 }
 

@@ -32,20 +32,24 @@ export class TableLoad {
     }
     const staging = `staging_${index}`;
     const definitions = schema.columns.map((column, position) => `${quoteIdentifier(column.name)} ${columns[position]!.stagingType}`);
-    // one call for the three statements: each call is a trip through DuckDB's worker thread
-    await connection.run(`CREATE SCHEMA IF NOT EXISTS ${STAGING_SCHEMA}; CREATE TABLE ${STAGING_SCHEMA}.${staging} (${definitions.join(', ')}); ${create}`);
+    // one call for the statements: each call is a trip through DuckDB's worker thread. A staging table
+    // is dropped with the request's reset, after its answer; one left over by a failed request is replaced.
+    const schemaFirst = withStagingSchema.has(connection) ? '' : `CREATE SCHEMA IF NOT EXISTS ${STAGING_SCHEMA}; `;
+    await connection.run(`${schemaFirst}CREATE OR REPLACE TABLE ${STAGING_SCHEMA}.${staging} (${definitions.join(', ')}); ${create}`);
+    withStagingSchema.add(connection);
     const appender = await connection.createAppender(staging, STAGING_SCHEMA);
     return new TableLoad(connection, schema, staging, appender, columns);
-  }
-
-  /** The name the residual query reads the table by. */
-  get table(): string {
-    return this.schema.name;
   }
 
   /** Rows as objects keyed by column name; see appendColumns. */
   append(rows: readonly Record<string, unknown>[], firstRowNumber: number): void {
     this.appendColumns(columnsOf(rows, this.schema.columns, 0, rows.length), rows.length, firstRowNumber);
+  }
+
+  /** The tables this load created, as quoted SQL names, for the request's reset to drop. */
+  get createdTables(): string[] {
+    const table = quoteIdentifier(this.schema.name);
+    return this.staging === undefined ? [table] : [table, `${STAGING_SCHEMA}.${this.staging}`];
   }
 
   /** Synchronous, so a chunk is appended whole between two messages. `columns` in the schema's order. */
@@ -74,8 +78,7 @@ export class TableLoad {
     this.appender.closeSync();
     if (this.staging === undefined) return;
     const conversions = this.schema.columns.map((column, position) => this.columns[position]!.conversion(quoteIdentifier(column.name)));
-    const staged = `${STAGING_SCHEMA}.${this.staging}`;
-    await this.connection.run(`INSERT INTO ${quoteIdentifier(this.schema.name)} SELECT ${conversions.join(', ')} FROM ${staged}; DROP TABLE ${staged}`);
+    await this.connection.run(`INSERT INTO ${quoteIdentifier(this.schema.name)} SELECT ${conversions.join(', ')} FROM ${STAGING_SCHEMA}.${this.staging}`);
   }
 }
 
@@ -85,6 +88,8 @@ function tableDefinitions(schema: TableSchema): string[] {
 
 /** Apart from the main schema, so no CTE name can collide with a staging table. */
 const STAGING_SCHEMA = 'engine_staging';
+/** Connections whose database has the staging schema: nothing drops it (a query is one SELECT), so it is created once. */
+const withStagingSchema = new WeakSet<DuckDBConnection>();
 
 interface ColumnLoad {
   stagingType: string;
