@@ -42,6 +42,24 @@ describe('columnar rows between the service and the engine', () => {
     ]);
   });
 
+  it('loads timestamps as the same microseconds, at both ends of their range and at the infinities', async () => {
+    // beyond 2^53 as decimal text, as rows carry them
+    const micros = ['-62135596800000000', -1, 0, 1, 1_704_067_200_123_456, '253402300799999999', '9223372036854775807', '-9223372036854775807'];
+    const table: EngineTable = { schema: { name: 't', columns: [{ name: 'ts', type: { kind: 'timestamp' } }] }, rows: micros.map((ts) => ({ ts })) };
+    const texts = async (part: string) => (await query(`select CAST(ts AS VARCHAR) as t from t order by rowid ${part}`, [table])).rows.map((row) => row.t);
+    expect([...(await texts('limit 4')), ...(await texts('offset 4'))]).toEqual([
+      '0001-01-01 00:00:00+00',
+      '1969-12-31 23:59:59.999999+00',
+      '1970-01-01 00:00:00+00',
+      '1970-01-01 00:00:00.000001+00',
+      '2024-01-01 00:00:00.123456+00',
+      '9999-12-31 23:59:59.999999+00',
+      'infinity',
+      '-infinity',
+    ]);
+    expect((await query('select ts from t where epoch_us(ts) = 1704067200123456', [table])).rows).toEqual([{ ts: 1_704_067_200_123_456 }]);
+  });
+
   it('names the row of a bad value by its place in the whole table, across messages', async () => {
     const rows = Array.from({ length: 4_500 }, (_, n) => ({ n: n === 4_321 ? 'not a number' : n, tag: [{ a: 'x' }] }));
     const schema = {
