@@ -39,7 +39,7 @@ async function request(requestId: number, sql: string): Promise<string[]> {
   received.length = 0;
   const table = { name: 'numbers', columns: [{ name: 'n', type: { kind: 'int64' as const } }] };
   await send({ type: 'begin', requestId, tables: [table] });
-  await send({ type: 'rows', requestId, table: 0, firstRowNumber: 0, rows: [{ n: 1 }, { n: 2 }] });
+  await send({ type: 'rows', requestId, table: 0, firstRowNumber: 0, rowCount: 2, columns: [[1, 2]] });
   await send({ type: 'run', requestId, sql, maxRows: 100, maxBytes: 1_000_000 });
   await until((messages) => messages.some((message) => message.type === 'idle' || message.type === 'failure'));
   // anything sent after the last expected message would arrive before this second request's answer
@@ -49,7 +49,8 @@ async function request(requestId: number, sql: string): Promise<string[]> {
 describe('the engine process', () => {
   it('sends a result before it resets its database, then says idle', async () => {
     expect(await request(1, 'select sum(n) as total from numbers')).toEqual(['result_rows', 'result', 'idle']);
-    expect(received[0]).toEqual({ type: 'result_rows', requestId: 1, rows: [{ total: 3 }] });
+    expect(received[0]).toEqual({ type: 'result_rows', requestId: 1, rows: [[3]] });
+    expect(received[1]).toMatchObject({ type: 'result', columns: [{ name: 'total' }] });
     expect(received[2]).toEqual({ type: 'idle', requestId: 1 });
   });
 
@@ -60,6 +61,6 @@ describe('the engine process', () => {
   it('runs the next request in a reset database: the last one left no table behind', async () => {
     expect(await request(3, 'select count(*) as tables from duckdb_tables()')).toEqual(['result_rows', 'result', 'idle']);
     // the request's own table only: neither earlier request's `numbers` was kept
-    expect(received[0]).toEqual({ type: 'result_rows', requestId: 3, rows: [{ tables: 1 }] });
+    expect(received[0]).toEqual({ type: 'result_rows', requestId: 3, rows: [[1]] });
   });
 });

@@ -22,13 +22,17 @@ export class ResultTooLarge extends Error {
  * produced, and cut into batches: the engine process never holds more than the caps allow, and the
  * service receives the rows in pieces it parses one at a time.
  */
-export class BoundedResult {
+export class BoundedResult<Row = Record<string, unknown>> {
   private rows = 0;
   private bytes = 0;
-  private batch: Record<string, unknown>[] = [];
+  private batch: Row[] = [];
   private batchBytes = 0;
 
-  constructor(private readonly bounds: ResultBounds) {}
+  constructor(
+    private readonly bounds: ResultBounds,
+    /** JSON bytes a row takes in the answer beyond its own JSON (the keys of a row kept as an array of values). */
+    private readonly extraBytesPerRow = 0,
+  ) {}
 
   /** Whether the row cap is reached: the next row is not read. */
   get full(): boolean {
@@ -40,7 +44,7 @@ export class BoundedResult {
   }
 
   /** Keeps `row`; returns a batch when one is complete. Throws ResultTooLarge past the byte cap. */
-  add(row: Record<string, unknown>): Record<string, unknown>[] | undefined {
+  add(row: Row): Row[] | undefined {
     // the comma that separates it from the previous row in the answer counts too
     const size = this.sizeOf(row) + (this.rows === 0 ? 0 : 1);
     if (this.bytes + size > this.bounds.maxBytes) throw new ResultTooLarge(this.bounds.maxBytes, this.rows + 1);
@@ -51,9 +55,9 @@ export class BoundedResult {
     return this.batchBytes >= this.bounds.batchBytes ? this.take() : undefined;
   }
 
-  private sizeOf(row: Record<string, unknown>): number {
+  private sizeOf(row: Row): number {
     try {
-      return Buffer.byteLength(JSON.stringify(row));
+      return Buffer.byteLength(JSON.stringify(row)) + this.extraBytesPerRow;
     } catch (error) {
       if (isStringTooLong(error)) throw new ResultTooLarge(this.bounds.maxBytes, this.rows + 1);
       throw error;
@@ -61,7 +65,7 @@ export class BoundedResult {
   }
 
   /** The rows kept since the last batch (possibly none). */
-  take(): Record<string, unknown>[] {
+  take(): Row[] {
     const batch = this.batch;
     this.batch = [];
     this.batchBytes = 0;

@@ -5,7 +5,7 @@ import { loaderArgs, modulePath, repositoryRoot } from '../../../shared/module-r
 import { InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../../errors.ts';
 import { sandboxEngineResultRowsTotal, sandboxEngineTruncatedResultsTotal } from '../../metrics.ts';
 import type { TableSchema } from '../../sql/types.ts';
-import type { EngineMessage, ResultColumn, ServiceMessage } from './engine-protocol.ts';
+import { columnsOf, rowObjects, type EngineMessage, type ResultColumn, type ServiceMessage } from './engine-protocol.ts';
 import { EngineQueue, outOfTime, type EngineReservation as EngineQueueReservation } from './engine-queue.ts';
 import type { EngineLimits } from './locked-database.ts';
 
@@ -217,8 +217,8 @@ interface PendingRequest {
   resolve: (result: EngineResult) => void;
   reject: (error: Error) => void;
   timedOut: boolean;
-  /** Result rows received so far. */
-  rows: Record<string, unknown>[];
+  /** Result rows received so far, as their values. */
+  rows: unknown[][];
 }
 
 /** One forked engine process and the request it is running. */
@@ -317,11 +317,12 @@ class EngineProcess {
   private async sendRequest(id: number, request: EngineRequest, pending: PendingRequest): Promise<void> {
     try {
       await this.send({ type: 'begin', requestId: id, tables: request.tables.map((table) => table.schema) });
-      for (const [table, { rows }] of request.tables.entries()) {
+      for (const [table, { schema, rows }] of request.tables.entries()) {
         for (let first = 0; first < rows.length; first += ROWS_PER_MESSAGE) {
           // Stop feeding rows once the query is out of time or finished.
           if (pending.timedOut || this.pending !== pending) return;
-          await this.send({ type: 'rows', requestId: id, table, firstRowNumber: first, rows: rows.slice(first, first + ROWS_PER_MESSAGE) });
+          const rowCount = Math.min(ROWS_PER_MESSAGE, rows.length - first);
+          await this.send({ type: 'rows', requestId: id, table, firstRowNumber: first, rowCount, columns: columnsOf(rows, schema.columns, first, rowCount) });
         }
       }
       await this.send({
@@ -364,7 +365,7 @@ class EngineProcess {
       this.resetting = new Promise((resolve) => {
         this.resetDone = resolve;
       });
-      pending.resolve({ columns: message.columns, rows: pending.rows, truncated: message.truncated });
+      pending.resolve({ columns: message.columns, rows: rowObjects(pending.rows, message.columns), truncated: message.truncated });
       return;
     }
     if (message.type !== 'failure') return;

@@ -7,7 +7,7 @@
  * (ReusableDatabase); otherwise it is closed with the request and a fresh one, which costs 12-20 ms,
  * is opened while the process waits for work.
  */
-import { StatementType, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import { StatementType, type DuckDBConnection, type DuckDBPreparedStatement, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import { valueTooLargeMessage } from '../duckdb-sql/value-size.ts';
 import { BoundedResult, isStringTooLong, ResultTooLarge } from './bounded-result.ts';
 import type { EngineMessage, FailureReason, ResultColumn, ServiceMessage } from './engine-protocol.ts';
@@ -100,7 +100,7 @@ function appendRows(message: Extract<ServiceMessage, { type: 'rows' }>): void {
     return;
   }
   try {
-    request.loads[message.table]!.append(message.rows, message.firstRowNumber);
+    request.loads[message.table]!.appendColumns(message.columns, message.rowCount, message.firstRowNumber);
   } catch (error) {
     request.failure = failureOf(error, false);
   }
@@ -127,7 +127,7 @@ async function run(message: Extract<ServiceMessage, { type: 'run' }>): Promise<v
   // it is done, and the service sends it nothing before that, so a close that aborts fails no request.
   // A failure is answered after the reset, as the service takes the process back with it.
   if (answer.type === 'result') await reply(answer);
-  const outcome = reusable ? await request.database.reset(request.loads.map((load) => load.table)) : 'changed';
+  const outcome = reusable ? await request.database.reset(request.loads.flatMap((load) => load.createdTables)) : 'changed';
   if (outcome === 'reusable') spareDatabase = Promise.resolve(request.database);
   else if (outcome === 'poisoned') setAside.push(request.database);
   else request.database.close();
@@ -140,10 +140,7 @@ async function run(message: Extract<ServiceMessage, { type: 'run' }>): Promise<v
  * each row's JSON counts against `maxBytes` before it is kept. Rows go out in batches as they are read.
  */
 async function query(request: Request, message: Extract<ServiceMessage, { type: 'run' }>): Promise<{ columns: ResultColumn[]; truncated: boolean }> {
-  const { connection } = request.database;
-  const statements = await connection.extractStatements(message.sql);
-  if (statements.count !== 1) throw new Failure('invalid_query', `the engine runs exactly one SELECT statement; got ${statements.count}`);
-  const prepared = await statements.prepare(0);
+  const prepared = await prepareOne(request.database.connection, message.sql);
   if (prepared.statementType !== StatementType.SELECT) {
     throw new Failure('invalid_query', `the engine runs only SELECT statements; got ${StatementType[prepared.statementType]}`);
   }
@@ -153,8 +150,10 @@ async function query(request: Request, message: Extract<ServiceMessage, { type: 
   const duplicate = names.find((name, index) => names.indexOf(name) !== index);
   if (duplicate !== undefined)
     throw new Failure('invalid_query', `the result has two columns named ${JSON.stringify(duplicate)}; give each column its own alias`);
-  const rows = new BoundedResult({ maxRows: message.maxRows, maxBytes: message.maxBytes, batchBytes: RESULT_BATCH_BYTES });
-  const send = (batch: Record<string, unknown>[]) => reply({ type: 'result_rows', requestId: request.id, rows: batch });
+  // a row travels as its values; the caller's row object also holds `"name":` for each column
+  const keyBytes = names.reduce((sum, name) => sum + Buffer.byteLength(JSON.stringify(name)) + 1, 0);
+  const rows = new BoundedResult<unknown[]>({ maxRows: message.maxRows, maxBytes: message.maxBytes, batchBytes: RESULT_BATCH_BYTES }, keyBytes);
+  const send = (batch: unknown[][]) => reply({ type: 'result_rows', requestId: request.id, rows: batch });
   let truncated = false;
   reading: for (;;) {
     if (request.interrupted) throw new Failure('interrupted', 'interrupted while reading the result');
@@ -165,7 +164,7 @@ async function query(request: Request, message: Extract<ServiceMessage, { type: 
         truncated = true;
         break reading;
       }
-      const batch = rows.add(resultRow(() => chunk.getRowValues(index), names, types, message.maxBytes, rows.rowCount));
+      const batch = rows.add(resultRow(() => chunk.getRowValues(index), types, message.maxBytes, rows.rowCount));
       if (batch) await send(batch);
     }
   }
@@ -174,10 +173,25 @@ async function query(request: Request, message: Extract<ServiceMessage, { type: 
   return { columns: names.map((name, index) => ({ name, duckDbType: types[index]!.alias ?? types[index]!.toString() })), truncated };
 }
 
-/** One result row in the API's form; a value longer than a JavaScript string can be is too large for any byte cap. */
-function resultRow(read: () => DuckDBValue[], names: string[], types: DuckDBType[], maxBytes: number, rowsBefore: number): Record<string, unknown> {
+/**
+ * DuckDB prepares exactly one statement and runs none when it refuses: the statements are counted,
+ * for the error, only then (counting first would cost every query a trip through DuckDB's worker thread).
+ */
+async function prepareOne(connection: DuckDBConnection, sql: string): Promise<DuckDBPreparedStatement> {
   try {
-    return Object.fromEntries(read().map((value, column) => [names[column]!, apiValue(value, types[column]!)]));
+    return await connection.prepare(sql);
+  } catch (error) {
+    if (!/^Invalid Input Error: (Cannot prepare multiple statements at once|No statement to prepare)!/.test((error as Error).message)) throw error;
+    const statements = await connection.extractStatements(sql);
+    if (statements.count !== 1) throw new Failure('invalid_query', `the engine runs exactly one SELECT statement; got ${statements.count}`);
+    throw error;
+  }
+}
+
+/** One result row's values in the API's form; a value longer than a JavaScript string can be is too large for any byte cap. */
+function resultRow(read: () => DuckDBValue[], types: DuckDBType[], maxBytes: number, rowsBefore: number): unknown[] {
+  try {
+    return read().map((value, column) => apiValue(value, types[column]!));
   } catch (error) {
     if (isStringTooLong(error)) throw new ResultTooLarge(maxBytes, rowsBefore + 1);
     throw error;

@@ -1,9 +1,8 @@
-import { quoteIdentifier } from './duckdb-type.ts';
 import { openLockedDatabase, type EngineLimits, type LockedDatabase } from './locked-database.ts';
 
 /** A locked database that may serve one request after another (see `openReusableDatabase`). */
 export interface ReusableDatabase extends LockedDatabase {
-  /** Drops the tables the last request loaded (by their names) if the database may serve another request. */
+  /** Drops the tables the last request loaded (quoted SQL names, qualified where not in the main schema) if the database may serve another request. */
   reset(tables: readonly string[]): Promise<ResetOutcome>;
 }
 
@@ -45,7 +44,13 @@ const WATCHED_SETTINGS = [
 const STATE_SQL = `SELECT ${WATCHED_SETTINGS.map((name, index) => `CAST(current_setting('${name}') AS VARCHAR) AS s${index}`).join(', ')}`;
 
 async function stateOf(database: LockedDatabase): Promise<string> {
-  return JSON.stringify((await database.connection.runAndReadAll(STATE_SQL)).getRowsJS());
+  return stateAfter(database, []);
+}
+
+/** Drops `tables`, then reads the watched settings. */
+async function stateAfter(database: LockedDatabase, tables: readonly string[]): Promise<string> {
+  const drops = tables.map((table) => `DROP TABLE IF EXISTS ${table}; `);
+  return JSON.stringify((await database.connection.runAndReadAll(`${drops.join('')}${STATE_SQL}`)).getRows());
 }
 
 /**
@@ -63,22 +68,22 @@ export async function openReusableDatabase(limits: EngineLimits): Promise<Reusab
     database.close();
     throw error;
   }
-  // a SELECT creates no table, so the request's own are all there is to drop
+  // a SELECT creates no table, so the request's own are all there is to drop; the drops and the check
+  // go in one call (each call is a trip through DuckDB's worker thread), the check read from its last statement
   const reset = async (tables: readonly string[]): Promise<ResetOutcome> => {
     let state: string;
     try {
-      state = await stateOf(database);
+      state = await stateAfter(database, tables);
     } catch {
-      // enable_logging to a file makes every later statement fail, and closing the database then aborts
-      return 'poisoned';
-    }
-    if (state !== opened) return 'changed';
-    try {
-      for (const table of tables) await database.connection.run(`DROP TABLE IF EXISTS ${quoteIdentifier(table)}`);
-    } catch {
+      try {
+        await stateOf(database);
+      } catch {
+        // enable_logging to a file makes every later statement fail, and closing the database then aborts
+        return 'poisoned';
+      }
       return 'changed';
     }
-    return 'reusable';
+    return state === opened ? 'reusable' : 'changed';
   };
   return { ...database, reset };
 }
