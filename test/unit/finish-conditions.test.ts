@@ -1,21 +1,17 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { tableNames } from '../../queries/endpoint.ts';
-import { logsAll } from '../../queries/logs-all.ts';
 import { compileCondition, DECLINED, type ValueReader } from '../../src/executor/finish-conditions.ts';
 import { finishInService } from '../../src/executor/service-finish.ts';
 import { fieldCatalog } from '../../src/planner/field-catalog.ts';
-import { planEndpointQuery } from '../../src/planner/index.ts';
 import type { FinishCondition, ValuePath } from '../../src/planner/plan.ts';
 import { finishCondition } from '../../src/planner/sandbox/finish-conditions.ts';
+import { logsAllParseOptions, planLogsAllSql } from '../support/sandbox-plan.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import type { Expr } from '../../src/sql/syntax.ts';
 import type { SqlType } from '../../src/sql/types.ts';
 
-const parseOptions = { allowedTables: tableNames(logsAll.ctes), parameterNames: logsAll.parameterDocs.map((parameter) => parameter.name) };
-
 /** The WHERE of a query over edge_logs. */
 function where(condition: string): Expr {
-  const query = parseSandboxQuery(`select id from edge_logs where ${condition}`, parseOptions);
+  const query = parseSandboxQuery(`select id from edge_logs where ${condition}`, logsAllParseOptions);
   if (query.body.kind !== 'select' || !query.body.where) throw new Error('no WHERE');
   return query.body.where;
 }
@@ -96,17 +92,8 @@ describe('which WHERE conditions the service evaluates', () => {
 });
 
 const catalog = fieldCatalog({ id: 'keyword', project: 'keyword', 'metadata.status': 'keyword', 'metadata.level': 'keyword' });
-const catalogs = new Map(logsAll.ctes.map((cte) => ['source' in cte ? cte.source : cte.name, catalog]));
-
 function plan(sql: string) {
-  const query = parseSandboxQuery(sql, parseOptions);
-  const params = logsAll.parameters.parse({ project: 'default' }) as Record<string, unknown>;
-  return planEndpointQuery(
-    logsAll,
-    params,
-    { now: Date.UTC(2024, 0, 1, 1), projects: null, indexPrefix: 'lp-' },
-    { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs },
-  );
+  return planLogsAllSql(sql, catalog);
 }
 
 describe('the planner leaves the conditions the store did not apply exactly to the service', () => {

@@ -1,12 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { tableNames } from '../../queries/endpoint.ts';
-import { logsAll } from '../../queries/logs-all.ts';
 import { finishInService, type FinishInput } from '../../src/executor/service-finish.ts';
 import { fieldCatalog } from '../../src/planner/field-catalog.ts';
-import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
+import type { Plan } from '../../src/planner/index.ts';
 import type { ServiceFinish } from '../../src/planner/plan.ts';
 import { decideServiceFinish } from '../../src/planner/sandbox/service-finish.ts';
-import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
+import { planLogsAllSql } from '../support/sandbox-plan.ts';
+import { initSqlParser } from '../../src/sql/index.ts';
 import type { SqlType } from '../../src/sql/types.ts';
 
 const catalog = fieldCatalog({
@@ -16,17 +15,8 @@ const catalog = fieldCatalog({
   'metadata.request.path': 'keyword',
   'metadata.response.status_code': 'long',
 });
-const catalogs = new Map(logsAll.ctes.map((cte) => ['source' in cte ? cte.source : cte.name, catalog]));
-
 function plan(sql: string): Plan {
-  const query = parseSandboxQuery(sql, { allowedTables: tableNames(logsAll.ctes), parameterNames: logsAll.parameterDocs.map((parameter) => parameter.name) });
-  const params = logsAll.parameters.parse({ project: 'default' }) as Record<string, unknown>;
-  return planEndpointQuery(
-    logsAll,
-    params,
-    { now: Date.UTC(2024, 0, 1, 1), projects: null, indexPrefix: 'lp-' },
-    { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs },
-  );
+  return planLogsAllSql(sql, catalog);
 }
 
 /** Why the planner does not let the service finish a query (its WHERE taken as held, so the other reasons show). */
