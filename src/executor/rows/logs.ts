@@ -14,48 +14,20 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Every nested record becomes an array of records; arrays of scalars stay as they are. Plain loops:
- * this runs over every field of every row of logs.all, where entries/fromEntries cost twice the
- * JSON parse of the same response.
- */
-function recordFields(record: Record<string, unknown>): Record<string, unknown> {
-  const fields: Record<string, unknown> = {};
-  for (const key of Object.keys(record)) {
-    const value = nestedValue(record[key]);
-    // a stored "__proto__" key is data: defined, never assigned (assignment would set the prototype)
-    if (key === '__proto__') Object.defineProperty(fields, key, { value, enumerable: true, writable: true, configurable: true });
-    else fields[key] = value;
-  }
-  return fields;
-}
-
-function nestedValue(value: unknown): unknown {
-  if (typeof value !== 'object' || value === null) return value;
-  if (!Array.isArray(value)) return [recordFields(value as Record<string, unknown>)];
-  const elements = new Array<unknown>(value.length);
-  for (let position = 0; position < value.length; position += 1) {
-    const element: unknown = value[position];
-    elements[position] = isRecord(element) ? recordFields(element) : nestedValue(element);
-  }
-  return elements;
-}
-
-/** metadata in the BigQuery shape clients read as metadata[0].request[0].path (docs/design/DESIGN.md 1). */
-export function metadataRows(metadata: unknown): Record<string, unknown>[] {
-  if (metadata === undefined || metadata === null) return [];
-  const records = Array.isArray(metadata) ? metadata : [metadata];
-  return records.filter(isRecord).map(recordFields);
-}
-
-/**
- * What metadataRows does, done to the stored metadata itself: each nested record is wrapped in a
- * one-element array where it stands, no record is copied. For hits fresh from the store and read
- * once (columnRows): copying every record of every row cost three times the conversion in place.
+ * metadata in the BigQuery shape clients read as metadata[0].request[0].path (docs/design/DESIGN.md 1):
+ * every nested record becomes an array of records, arrays of scalars stay as they are. Converted in
+ * place, no record copied: the hits are fresh from the store and read once (columnRows), and copying
+ * every record of every row cost three times the conversion in place.
  */
 function metadataRowsInPlace(metadata: unknown): Record<string, unknown>[] {
   if (metadata === undefined || metadata === null) return [];
   const records = Array.isArray(metadata) ? metadata : [metadata];
   return records.filter(isRecord).map(recordFieldsInPlace);
+}
+
+/** The same conversion over a copy, for metadata its caller keeps reading (stored events reused in tests and tools). */
+export function metadataRows(metadata: unknown): Record<string, unknown>[] {
+  return metadataRowsInPlace(structuredClone(metadata));
 }
 
 function recordFieldsInPlace(record: Record<string, unknown>): Record<string, unknown> {
