@@ -1,5 +1,6 @@
 import { QueryTimeout, StoreUnavailable } from '../errors.ts';
 import { sandboxHeldEvents } from '../metrics.ts';
+import { Wakeups } from './wakeups.ts';
 
 /**
  * The events the sandboxed queries of this process hold in memory together, from the page that
@@ -12,7 +13,7 @@ import { sandboxHeldEvents } from '../metrics.ts';
 export class HeldEvents {
   private held = 0;
   private readonly holds = new Set<EventHold>();
-  private waiting: (() => void)[] = [];
+  private readonly wakeups = new Wakeups();
 
   constructor(readonly capacity: number) {}
 
@@ -41,25 +42,19 @@ export class HeldEvents {
     if (count <= 0) return;
     this.held -= count;
     sandboxHeldEvents.set(this.held);
-    this.wake();
+    this.wakeups.wakeAll();
   }
 
   /** @internal */
   whenGiven(): Promise<void> {
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return this.wakeups.next();
   }
 
   /** @internal */
   forget(hold: EventHold): void {
     this.holds.delete(hold);
     // a waiter that saw this hold at work must look again: it may now be alone
-    this.wake();
-  }
-
-  private wake(): void {
-    const waiting = this.waiting;
-    this.waiting = [];
-    for (const resume of waiting) resume();
+    this.wakeups.wakeAll();
   }
 
   /** Events held now by all queries (for tests and operators). */

@@ -1,6 +1,7 @@
 import { QueryTooBroad } from '../errors.ts';
 import { sandboxScannedEventsTotal } from '../metrics.ts';
 import type { EventHold } from './held-events.ts';
+import { Wakeups } from './wakeups.ts';
 
 /**
  * The events all scans of one request may read together, shared by those scans. A page is asked
@@ -16,7 +17,7 @@ export class ScanBudget {
   private readonly byCte = new Map<string, number>();
   private readonly scans = new Set<string>();
   private readonly controller = new AbortController();
-  private waiting: (() => void)[] = [];
+  private readonly wakeups = new Wakeups();
 
   constructor(
     readonly total: number,
@@ -50,7 +51,7 @@ export class ScanBudget {
         this.reserved -= granted - held;
         return held;
       }
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
+      await this.wakeups.next();
     }
   }
 
@@ -67,26 +68,20 @@ export class ScanBudget {
       this.cancel(error);
       throw error;
     }
-    this.wake();
+    this.wakeups.wakeAll();
   }
 
   /** A page that failed gives its reservation back. */
   release(granted: number, held = granted): void {
     this.reserved -= granted;
     this.hold?.giveBack(held);
-    this.wake();
+    this.wakeups.wakeAll();
   }
 
   /** Stops every scan of the request: searches in flight are aborted, waiting ones refused. */
   cancel(reason: unknown): void {
     if (!this.controller.signal.aborted) this.controller.abort(reason);
-    this.wake();
-  }
-
-  private wake(): void {
-    const waiting = this.waiting;
-    this.waiting = [];
-    for (const resume of waiting) resume();
+    this.wakeups.wakeAll();
   }
 
   private tooBroad(): QueryTooBroad {
