@@ -1,5 +1,6 @@
-import { Partitioners, type Admin, type Kafka, type Message, type Producer } from 'kafkajs';
+import { Partitioners, type Kafka, type Message, type Producer } from 'kafkajs';
 import type { Logger } from '../shared/logger.ts';
+import type { StableOffsets } from './stable-offsets.ts';
 
 interface PartitionProducer {
   producer: Producer;
@@ -14,7 +15,7 @@ interface PartitionProducer {
  * letters are not). Each source partition has its own transactional id: the worker that takes a
  * partition over initialises that id, which aborts the previous owner's open transaction and fences
  * it out, and then reads the partition's committed offset again, in case that owner committed
- * after the group handed the partition over.
+ * after the group handed the partition over (once that commit has settled: StableOffsets).
  */
 export class DeadLetterTransactions {
   private readonly producers = new Map<string, PartitionProducer>();
@@ -22,7 +23,7 @@ export class DeadLetterTransactions {
 
   constructor(
     private readonly kafka: Kafka,
-    private readonly admin: Admin,
+    private readonly offsets: Pick<StableOffsets, 'committed'>,
     private readonly groupId: string,
     private readonly logger: Logger,
   ) {}
@@ -97,8 +98,7 @@ export class DeadLetterTransactions {
     const fence = await producer.transaction();
     await fence.abort();
     this.producers.set(key, { producer, assignment: this.assignment });
-    const [committed] = await this.admin.fetchOffsets({ groupId: this.groupId, topics: [topic] });
-    return BigInt(committed?.partitions.find((entry) => entry.partition === partition)?.offset ?? '-1');
+    return await this.offsets.committed(topic, partition);
   }
 
   private async release(key: string): Promise<void> {

@@ -25,6 +25,7 @@ import { BROKER_OUTAGE_RETRY, createKafka } from './kafka.ts';
 import { createIngestMetrics } from './metrics.ts';
 import { startPartitionsAhead, type PartitionsAheadSchedule } from './partitions-ahead.ts';
 import { startRetentionSchedule, type RetentionSchedule } from './retention.ts';
+import { StableOffsets } from './stable-offsets.ts';
 import { ensureTopics, sourceRoutes } from './topics.ts';
 
 /** How long a write waits for writes from other partitions to share its bulk request. */
@@ -104,8 +105,8 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   let status: HealthReport['status'] = 'starting';
   let heldPartitions = 0;
   // kept connected: a partition's first dead letters after an assignment read its committed offset
-  const offsetsAdmin = kafka.admin();
-  const deadLetters = new DeadLetterTransactions(kafka, offsetsAdmin, config.INGEST_GROUP_ID, logger);
+  const stableOffsets = new StableOffsets(kafka, config.INGEST_GROUP_ID);
+  const deadLetters = new DeadLetterTransactions(kafka, stableOffsets, config.INGEST_GROUP_ID, logger);
   const commits = new OffsetCommits();
   const consumer = kafka.consumer({
     groupId: config.INGEST_GROUP_ID,
@@ -169,7 +170,6 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     metrics.registry,
     opsAccess(config.OPS_TOKEN),
   );
-  await offsetsAdmin.connect();
   await consumer.connect();
   await consumer.subscribe({ topics: routes.map((route) => route.topic), fromBeginning: true });
   const routeByTopic = new Map(
@@ -260,7 +260,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
         await pipeline.drain();
         await consumer.disconnect();
         await deadLetters.close();
-        await offsetsAdmin.disconnect();
+        await stableOffsets.close();
         await new Promise<void>((resolve) => statusServer.server.close(() => resolve()));
         await client.close();
         if (decompressionBudget() === decompression) useDecompressionBudget(undefined);

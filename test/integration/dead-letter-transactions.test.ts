@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Partitioners, type Kafka } from 'kafkajs';
 import { DeadLetterTransactions } from '../../ingest/dead-letter-transactions.ts';
+import { StableOffsets } from '../../ingest/stable-offsets.ts';
 import { ingestTestConfig, removeKafkaTestData, silentLogger, testKafka, waitFor } from '../support/ingest.ts';
 
 const END = 'end-of-test';
@@ -48,11 +49,10 @@ describe('dead letters: a failed transaction claims its partition again', () => 
         { topic: deadLetterTopic, numPartitions: 1 },
       ],
     });
-    const previousAdmin = kafka.admin();
-    const nextAdmin = kafka.admin();
-    await Promise.all([previousAdmin.connect(), nextAdmin.connect()]);
-    const previous = new DeadLetterTransactions(kafka, previousAdmin, config.INGEST_GROUP_ID, silentLogger);
-    const next = new DeadLetterTransactions(kafka, nextAdmin, config.INGEST_GROUP_ID, silentLogger);
+    const previousOffsets = new StableOffsets(kafka, config.INGEST_GROUP_ID);
+    const nextOffsets = new StableOffsets(kafka, config.INGEST_GROUP_ID);
+    const previous = new DeadLetterTransactions(kafka, previousOffsets, config.INGEST_GROUP_ID, silentLogger);
+    const next = new DeadLetterTransactions(kafka, nextOffsets, config.INGEST_GROUP_ID, silentLogger);
     try {
       expect(await previous.send(source, deadLetterTopic, letters([0, 1]), '2')).toHaveLength(2);
       // the partition moves on: its new owner claims it (fencing the previous one) and commits the next chunk
@@ -68,7 +68,7 @@ describe('dead letters: a failed transaction claims its partition again', () => 
       expect(await lettersOnTopic(kafka, deadLetterTopic)).toEqual(['letter 0', 'letter 1', 'letter 2', 'letter 3']);
     } finally {
       await Promise.all([previous.close(), next.close()]);
-      await Promise.all([previousAdmin.disconnect(), nextAdmin.disconnect(), admin.disconnect()]);
+      await Promise.all([previousOffsets.close(), nextOffsets.close(), admin.disconnect()]);
     }
   });
 });
