@@ -1,8 +1,11 @@
 import { implicitName, type Bindings } from '../../sql/bindings.ts';
 import type { Expr, Join, Query, Relation, Select } from '../../sql/syntax.ts';
 import type { SqlType, TableColumn } from '../../sql/types.ts';
-import type { FinishCondition, ServiceFinish, ValuePath } from '../plan.ts';
+import type { FinishCondition, ServiceFinish, ServiceGroupFinish, ValuePath } from '../plan.ts';
+import { isAggregateCall } from '../../sql/functions.ts';
+import { subqueryOf, walk } from '../../sql/walk.ts';
 import { finishCondition } from './finish-conditions.ts';
+import { decideServiceGroups } from './service-groups.ts';
 
 /** The one scan a residual query reads, as far as the planner knows it before any row. */
 export interface FinishSource {
@@ -16,7 +19,7 @@ export interface FinishSource {
   oneRow: boolean;
 }
 
-export type FinishDecision = { finish: ServiceFinish } | { refused: string };
+export type FinishDecision = { finish: ServiceFinish | ServiceGroupFinish } | { refused: string };
 
 /** Types whose values the service converts to the answer's JSON exactly as the engine does; `unknown` is known only from the rows. */
 const PLAIN_TYPES = new Set<SqlType['kind']>(['string', 'int64', 'float64', 'bool', 'timestamp', 'unknown']);
@@ -35,31 +38,13 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
   const select = query.body;
   if (select.kind !== 'select') return refused('the query is a set operation');
   if (select.distinct) return refused('SELECT DISTINCT compares whole rows');
-  if (select.groupBy.length > 0 || select.having || select.qualify) return refused('the query groups, or filters groups or windows');
+  if (select.groupBy.length > 0 || hasAggregate(select)) return decideServiceGroups(query, select, bindings, source);
+  if (select.having || select.qualify) return refused('the query filters groups or windows');
   if (select.where && !source.whereHeld && !source.unapplied) return refused("its WHERE is not exactly the scan's filter");
 
-  const ranges = unnestRanges(select, source.table);
-  if ('refused' in ranges) return ranges;
-  const paths = new PathReader(bindings, ranges.table, ranges.unnests);
-  const where: FinishCondition[] = [];
-  if (select.where && !source.whereHeld) {
-    for (const condition of source.unapplied ?? []) {
-      const compiled = finishCondition(condition, (expr) => paths.read(expr, ranges.unnests.length));
-      if (!compiled) return refused('a condition of its WHERE the scan did not apply is not one the service evaluates');
-      where.push(compiled);
-    }
-  }
-  const unnests: ServiceFinish['unnests'] = [];
-  const unnestTypes: SqlType[] = [];
-  for (const [index, { relation, join }] of ranges.unnests.entries()) {
-    const array = relation.array;
-    const path = array.kind === 'identifier' ? paths.read(array, index) : undefined;
-    if (!path) return refused('an UNNEST reads something other than a column or a record field');
-    const type = staticType(path, source.columns, unnestTypes);
-    if (type === undefined || (type.kind !== 'array' && type.kind !== 'unknown')) return refused('an UNNEST reads a value that is not an array');
-    unnestTypes.push(type.kind === 'array' ? type.element : type);
-    unnests.push({ array: path, join });
-  }
+  const scan = readScan(select, bindings, source);
+  if ('refused' in scan) return scan;
+  const { paths, unnests, unnestTypes, where } = scan;
 
   const columns: ServiceFinish['columns'] = [];
   for (const item of select.items) {
@@ -95,6 +80,42 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
   };
 }
 
+/** How a SELECT reads its one scan: its unnests, the paths of its names, and the conditions of WHERE the service applies. */
+export interface ScanReading {
+  paths: PathReader;
+  unnests: ServiceFinish['unnests'];
+  unnestTypes: SqlType[];
+  where: FinishCondition[];
+}
+
+/** FROM and WHERE of a SELECT over the scan, as the service reads them, or the reason it cannot. */
+export function readScan(select: Select, bindings: Bindings, source: FinishSource): ScanReading | { refused: string } {
+  const refused = (reason: string) => ({ refused: reason });
+  const ranges = unnestRanges(select, source.table);
+  if ('refused' in ranges) return ranges;
+  const paths = new PathReader(bindings, ranges.table, ranges.unnests);
+  const where: FinishCondition[] = [];
+  if (select.where && !source.whereHeld) {
+    for (const condition of source.unapplied ?? []) {
+      const compiled = finishCondition(condition, (expr) => paths.read(expr, ranges.unnests.length));
+      if (!compiled) return refused('a condition of its WHERE the scan did not apply is not one the service evaluates');
+      where.push(compiled);
+    }
+  }
+  const unnests: ServiceFinish['unnests'] = [];
+  const unnestTypes: SqlType[] = [];
+  for (const [index, { relation, join }] of ranges.unnests.entries()) {
+    const array = relation.array;
+    const path = array.kind === 'identifier' ? paths.read(array, index) : undefined;
+    if (!path) return refused('an UNNEST reads something other than a column or a record field');
+    const type = staticType(path, source.columns, unnestTypes);
+    if (type === undefined || (type.kind !== 'array' && type.kind !== 'unknown')) return refused('an UNNEST reads a value that is not an array');
+    unnestTypes.push(type.kind === 'array' ? type.element : type);
+    unnests.push({ array: path, join });
+  }
+  return { paths, unnests, unnestTypes, where };
+}
+
 type UnnestRange = { relation: Extract<Relation, { kind: 'unnest' }>; join: 'inner' | 'left' };
 
 /** FROM as the scan's table followed by unnests only (joined by comma, CROSS JOIN, or INNER / LEFT JOIN ... ON TRUE). */
@@ -128,7 +149,7 @@ function unnestJoin(join: Join | undefined): 'inner' | 'left' | undefined {
 }
 
 /** Identifiers as paths from the scanned table's columns or from the elements of its unnests, as the binder resolved them. */
-class PathReader {
+export class PathReader {
   private readonly unnestIndex: Map<Relation, number>;
 
   constructor(
@@ -169,7 +190,7 @@ function orderPath(expr: Expr, columns: ServiceFinish['columns'], bindings: Bind
  * The type of a path as far as the declared columns tell (`unknown` where only the rows will);
  * undefined where the path cannot be read (fields of a value that is no record).
  */
-function staticType(path: ValuePath, columns: readonly TableColumn[], unnestTypes: readonly SqlType[]): SqlType | undefined {
+export function staticType(path: ValuePath, columns: readonly TableColumn[], unnestTypes: readonly SqlType[]): SqlType | undefined {
   let type: SqlType | undefined = path.from === 'column' ? columns.find((column) => column.name === path.column)?.type : unnestTypes[path.unnest];
   if (type === undefined) return undefined;
   for (const field of path.fields) {
@@ -189,8 +210,22 @@ function isWhole(type: SqlType | undefined): boolean {
   return type?.kind === 'struct' || type?.kind === 'array';
 }
 
-function countLiteral(expr: Expr): number | undefined {
+export function countLiteral(expr: Expr): number | undefined {
   if (expr.kind !== 'number' || !/^\d+$/.test(expr.text)) return undefined;
   const value = Number(expr.text);
   return Number.isSafeInteger(value) ? value : undefined;
+}
+
+/** Whether the select list or HAVING calls an aggregate outside its subqueries (the SELECT makes groups). */
+function hasAggregate(select: Select): boolean {
+  let found = false;
+  const visitor = {
+    expr: (expr: Expr): boolean => {
+      if (expr.kind === 'call' && isAggregateCall(expr)) found = true;
+      return !found && subqueryOf(expr) === undefined;
+    },
+  };
+  for (const item of select.items) if (item.kind === 'expression') walk(item.expr, visitor);
+  if (select.having) walk(select.having, visitor);
+  return found;
 }
