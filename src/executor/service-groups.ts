@@ -21,7 +21,7 @@ const MICROS_PER = { minute: 60_000_000, hour: 3_600_000_000, day: 86_400_000_00
 
 /**
  * The rows the engine would answer for a ServiceGroupFinish, computed here, or undefined whenever this
- * is not sure of them: a value of another kind than its column's type, JSON_VALUE of text this does not
+ * is not sure of them (HAVING is evaluated as a WHERE is, over each group's columns): a value of another kind than its column's type, JSON_VALUE of text this does not
  * read as the engine does (json-value.ts), a WHERE condition it cannot evaluate exactly, a SUM past
  * 2^53 (the engine answers digits, or fails past 2^63), several groups without ORDER BY, groups the
  * ORDER BY does not tell apart within the answer or at its edges, events matched only as a superset,
@@ -46,12 +46,17 @@ export function groupsInService(input: GroupsInput): Record<string, unknown>[] |
   if (keys.length === 0 && groups.size === 0) groups.set(undefined, { keys: [], states: aggregates.map((aggregate) => aggregate.start()) });
   if (finish.order.length === 0 && groups.size > 1) return undefined;
 
+  const having = finish.having && havingCondition(finish, typeOf);
+  if (finish.having && !having) return undefined;
   const rows: { values: unknown[]; keys: unknown[] }[] = [];
   for (const group of groups.values()) {
     const results = group.states.map((state) => state.result());
     if (results.includes(DECLINED)) return undefined;
     const valueOf = (output: GroupOutput) => (output.from === 'key' ? group.keys[output.index] : results[output.index]);
-    rows.push({ values: finish.columns.map((column) => valueOf(column.value)), keys: finish.order.map((item) => valueOf(item.value)) });
+    const values = finish.columns.map((column) => valueOf(column.value));
+    const kept = having ? having(answerRow(finish, values), []) : true;
+    if (kept === DECLINED) return undefined;
+    if (kept === true) rows.push({ values, keys: finish.order.map((item) => valueOf(item.value)) });
   }
   const comparators = finish.order.map((item) => comparator(typeOf(item.value), item));
   const compare = (a: { keys: unknown[] }, b: { keys: unknown[] }) => {
@@ -63,9 +68,22 @@ export function groupsInService(input: GroupsInput): Record<string, unknown>[] |
   };
   rows.sort(compare);
   const end = finish.limit === undefined ? rows.length : finish.offset + finish.limit;
-  const answer = rows.slice(finish.offset, end).map((row) => Object.fromEntries(finish.columns.map((column, position) => [column.name, row.values[position]])));
+  const answer = rows.slice(finish.offset, end).map((row) => answerRow(finish, row.values));
   if (tiedInAnswer(rows, compare, answer, finish.offset, end)) return undefined;
   return withinBounds(answer, input.maxRows, input.maxBytes);
+}
+
+/** Keys in the order of the columns, as the engine builds its rows. */
+function answerRow(finish: ServiceGroupFinish, values: unknown[]): Record<string, unknown> {
+  return Object.fromEntries(finish.columns.map((column, position) => [column.name, values[position]]));
+}
+
+/** HAVING as a test of a group's answer row, its paths reading the columns by name. */
+function havingCondition(finish: ServiceGroupFinish, typeOf: (output: GroupOutput) => SqlType): RowCondition | undefined {
+  return compileCondition(finish.having!, (path) => {
+    const column = path.from === 'column' && path.fields.length === 0 ? finish.columns.find((candidate) => candidate.name === path.column) : undefined;
+    return column && { type: typeOf(column.value), value: (row) => row[column.name] ?? null };
+  });
 }
 
 interface Group {

@@ -189,7 +189,8 @@ export interface FinishOperand {
 /**
  * A GROUP BY the service finishes itself (src/executor/service-groups.ts): the rows of `table` through
  * its `unnests` (every element), those making each `where` condition TRUE, grouped by `keys`, each
- * group's `aggregates` computed; then the groups as `columns`, sorted by `order`, OFFSET and LIMIT.
+ * group's `aggregates` computed; then the groups as `columns`, those making `having` TRUE, sorted by
+ * `order`, OFFSET and LIMIT.
  * Without keys there is exactly one group, also over no rows.
  */
 export interface ServiceGroupFinish {
@@ -198,6 +199,8 @@ export interface ServiceGroupFinish {
   where?: FinishCondition[];
   groups: { keys: GroupKey[]; aggregates: GroupAggregate[] };
   columns: { name: string; value: GroupOutput }[];
+  /** HAVING, over the columns: each of its paths is `{ from: 'column', column: <a column's name>, fields: [] }`. */
+  having?: FinishCondition;
   order: { value: GroupOutput; descending: boolean; nulls: 'first' | 'last' }[];
   limit?: number;
   offset: number;

@@ -96,6 +96,7 @@ describe('which grouping queries the service may finish', () => {
       'COUNTIF and MAX of a timestamp',
       `select ${ACTION} as a, countif(${ACTOR} is null) as anonymous, max(timestamp) as last from auth_logs group by a order by a`,
     ],
+    ['HAVING on selected columns by name', `select ${ACTION} as a, count(*) as n from auth_logs group by a having n > 1 and a != 'x' order by a`],
     ['no ORDER BY (several groups decline at run time)', `select ${ACTION} as a, count(*) as n from auth_logs group by a`],
   ])('%s: admitted', (_, sql) => {
     expect(groupsFinish(sql)).toBeDefined();
@@ -107,7 +108,11 @@ describe('which grouping queries the service may finish', () => {
       `select ${ACTION} as a, avg(request.port) as n ${REQUESTS} group by a order by a`,
       'a selected value is neither a grouping key nor an aggregate the service computes',
     ],
-    ['HAVING', `select ${ACTION} as a, count(*) as n from auth_logs group by a having count(*) > 1 order by a`, 'the query filters groups or windows'],
+    [
+      'HAVING on an aggregate written again',
+      `select ${ACTION} as a, count(*) as n from auth_logs group by a having count(*) > 1 order by a`,
+      'its HAVING is not a condition on selected columns, by their names, that the service evaluates',
+    ],
     ['ROLLUP', `select ${ACTION} as a, count(*) as n from auth_logs group by rollup (a) order by a`, 'GROUP BY ROLLUP adds subtotal rows'],
     [
       'a computed key',
@@ -276,6 +281,17 @@ describe('groups computed by the service over rows', () => {
     expect(answer(`select request.ratio as r, count(*) as n ${REQUESTS} group by r order by r`, rows)).toBeUndefined();
     expect(answer(`select request.path as p, count(distinct request.ratio) as n ${REQUESTS} group by p order by p`, rows)).toBeUndefined();
     expect(answer(`select request.path as p, count(request.ratio) as n ${REQUESTS} group by p order by p`, rows)).toEqual([{ p: '/a', n: 1 }]);
+  });
+
+  it('keeps the groups HAVING makes TRUE (a NULL key compared is NULL: left out)', () => {
+    const rows = [requestRow(1, T0, [{ path: '/a' }, { path: '/b' }, { path: '/b' }, { path: null }, { path: null }])];
+    const sql = `select request.path as p, count(*) as n ${REQUESTS} group by p having n >= 2 and p > '/a' order by p`;
+    expect(answer(sql, rows)).toEqual([{ p: '/b', n: 2 }]);
+    expect(answer(sql.replace("and p > '/a'", "or p = '/a'"), rows)).toEqual([
+      { p: null, n: 2 },
+      { p: '/a', n: 1 },
+      { p: '/b', n: 2 },
+    ]);
   });
 
   it("keeps the engine's row cap", () => {

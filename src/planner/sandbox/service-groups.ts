@@ -1,7 +1,7 @@
 import { implicitName, type Bindings } from '../../sql/bindings.ts';
 import type { Expr, Query, Select } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
-import type { GroupAggregate, GroupKey, GroupOutput, ServiceGroupFinish } from '../plan.ts';
+import type { GroupAggregate, GroupKey, GroupOutput, ServiceGroupFinish, ValuePath } from '../plan.ts';
 import { finishCondition, operandOf } from './finish-conditions.ts';
 import { countLiteral, readScan, staticType, type FinishDecision, type FinishSource, type ScanReading } from './service-finish.ts';
 
@@ -17,7 +17,8 @@ const TRUNC_UNITS = new Set(['minute', 'hour', 'day']);
  * Whether a SELECT that groups (GROUP BY, or aggregates without it) is one the service finishes over
  * its scan's rows (ServiceGroupFinish): every key a column or record field, JSON_VALUE of one at
  * `$.a.b`, or TIMESTAMP_TRUNC of a TIMESTAMP to MINUTE, HOUR or DAY; every selected value a key or
- * COUNT(*), COUNT([DISTINCT] x), COUNTIF(condition), SUM(x) of INT64, MIN(x) or MAX(x); ORDER BY
+ * COUNT(*), COUNT([DISTINCT] x), COUNTIF(condition), SUM(x) of INT64, MIN(x) or MAX(x); HAVING a
+ * condition on selected columns named by their aliases; ORDER BY
  * selected columns, keys or those aggregates; LIMIT and OFFSET written as numbers. Whether the rows
  * hold values of the types it compares exactly, and whether the order is total over the answer, is
  * known only from the rows (the executor declines then). Anything else is refused with the reason. Pure.
@@ -25,7 +26,7 @@ const TRUNC_UNITS = new Set(['minute', 'hour', 'day']);
 export function decideServiceGroups(query: Query, select: Select, bindings: Bindings, source: FinishSource): FinishDecision {
   const refused = (reason: string): FinishDecision => ({ refused: reason });
   if (select.rollup) return refused('GROUP BY ROLLUP adds subtotal rows');
-  if (select.having || select.qualify) return refused('the query filters groups or windows');
+  if (select.qualify) return refused('the query filters windows');
   if (select.where && !source.whereHeld && !source.unapplied) return refused("its WHERE is not exactly the scan's filter");
   const scan = readScan(select, bindings, source);
   if ('refused' in scan) return scan;
@@ -59,6 +60,12 @@ export function decideServiceGroups(query: Query, select: Select, bindings: Bind
     columns.push({ name, value });
   }
 
+  let having: ServiceGroupFinish['having'];
+  if (select.having) {
+    having = finishCondition(select.having, (expr) => namedColumn(expr, columns, bindings));
+    if (!having) return refused('its HAVING is not a condition on selected columns, by their names, that the service evaluates');
+  }
+
   const order: ServiceGroupFinish['order'] = [];
   for (const item of query.orderBy) {
     const value = selectedColumn(item.expr, columns, bindings) ?? output(item.expr);
@@ -76,6 +83,7 @@ export function decideServiceGroups(query: Query, select: Select, bindings: Bind
       ...(scan.where.length > 0 ? { where: scan.where } : {}),
       groups: { keys, aggregates },
       columns,
+      ...(having ? { having } : {}),
       order,
       ...(limit === undefined ? {} : { limit }),
       offset,
@@ -96,6 +104,14 @@ function groupedExpr(expr: Expr, select: Select, bindings: Bindings): Expr | und
   if (binding?.kind !== 'alias') return expr;
   const alias = binding.name.toLowerCase();
   return named((item) => item.kind === 'expression' && (item.alias ?? implicitName(item.expr))?.toLowerCase() === alias);
+}
+
+/** A name in HAVING as the path of the select column it names (by the binder's alias), when it names one. */
+function namedColumn(expr: Expr, columns: ServiceGroupFinish['columns'], bindings: Bindings): ValuePath | undefined {
+  const binding = expr.kind === 'identifier' ? bindings.names.get(expr) : undefined;
+  if (binding?.kind !== 'alias') return undefined;
+  const named = columns.filter((column) => column.name.toLowerCase() === binding.name.toLowerCase());
+  return named.length === 1 ? { from: 'column', column: named[0]!.name, fields: [] } : undefined;
 }
 
 /** An ORDER BY item naming a select column: an ordinal or an alias the binder found. */
