@@ -1,6 +1,6 @@
 import type { FinishCondition, FinishLiteral, FinishOperand, ValuePath } from '../planner/plan.ts';
 import type { SqlType } from '../sql/types.ts';
-import { jsonValue } from './json-value.ts';
+import { jsonValueReader } from './json-value.ts';
 
 /** The service cannot promise the engine's answer for these rows: the engine runs the query. */
 export const DECLINED = Symbol('declined');
@@ -142,9 +142,10 @@ function operandOf(operand: FinishOperand, read: (path: ValuePath) => ValueReade
 export function jsonOperand(reader: ValueReader, steps: readonly string[]): Operand | undefined {
   if (reader.type.kind === 'unknown') return reader.value;
   if (reader.type.kind !== 'string') return undefined;
+  const json = jsonValueReader(steps);
   return (row, elements) => {
     const text = reader.value(row, elements);
-    return text === null || text === DECLINED ? text : jsonValue(text as string, steps);
+    return text === null || text === DECLINED ? text : json(text as string);
   };
 }
 

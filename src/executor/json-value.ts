@@ -14,9 +14,58 @@ import { DECLINED, type Declined } from './finish-conditions.ts';
  * `steps` are member names, at least one.
  */
 export function jsonValue(text: string, steps: readonly string[]): string | null | Declined {
+  return jsonValueReader(steps)(text);
+}
+
+/**
+ * JSON_VALUE at one path, for many texts. Text without a backslash whose path's names each occur at most
+ * once as quoted text (so no key on the path is duplicated) is read by JSON.parse, which is strict RFC 8259
+ * and native; a number there, and any other text, is read by the scanner below, which keeps number text.
+ */
+export function jsonValueReader(steps: readonly string[]): (text: string) => string | null | Declined {
+  const quoted = steps.map((step) => JSON.stringify(step));
+  return (text) => {
+    if (text.charCodeAt(skipSpace(text, 0)) !== OPEN_BRACE) return null;
+    if (!text.includes('\\') && quoted.every((name) => atMostOnce(text, name))) {
+      const document = parsed(text);
+      if (document === DECLINED) return DECLINED;
+      let value: unknown = document;
+      for (const step of steps) {
+        value =
+          value !== null && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, step) ? (value as Record<string, unknown>)[step] : null;
+      }
+      if (typeof value !== 'number') return typeof value === 'string' || typeof value === 'boolean' ? String(value) : null;
+    }
+    return scanned(text, steps);
+  };
+}
+
+function atMostOnce(text: string, name: string): boolean {
+  const first = text.indexOf(name);
+  return first < 0 || text.indexOf(name, first + 1) < 0;
+}
+
+/** The last text JSON.parse read: a row's several JSON_VALUEs (WHERE, keys, aggregates) read the same message. */
+let lastText: string | undefined;
+let lastDocument: unknown;
+
+function parsed(text: string): unknown {
+  if (text === lastText) return lastDocument;
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    // not strict JSON, though it starts as an object: DuckDB may read it (trailing commas, NaN)
+    document = DECLINED;
+  }
+  lastText = text;
+  lastDocument = document;
+  return document;
+}
+
+function scanned(text: string, steps: readonly string[]): string | null | Declined {
   const scanner = new JsonScanner(text, steps);
   let at = skipSpace(text, 0);
-  if (text.charCodeAt(at) !== OPEN_BRACE) return null;
   try {
     at = skipSpace(text, scanner.value(at, 0));
   } catch (error) {
