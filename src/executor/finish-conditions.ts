@@ -145,7 +145,9 @@ export function jsonOperand(reader: ValueReader, steps: readonly string[]): Oper
   const json = jsonValueReader(steps);
   return (row, elements) => {
     const text = reader.value(row, elements);
-    return text === null || text === DECLINED ? text : json(text as string);
+    if (text === null || text === DECLINED) return text;
+    const value = json(text as string);
+    return value === undefined ? DECLINED : value;
   };
 }
 

@@ -1,9 +1,7 @@
-import { DECLINED, type Declined } from './finish-conditions.ts';
-
 /**
  * JSON_VALUE(text, '$.a.b') as the engine answers it (duckdb-sql/functions.ts prints it as
  * `CASE WHEN json_valid(t) AND json_type(t, p) NOT IN ('OBJECT', 'ARRAY') THEN json_extract_string(t, p) END`),
- * or DECLINED where this is not sure of the engine's answer. Found by asking DuckDB:
+ * or undefined where this is not sure of the engine's answer (the engine's turn). Found by asking DuckDB:
  * - text that is not JSON is NULL, and so is any document that is not an object (the path has a step);
  * - a string is unescaped, true and false are their words, null, an object or an array is NULL;
  * - an integer is its digits as a 64-bit integer prints them (-0 is 0); a fraction or an exponent is
@@ -13,7 +11,7 @@ import { DECLINED, type Declined } from './finish-conditions.ts';
  *   starts as an object but is not strict JSON is declined, as is an escaped lone surrogate or NUL.
  * `steps` are member names, at least one.
  */
-export function jsonValue(text: string, steps: readonly string[]): string | null | Declined {
+export function jsonValue(text: string, steps: readonly string[]): string | null | undefined {
   return jsonValueReader(steps)(text);
 }
 
@@ -22,13 +20,13 @@ export function jsonValue(text: string, steps: readonly string[]): string | null
  * once as quoted text (so no key on the path is duplicated) is read by JSON.parse, which is strict RFC 8259
  * and native; a number there, and any other text, is read by the scanner below, which keeps number text.
  */
-export function jsonValueReader(steps: readonly string[]): (text: string) => string | null | Declined {
+export function jsonValueReader(steps: readonly string[]): (text: string) => string | null | undefined {
   const quoted = steps.map((step) => JSON.stringify(step));
   return (text) => {
     if (text.charCodeAt(skipSpace(text, 0)) !== OPEN_BRACE) return null;
     if (!text.includes('\\') && quoted.every((name) => atMostOnce(text, name))) {
       const document = parsed(text);
-      if (document === DECLINED) return DECLINED;
+      if (document === NOT_STRICT) return undefined;
       let value: unknown = document;
       for (const step of steps) {
         value =
@@ -56,23 +54,23 @@ function parsed(text: string): unknown {
     document = JSON.parse(text);
   } catch {
     // not strict JSON, though it starts as an object: DuckDB may read it (trailing commas, NaN)
-    document = DECLINED;
+    document = NOT_STRICT;
   }
   lastText = text;
   lastDocument = document;
   return document;
 }
 
-function scanned(text: string, steps: readonly string[]): string | null | Declined {
+function scanned(text: string, steps: readonly string[]): string | null | undefined {
   const scanner = new JsonScanner(text, steps);
   let at = skipSpace(text, 0);
   try {
     at = skipSpace(text, scanner.value(at, 0));
   } catch (error) {
-    if (error === NOT_STRICT) return DECLINED;
+    if (error === NOT_STRICT) return undefined;
     throw error;
   }
-  if (at !== text.length) return DECLINED;
+  if (at !== text.length) return undefined;
   return scanner.found;
 }
 

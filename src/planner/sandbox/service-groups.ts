@@ -3,7 +3,7 @@ import type { Expr, Query, Select } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import type { GroupAggregate, GroupKey, GroupOutput, ServiceGroupFinish, ValuePath } from '../plan.ts';
 import { finishCondition, operandOf } from './finish-conditions.ts';
-import { countLiteral, readScan, staticType, type FinishDecision, type FinishSource, type ScanReading } from './service-finish.ts';
+import { countLiteral, readScan, staticType, type FinishDecision, type FinishSource, type ScanReading } from './scan-reading.ts';
 
 /** Key types the service groups by exactly as the engine does (a FLOAT64's -0 and NaN are the engine's). */
 const KEY_TYPES = new Set<SqlType['kind']>(['string', 'int64', 'bool', 'timestamp', 'unknown']);
