@@ -6,7 +6,7 @@ import { openLockedDatabase, type EngineLimits, type LockedDatabase } from '../s
 import { openReusableDatabase } from '../src/executor/engine/reusable-database.ts';
 import { inferTableSchema } from '../src/executor/engine/schema-inference.ts';
 import { TableLoad } from '../src/executor/engine/table-loader.ts';
-import { finishInService } from '../src/executor/service-finish.ts';
+import { serviceAnswer } from '../src/executor/service-groups.ts';
 import { decideServiceFinish } from '../src/planner/sandbox/service-finish.ts';
 import { bind } from '../src/sql/bind.ts';
 import { environmentOfTables } from '../src/sql/bindings.ts';
@@ -125,7 +125,7 @@ function serviceFinish(test: Case): (() => void) | string {
   return () => {
     const { columns } = translateToDuckDb(test.query, { ...TRANSLATION, tables: [schema], bindings, now: Date.now() * 1000 });
     const bounds = { maxRows: 1000, maxBytes: TRANSLATION.maxValueBytes };
-    if (!finishInService({ finish: decision.finish, schema, rows, supersetRows: 0, columns, ...bounds })) throw new Error(`${test.label}: declined`);
+    if (!serviceAnswer({ finish: decision.finish, schema, rows, supersetRows: 0, columns, ...bounds })) throw new Error(`${test.label}: declined`);
   };
 }
 

@@ -1,5 +1,6 @@
 import type { FinishCondition, FinishLiteral, FinishOperand, ValuePath } from '../planner/plan.ts';
 import type { SqlType } from '../sql/types.ts';
+import { jsonValueReader } from './json-value.ts';
 
 /** The service cannot promise the engine's answer for these rows: the engine runs the query. */
 export const DECLINED = Symbol('declined');
@@ -126,6 +127,7 @@ function operandOf(operand: FinishOperand, read: (path: ValuePath) => ValueReade
   const reader = read(operand.value);
   if (!reader) return undefined;
   const type = reader.type.kind;
+  if (operand.json) return kind === undefined || kind === 'string' ? jsonOperand(reader, operand.json) : undefined;
   if (operand.cast === 'int64') {
     if (kind !== undefined && kind !== 'number') return undefined;
     if (type === 'int64' || type === 'unknown') return reader.value;
@@ -134,6 +136,19 @@ function operandOf(operand: FinishOperand, read: (path: ValuePath) => ValueReade
   // a whole record or array is the engine's to test for NULL (its JSON may load otherwise)
   if (kind === undefined ? !NULL_TESTED.has(type) : type !== 'unknown' && !COMPARABLE[kind].has(type)) return undefined;
   return reader.value;
+}
+
+/** JSON_VALUE of a STRING (json-value.ts); a value no row holds is NULL, and so is its JSON_VALUE. */
+export function jsonOperand(reader: ValueReader, steps: readonly string[]): Operand | undefined {
+  if (reader.type.kind === 'unknown') return reader.value;
+  if (reader.type.kind !== 'string') return undefined;
+  const json = jsonValueReader(steps);
+  return (row, elements) => {
+    const text = reader.value(row, elements);
+    if (text === null || text === DECLINED) return text;
+    const value = json(text as string);
+    return value === undefined ? DECLINED : value;
+  };
 }
 
 /** CAST(text AS INT64) where its value is certain; other text (which BigQuery refuses, or hexadecimal) is the engine's to judge. */

@@ -11,7 +11,7 @@ import { columnRows } from './rows/logs.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
 import type { HeldEvents } from './held-events.ts';
 import { ScanBudget } from './scan-budget.ts';
-import { finishInService } from './service-finish.ts';
+import { serviceAnswer } from './service-groups.ts';
 import { hitsTotal } from './store-reads.ts';
 import type { ServerTiming } from '../http/server-timing.ts';
 
@@ -217,7 +217,7 @@ async function runResidual(plan: Plan, scanned: ScannedTable[], admission: Engin
   if (finish && table) {
     // SANDBOX_MAX_RESULT_BYTES bounds the engine's answers and its values alike
     const bounds = { maxRows: plan.rowCap, maxBytes: options.maxValueBytes };
-    const rows = finishInService({ finish, schema: table.schema, rows: table.rows, supersetRows: table.supersetRows, columns, ...bounds });
+    const rows = serviceAnswer({ finish, schema: table.schema, rows: table.rows, supersetRows: table.supersetRows, columns, ...bounds });
     if (rows) return rows;
   }
   const reservation = await admission.reservation();

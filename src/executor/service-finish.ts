@@ -73,7 +73,7 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
 }
 
 /** Whether a row makes every condition TRUE; DECLINED when one is unsure (each is evaluated, as the engine may evaluate each). */
-function passesWhere(where: readonly RowCondition[], row: Record<string, unknown>, elements: unknown[]): boolean | Declined {
+export function passesWhere(where: readonly RowCondition[], row: Record<string, unknown>, elements: unknown[]): boolean | Declined {
   let passes = true;
   for (const condition of where) {
     const truth = condition(row, elements);
@@ -125,20 +125,20 @@ function supersetRowsAfter(
 /** Types whose values are converted here exactly as the engine converts them. */
 const PLAIN = new Set<SqlType['kind']>(['string', 'int64', 'float64', 'bool', 'timestamp', 'datetime', 'unknown']);
 
-interface Compiled {
+export interface Compiled {
   type: SqlType;
   value(row: Record<string, unknown>, elements: unknown[]): unknown;
 }
 
 /** The table's rows read through the finish's unnests, with the types the engine loads them with. */
-class RowReader {
+export class RowReader {
   private constructor(
     private readonly schema: TableSchema,
     private readonly unnests: { array: Compiled; join: 'inner' | 'left' }[],
     private readonly elementTypes: SqlType[],
   ) {}
 
-  static of(finish: ServiceFinish, schema: TableSchema): RowReader | undefined {
+  static of(finish: Pick<ServiceFinish, 'unnests'>, schema: TableSchema): RowReader | undefined {
     const reader = new RowReader(schema, [], []);
     for (const unnest of finish.unnests) {
       const array = reader.compile(unnest.array, 'raw');
@@ -174,6 +174,28 @@ class RowReader {
       elements.push(array[0] ?? null);
     }
     return elements;
+  }
+
+  /**
+   * Every combination of the unnests' elements for one row, as the engine's unnests make its rows (in no
+   * particular order); DECLINED when an array is of a kind the engine would convert otherwise.
+   */
+  allElements(row: Record<string, unknown>): unknown[][] | Declined {
+    let combinations: unknown[][] = [[]];
+    for (const unnest of this.unnests) {
+      const next: unknown[][] = [];
+      for (const elements of combinations) {
+        const array = unnest.array.value(row, elements);
+        if (array === DECLINED || (array !== null && !Array.isArray(array))) return DECLINED;
+        if (array === null || array.length === 0) {
+          if (unnest.join === 'left') next.push([...elements, null]);
+          continue;
+        }
+        for (const element of array) next.push([...elements, element ?? null]);
+      }
+      combinations = next;
+    }
+    return combinations;
   }
 
   /**
@@ -227,7 +249,7 @@ class RowReader {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is the character looked for
 const UNSTORED_CHARACTER = /[\p{Cs}\u0000]/u;
 
-function sameName(a: string, b: string): boolean {
+export function sameName(a: string, b: string): boolean {
   return a.toLowerCase() === b.toLowerCase();
 }
 
@@ -302,7 +324,7 @@ function sameColumns(finish: ServiceFinish, outputs: Compiled[], printed: Finish
  * written): numbers by value, strings by their UTF-8 bytes (DuckDB's binary collation), FALSE before
  * TRUE.
  */
-function comparator(type: SqlType, item: ServiceFinish['order'][number]): (a: unknown, b: unknown) => number {
+export function comparator(type: SqlType, item: Pick<ServiceFinish['order'][number], 'descending' | 'nulls'>): (a: unknown, b: unknown) => number {
   const direction = item.descending ? -1 : 1;
   const nullsFirst = item.nulls === 'first';
   const values = valueOrder(type);
@@ -328,7 +350,7 @@ function valueOrder(type: SqlType): (a: unknown, b: unknown) => number {
  * Whether two rows the sort cannot tell apart, but that may answer differently, meet within the
  * answer or at its edges (the engine may order them either way).
  */
-function tiedInAnswer(
+export function tiedInAnswer(
   rows: SortedRow[],
   compare: (a: SortedRow, b: SortedRow) => number,
   answer: Record<string, unknown>[],
@@ -346,7 +368,7 @@ function tiedInAnswer(
 }
 
 /** The engine's row cap and byte bound applied as it applies them; undefined past the bytes (the engine answers with its error). */
-function withinBounds(answer: Record<string, unknown>[], maxRows: number, maxBytes: number): Record<string, unknown>[] | undefined {
+export function withinBounds(answer: Record<string, unknown>[], maxRows: number, maxBytes: number): Record<string, unknown>[] | undefined {
   const bounded = new BoundedResult({ maxRows, maxBytes, batchBytes: Number.POSITIVE_INFINITY });
   try {
     for (const row of answer) {

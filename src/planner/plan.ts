@@ -144,8 +144,11 @@ export interface ResidualQuery {
   parameters: Record<string, ParameterValue | undefined>;
   /** What current_timestamp() means for this request (epoch milliseconds). */
   now: number;
-  /** Present when the query is only a projection, ORDER BY and LIMIT of one scan's rows: the service may finish it without the engine. */
-  finish?: ServiceFinish;
+  /**
+   * Present when the query is only a projection, ORDER BY and LIMIT of one scan's rows, or simple
+   * groups of them (ServiceGroupFinish): the service may finish it without the engine.
+   */
+  finish?: ServiceFinish | ServiceGroupFinish;
 }
 
 /**
@@ -173,11 +176,50 @@ export interface ServiceFinish {
 /** A literal a finish condition compares with: a string, a number or a boolean as written. */
 export type FinishLiteral = string | number | boolean;
 
-/** A value a finish condition reads: a path of the row, or its STRING read as INT64 (BigQuery's CAST). */
+/**
+ * A value a finish condition reads: a path of the row, or its STRING read as INT64 (BigQuery's CAST),
+ * or JSON_VALUE of its STRING at the member names `json` ($.a.b).
+ */
 export interface FinishOperand {
   value: ValuePath;
   cast?: 'int64';
+  json?: string[];
 }
+
+/**
+ * A GROUP BY the service finishes itself (src/executor/service-groups.ts): the rows of `table` through
+ * its `unnests` (every element), those making each `where` condition TRUE, grouped by `keys`, each
+ * group's `aggregates` computed; then the groups as `columns`, those making `having` TRUE, sorted by
+ * `order`, OFFSET and LIMIT.
+ * Without keys there is exactly one group, also over no rows.
+ */
+export interface ServiceGroupFinish {
+  table: string;
+  unnests: ServiceFinish['unnests'];
+  where?: FinishCondition[];
+  groups: { keys: GroupKey[]; aggregates: GroupAggregate[] };
+  columns: { name: string; value: GroupOutput }[];
+  /** HAVING, over the columns: each of its paths is `{ from: 'column', column: <a column's name>, fields: [] }`. */
+  having?: FinishCondition;
+  order: { value: GroupOutput; descending: boolean; nulls: 'first' | 'last' }[];
+  limit?: number;
+  offset: number;
+}
+
+/** A grouping key: a value of the row, or TIMESTAMP_TRUNC of the event's timestamp to a unit. */
+export interface GroupKey {
+  operand: FinishOperand;
+  trunc?: 'minute' | 'hour' | 'day';
+}
+
+/** An aggregate over a group's rows: COUNT(*) has no operand; COUNTIF counts the rows making its condition TRUE. */
+export type GroupAggregate =
+  | { fn: 'count'; operand?: GroupKey; distinct: boolean }
+  | { fn: 'sum' | 'min' | 'max'; operand: GroupKey }
+  | { fn: 'countif'; condition: FinishCondition };
+
+/** A value of a group: its key at a position of `keys`, or its aggregate at a position of `aggregates`. */
+export type GroupOutput = { from: 'key' | 'aggregate'; index: number };
 
 /**
  * A WHERE condition the service evaluates in SQL's three-valued logic (src/executor/finish-conditions.ts):

@@ -1,6 +1,7 @@
 import { pushdownOf } from '../../sql/functions.ts';
 import type { Expr } from '../../sql/syntax.ts';
 import type { FinishCondition, FinishLiteral, FinishOperand, ValuePath } from '../plan.ts';
+import { jsonValueCall } from './json-paths.ts';
 import { operands } from './predicates.ts';
 
 type Comparison = Extract<FinishCondition, { kind: 'compare' }>['operator'];
@@ -18,7 +19,7 @@ const UNSAFE_TEXT = /[\p{Cs}\u0000]/u;
  * A WHERE condition as one the service evaluates exactly as the engine does, or undefined when it
  * is anything else: AND, OR and NOT of comparisons (=, !=, <, <=, >, >=, BETWEEN, IN) of a value
  * with literals, IS [NOT] NULL, REGEXP_CONTAINS with a pattern of plain text, and LIKE with % as its
- * only wildcard. A value is a path `read` resolves, or a CAST of one to INT64. Pure.
+ * only wildcard. A value is a path `read` resolves, a CAST of one to INT64, or JSON_VALUE of one. Pure.
  */
 export function finishCondition(expr: Expr, read: (expr: Expr) => ValuePath | undefined): FinishCondition | undefined {
   const all = (parts: Expr[], kind: 'and' | 'or'): FinishCondition | undefined => {
@@ -88,8 +89,13 @@ export function finishCondition(expr: Expr, read: (expr: Expr) => ValuePath | un
   }
 }
 
-/** A path, or a CAST of one to INT64 (SAFE_CAST is NULL where CAST fails: left to the engine). */
-function operandOf(expr: Expr, read: (expr: Expr) => ValuePath | undefined): FinishOperand | undefined {
+/** A path, a CAST of one to INT64 (SAFE_CAST is NULL where CAST fails: left to the engine), or JSON_VALUE of one at `$.a.b`. */
+export function operandOf(expr: Expr, read: (expr: Expr) => ValuePath | undefined): FinishOperand | undefined {
+  const json = jsonValueCall(expr);
+  if (json) {
+    const value = json.text.kind === 'identifier' ? read(json.text) : undefined;
+    return value && { value, json: json.steps };
+  }
   if (expr.kind === 'cast') {
     const value = !expr.safe && expr.type === 'INT64' && expr.expr.kind === 'identifier' ? read(expr.expr) : undefined;
     return value && { value, cast: 'int64' };

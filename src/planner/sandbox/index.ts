@@ -10,7 +10,7 @@ import type { ParameterValue } from '../../sql/types.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
 import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
-import type { Plan, ResidualQuery, Scan, ServiceFinish } from '../plan.ts';
+import type { Plan, ResidualQuery, Scan, ServiceFinish, ServiceGroupFinish } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
 import { planAggregation } from './aggregation.ts';
@@ -100,6 +100,12 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   });
   const residual = { query, bindings, parameters: queryParameters(endpoint, params), now: context.now };
   const only = scans.length === 1 && scans[0]!.kind === 'events' ? scans[0] : undefined;
+  const source =
+    only && scans.length === 1
+      ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), unapplied: unapplied.get(only.table), oneRow: false }
+      : undefined;
+  const finish = source && finishOf(residual, source);
+  const planned = finish ? { ...residual, finish } : residual;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
     const catalog = catalogOf(references[0]!.cte);
     const aggregated = planAggregation({
@@ -109,7 +115,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       catalog,
       now: context.now,
       fallback: only,
-      fallbackResidual: residual,
+      fallbackResidual: planned,
       maxGroups: context.limits.maxScanEvents,
     });
     if (aggregated) {
@@ -129,16 +135,10 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       };
     }
   }
-  const source =
-    only && scans.length === 1
-      ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), unapplied: unapplied.get(only.table), oneRow: false }
-      : undefined;
-  const finish = source && finishOf(residual, source);
-  const planned = finish ? { ...residual, finish } : residual;
   return { ...unbound, scans, residual: planned, answer: { kind: 'residual' }, rowCap: endpoint.maxRows, maxScannedEvents: context.limits.maxScanEvents };
 }
 
-function finishOf(residual: ResidualQuery, source: FinishSource): ServiceFinish | undefined {
+function finishOf(residual: ResidualQuery, source: FinishSource): ServiceFinish | ServiceGroupFinish | undefined {
   const decision = decideServiceFinish(residual.query, residual.bindings, source);
   return 'finish' in decision ? decision.finish : undefined;
 }
