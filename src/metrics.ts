@@ -8,26 +8,26 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { CountedCounter, CountedHistogram } from './metrics-series.ts';
 
 export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry });
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export const httpRequestsTotal = new Counter({
-  name: 'http_requests_total',
-  help: 'HTTP requests answered, by endpoint (saved endpoint name or route) and status code',
-  labelNames: ['endpoint', 'status'] as const,
-  registers: [metricsRegistry],
-});
+/** A metric counted on the request path (src/metrics-series.ts), registered to be read at scrape time. */
+function registered<T extends CountedCounter | CountedHistogram>(metric: T): T {
+  metricsRegistry.registerMetric(metric as unknown as Metric);
+  return metric;
+}
 
-export const httpRequestDurationSeconds = new Histogram({
-  name: 'http_request_duration_seconds',
-  help: 'Time from receiving a request to sending its response, by endpoint',
-  labelNames: ['endpoint'] as const,
-  buckets: LATENCY_BUCKETS,
-  registers: [metricsRegistry],
-});
+export const httpRequestsTotal = registered(
+  new CountedCounter('http_requests_total', 'HTTP requests answered, by endpoint (saved endpoint name or route) and status code', ['endpoint', 'status']),
+);
+
+export const httpRequestDurationSeconds = registered(
+  new CountedHistogram('http_request_duration_seconds', 'Time from receiving a request to sending its response, by endpoint', ['endpoint'], LATENCY_BUCKETS),
+);
 
 export const elasticsearchQuerySeconds = new Histogram({
   name: 'elasticsearch_query_duration_seconds',
@@ -116,34 +116,33 @@ export const sandboxEngineTruncatedResultsTotal = new Counter({
 /** What each saved endpoint serves, and to whom: labelled by endpoint and API key id (never the key), both bounded (BoundedLabel). */
 const USAGE_LABELS = ['endpoint', 'key_id'] as const;
 
-export const endpointRequestsTotal = new Counter({
-  name: 'endpoint_requests_total',
-  help: 'Requests to the query route, by endpoint, API key id and status code (errors are the codes from 400)',
-  labelNames: [...USAGE_LABELS, 'status'] as const,
-  registers: [metricsRegistry],
-});
+export const endpointRequestsTotal = registered(
+  new CountedCounter('endpoint_requests_total', 'Requests to the query route, by endpoint, API key id and status code (errors are the codes from 400)', [
+    ...USAGE_LABELS,
+    'status',
+  ]),
+);
 
-export const endpointRequestDurationSeconds = new Histogram({
-  name: 'endpoint_request_duration_seconds',
-  help: 'Time from receiving a query request to sending its response, by endpoint and API key id',
-  labelNames: USAGE_LABELS,
-  buckets: LATENCY_BUCKETS,
-  registers: [metricsRegistry],
-});
+export const endpointRequestDurationSeconds = registered(
+  new CountedHistogram(
+    'endpoint_request_duration_seconds',
+    'Time from receiving a query request to sending its response, by endpoint and API key id',
+    USAGE_LABELS,
+    LATENCY_BUCKETS,
+  ),
+);
 
-export const endpointRowsReturnedTotal = new Counter({
-  name: 'endpoint_rows_returned_total',
-  help: 'Result rows sent by the query route, by endpoint and API key id',
-  labelNames: USAGE_LABELS,
-  registers: [metricsRegistry],
-});
+export const endpointRowsReturnedTotal = registered(
+  new CountedCounter('endpoint_rows_returned_total', 'Result rows sent by the query route, by endpoint and API key id', USAGE_LABELS),
+);
 
-export const endpointBytesReturnedTotal = new Counter({
-  name: 'endpoint_bytes_returned_total',
-  help: 'Response body bytes sent by the query route (answers and errors), by endpoint and API key id',
-  labelNames: USAGE_LABELS,
-  registers: [metricsRegistry],
-});
+export const endpointBytesReturnedTotal = registered(
+  new CountedCounter(
+    'endpoint_bytes_returned_total',
+    'Response body bytes sent by the query route (answers and errors), by endpoint and API key id',
+    USAGE_LABELS,
+  ),
+);
 
 /** The label value for every value past a BoundedLabel's first ones. */
 export const OTHER_LABEL = 'other';

@@ -1,7 +1,8 @@
 import { errors as elasticsearchErrors } from '@elastic/elasticsearch';
 import type { Clock } from '../cache/clock.ts';
 import { StoreUnavailable, Unauthorized } from '../errors.ts';
-import { apiKeyDigest, digestsEqual, keyIdOf, secretsEqual } from './api-key.ts';
+import { timingSafeEqual } from 'node:crypto';
+import { apiKeyDigest, digestsEqual, keyIdOf } from './api-key.ts';
 import type { ApiKeyRecord, KeyStore } from './key-store.ts';
 import type { Principal } from './principal.ts';
 
@@ -30,6 +31,13 @@ interface RememberedKey {
   /** The stored hash as bytes, decoded once per look-up rather than on every request. */
   digest: Buffer;
   verifiedAt: number;
+  /** The key's principal, made once: requests share it and never change it. */
+  principal: Principal;
+  /**
+   * The key text whose SHA-256 matched `digest`, once a request presented it: the same text is then
+   * accepted by a constant-time comparison instead of hashing it again on every request.
+   */
+  text?: Buffer;
 }
 
 // made only when refused: an error captures a stack, a cost the profile showed on every cached answer
@@ -75,13 +83,25 @@ export function keyLookUpFailure(error: unknown, action = 'cannot verify the API
   return error instanceof Error ? error : new Error(String(error));
 }
 
-/** The principal of a presented key whose digest matches the stored one and which is not revoked; else a refusal. */
-function verified(keyId: string, presented: Buffer, stored: RememberedKey | null): Principal {
-  if (!stored || !digestsEqual(presented, stored.digest)) throw invalidKey();
+/** Whether a key's text is the one remembered as verified, in time independent of where they differ. */
+function sameText(presented: string, remembered: Buffer): boolean {
+  const bytes = Buffer.from(presented, 'utf8');
+  return bytes.length === remembered.length && timingSafeEqual(bytes, remembered);
+}
+
+/** The principal of a key not revoked; else a refusal. */
+function unlessRevoked(keyId: string, stored: RememberedKey): Principal {
   if (stored.record.revokedAt !== null) {
     throw new Unauthorized(`this API key (id ${keyId}) was revoked at ${stored.record.revokedAt}; ask for a new key`);
   }
-  return principalOf(stored.record);
+  return stored.principal;
+}
+
+/** The principal of a presented key whose digest matches the stored one and which is not revoked; else a refusal. */
+function verified(keyId: string, key: string, presented: Buffer, stored: RememberedKey | null): Principal {
+  if (!stored || !digestsEqual(presented, stored.digest)) throw invalidKey();
+  stored.text ??= Buffer.from(key, 'utf8');
+  return unlessRevoked(keyId, stored);
 }
 
 /** Turns the key a request presents into a Principal, or refuses it with 401. */
@@ -90,7 +110,12 @@ export class Authenticator {
   /** Key ids Elasticsearch did not know, and when it said so. */
   private readonly missing = new Map<string, number>();
 
-  constructor(private readonly options: AuthenticatorOptions) {}
+  /** BOOTSTRAP_API_KEY's SHA-256, compared with each presented key's (constant time, lengths never compared). */
+  private readonly bootstrapDigest: Buffer | undefined;
+
+  constructor(private readonly options: AuthenticatorOptions) {
+    this.bootstrapDigest = options.bootstrapKey === undefined ? undefined : apiKeyDigest(options.bootstrapKey);
+  }
 
   /**
    * The principal of the key the request presents, or a refusal (thrown or rejected). Answered at once,
@@ -100,15 +125,16 @@ export class Authenticator {
   authenticate(headers: Record<string, string | string[] | undefined>): Principal | Promise<Principal> {
     const key = presentedKey(headers);
     if (key === undefined) throw new Unauthorized(`missing API key: ${HOW_TO_SEND}`);
-    const bootstrap = this.options.bootstrapKey;
-    if (bootstrap !== undefined && secretsEqual(key, bootstrap)) return BOOTSTRAP_PRINCIPAL;
-
     const keyId = keyIdOf(key);
-    if (keyId === null) throw invalidKey();
+    const remembered = keyId === null ? undefined : this.remembered.get(keyId);
+    const fresh = remembered !== undefined && this.options.clock.now() - remembered.verifiedAt < this.options.cacheSeconds * 1000;
+    // the text was hashed and matched once in this window (never the bootstrap key's, which is checked first): no hash again
+    if (fresh && remembered.text !== undefined && sameText(key, remembered.text)) return unlessRevoked(keyId!, remembered);
     const presented = apiKeyDigest(key);
-    const remembered = this.remembered.get(keyId);
-    if (remembered && this.options.clock.now() - remembered.verifiedAt < this.options.cacheSeconds * 1000) return verified(keyId, presented, remembered);
-    return this.lookUp(keyId).then((stored) => verified(keyId, presented, stored));
+    if (this.bootstrapDigest !== undefined && digestsEqual(presented, this.bootstrapDigest)) return BOOTSTRAP_PRINCIPAL;
+    if (keyId === null) throw invalidKey();
+    if (fresh) return verified(keyId, key, presented, remembered);
+    return this.lookUp(keyId).then((stored) => verified(keyId, key, presented, stored));
   }
 
   /** The key's stored record, from Elasticsearch (or the missing-key cache): the remembered one, if any, is out of date. */
@@ -133,7 +159,7 @@ export class Authenticator {
       }
       return null;
     }
-    const remembered = { record: found.record, digest: Buffer.from(found.hash, 'hex'), verifiedAt: now };
+    const remembered: RememberedKey = { record: found.record, digest: Buffer.from(found.hash, 'hex'), verifiedAt: now, principal: principalOf(found.record) };
     if (this.options.cacheSeconds > 0) {
       this.remembered.set(keyId, remembered);
       if (this.remembered.size > MAX_REMEMBERED_KEYS) this.remembered.delete(this.remembered.keys().next().value!);

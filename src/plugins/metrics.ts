@@ -34,14 +34,13 @@ declare module 'fastify' {
  */
 export type EndpointNameOf = (idOrName: string) => string | undefined;
 
-export function endpointLabel(request: FastifyRequest, nameOf: EndpointNameOf): string {
-  const route = request.routeOptions.url;
-  if (route === undefined) return 'unmatched';
-  if (request.routeOptions.config.endpointQuery) {
+export function endpointLabel(request: FastifyRequest, nameOf: EndpointNameOf, route = request.routeOptions): string {
+  if (route.url === undefined) return 'unmatched';
+  if (route.config.endpointQuery) {
     const idOrName = Object.values((request.params ?? {}) as Record<string, string>)[0] ?? '';
     return nameOf(idOrName) ?? 'unknown_endpoint';
   }
-  return route;
+  return route.url;
 }
 
 /** Key id label of a request no key was resolved for (refused before or at authentication). */
@@ -77,12 +76,14 @@ const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
   app.decorateRequest('answeredBytes', undefined);
   // a callback hook: an async one costs a promise on every request
   const count: onResponseHookHandler = (request, reply, done) => {
-    const endpoint = endpointLabel(request, options.endpointName);
+    // fastify builds request.routeOptions anew on every read: read once
+    const route = request.routeOptions;
+    const endpoint = endpointLabel(request, options.endpointName, route);
     const status = String(reply.statusCode);
     const seconds = reply.elapsedTime / 1000;
     httpRequestsTotal.inc({ endpoint, status });
     httpRequestDurationSeconds.observe({ endpoint }, seconds);
-    if (!request.routeOptions.config.endpointQuery) return done();
+    if (!route.config.endpointQuery) return done();
     const principal = request.principal as { keyId: string } | null;
     const usage = { endpoint: endpointLabels.valueOf(endpoint), key_id: keyLabels.valueOf(principal?.keyId ?? NO_KEY) };
     endpointRequestsTotal.inc({ endpoint: usage.endpoint, key_id: usage.key_id, status });

@@ -62,6 +62,25 @@ describe('API keys against real Elasticsearch', () => {
     expect(response.json().error.message).toMatch(/^invalid API key/);
   });
 
+  it('refuses a wrong secret for a key id verified moments ago, and still accepts the right one', async () => {
+    const { key } = await store.create({ account: 'acme', endpoints: 'all', projects: null });
+    expect((await principal({ 'x-api-key': key })).statusCode).toBe(200);
+    expect((await principal({ 'x-api-key': key })).statusCode).toBe(200);
+    for (const forged of [key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A'), `${key.slice(0, -2)}`]) {
+      const response = await principal({ 'x-api-key': forged });
+      expect(response.statusCode).toBe(401);
+      expect(response.json().error.message).toMatch(/^invalid API key/);
+    }
+    expect((await principal({ 'x-api-key': key })).statusCode).toBe(200);
+  });
+
+  it('takes BOOTSTRAP_API_KEY for the bootstrap principal and nothing close to it', async () => {
+    for (const near of [`${BOOTSTRAP}x`, BOOTSTRAP.slice(0, -1), BOOTSTRAP.toUpperCase()]) {
+      expect((await principal({ 'x-api-key': near })).statusCode).toBe(401);
+    }
+    expect((await principal({ 'x-api-key': BOOTSTRAP })).json()).toEqual(BOOTSTRAP_PRINCIPAL);
+  });
+
   it('gives routes the principal of a valid key, from X-API-KEY or Authorization: Bearer', async () => {
     const { key, record } = await store.create({ account: 'acme', endpoints: ['usage.api-counts'], projects: ['p1', 'p2'] });
     const expected = { keyId: record.keyId, account: 'acme', endpoints: ['usage.api-counts'], projects: ['p1', 'p2'] };
