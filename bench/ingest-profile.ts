@@ -7,7 +7,7 @@ type Frame = CpuProfile['nodes'][number]['callFrame'];
 export const INGEST_PROFILE_GROUPS = [
   'kafkajs: record decoding',
   'kafkajs: fetch, group, network',
-  'decompression',
+  'decompression (codecs, deferred stand-ins)',
   'ours: decode and normalise (JSON.parse)',
   'ours: bulk entries and bodies (JSON.stringify)',
   'ours: batches, pipeline, writer',
@@ -20,8 +20,7 @@ export const INGEST_PROFILE_GROUPS = [
 
 export type IngestProfileGroup = (typeof INGEST_PROFILE_GROUPS)[number];
 
-const OUR_DECODING =
-  /\/(ingest\/(event|event-fields|event-id|event-partition|undecodable-batch|deferred-batch)|shared\/(event-shape|event-timestamp|stored-timestamp))\.[jt]s$/;
+const OUR_DECODING = /\/(ingest\/(event|event-fields|event-id|event-partition)|shared\/(event-shape|event-timestamp|stored-timestamp))\.[jt]s$/;
 const OUR_BULK = /\/ingest\/(bulk|bulk-coalescer)\.[jt]s$/;
 const OUR_FLOW = /\/ingest\/(batch|writer|write-pipeline|offset-commits|dead-letter|dead-letter-transactions|decompression-budget)\.[jt]s$/;
 
@@ -30,8 +29,8 @@ function groupOfUrl(url: string): IngestProfileGroup | undefined {
   if (url === '' || url === 'node:buffer' || url === 'node:internal/buffer') return undefined;
   if (url.includes('/node_modules/kafkajs/src/protocol/')) return 'kafkajs: record decoding';
   if (url.includes('/node_modules/kafkajs/')) return 'kafkajs: fetch, group, network';
-  if (/\/node_modules\/(fzstd|lz4-napi|snappy)\//.test(url) || url === 'node:zlib' || url.endsWith('/ingest/codecs.js') || url.endsWith('/ingest/codecs.ts'))
-    return 'decompression';
+  if (/\/node_modules\/(fzstd|lz4-napi|snappy)\//.test(url) || url === 'node:zlib' || /\/ingest\/(codecs|deferred-batch|undecodable-batch)\.[jt]s$/.test(url))
+    return 'decompression (codecs, deferred stand-ins)';
   if (/\/node_modules\/@elastic\//.test(url)) return 'Elasticsearch client';
   if (/\/node_modules\/(undici|prom-client|pino|pino-std-serializers|sonic-boom)\//.test(url))
     return url.includes('/undici/') ? 'node network and streams' : 'metrics, logs';

@@ -90,7 +90,7 @@ const routes = sourceRoutes({ TOPIC_PREFIX: topicPrefix, SOURCE_TOPICS: {} });
 await admin.connect();
 try {
   await produce();
-  const rows: { name: string; cpu: number; rss: number; seconds: number; faults: number; window: { from: number; to: number } }[] = [];
+  const rows: { name: string; cpu: number; rss: number; seconds: number; faults: number; deferred: number; window: { from: number; to: number } }[] = [];
   const roots = [
     ...(options.baseline ? [{ name: 'baseline', root: path.resolve(options.baseline), nodeArgs: [], env: {} }] : []),
     { name: 'this checkout', root: undefined, nodeArgs, env },
@@ -100,11 +100,11 @@ try {
   console.log(
     `this checkout: its own start (ingest/worker-start.ts)${nodeArgs.length ? `, then node ${nodeArgs.join(' ')}` : ''}${options.env ? `, with ${options.env}` : ''}`,
   );
-  console.log('| worker | events/s | CPU s per 100k | peak RSS | minor page faults per 100k |');
-  console.log('|---|---|---|---|---|');
+  console.log('| worker | events/s | CPU s per 100k | peak RSS | minor page faults per 100k | partition batches deferred |');
+  console.log('|---|---|---|---|---|---|');
   for (const row of rows)
     console.log(
-      `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${((row.cpu / EVENTS) * 100_000).toFixed(2)} | ${(row.rss / 1e6).toFixed(0)} MB | ${Math.round((row.faults / EVENTS) * 100_000)} |`,
+      `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${((row.cpu / EVENTS) * 100_000).toFixed(2)} | ${(row.rss / 1e6).toFixed(0)} MB | ${Math.round((row.faults / EVENTS) * 100_000)} | ${row.deferred} |`,
     );
   if (profileFolder) {
     const { window } = rows[rows.length - 1]!;
@@ -188,6 +188,7 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
       cpu: cpuSeconds(pid) - cpuAtStart,
       rss: peakRssBytes(pid),
       faults: minorFaults(pid) - faultsAtStart,
+      deferred: await workerCounter(worker.port, 'ingest_batches_deferred_total'),
     };
     say(`${name}: ${EVENTS} indexed in ${measured.seconds.toFixed(1)} s, peak RSS ${(measured.rss / 1e6).toFixed(0)} MB`);
     if (atPeak) say(`${name}: memory at the highest RSS sampled: ${describeMemory(atPeak)}`);

@@ -145,7 +145,10 @@ export const describeMemory = (memory: WorkerMemory) =>
 const mb = (bytes: number) => (bytes / 1e6).toFixed(0);
 
 /** Sum over sources of one of the worker's counters, read from its /metrics (0 while it does not answer). */
-export async function workerCounter(port: number, name: 'ingest_events_consumed_total' | 'ingest_events_indexed_total'): Promise<number> {
+export async function workerCounter(
+  port: number,
+  name: 'ingest_events_consumed_total' | 'ingest_events_indexed_total' | 'ingest_batches_deferred_total',
+): Promise<number> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     return [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\d+)`, 'gm'))].reduce((sum, match) => sum + Number(match[1]), 0);
