@@ -29,7 +29,7 @@ import {
 } from './worker-process.ts';
 
 answerHelp(`Usage: npx tsx bench/ingest-worker.ts [--events N] [--codec none|gzip|snappy|lz4|zstd] [--baseline <checkout>]
-                                  [--node-args=<flags>] [--env NAME=VALUE,...] [--cpu-prof <dir>]
+                                  [--node-args=<flags>] [--env NAME=VALUE,...] [--cpu-prof <dir>] [--skip-build]
 The worker's own cost, without the rest of the ingest benchmark: N demo events are produced once by kcat in
 the codec given, then drained by this checkout's production worker (and the baseline's first, when given),
 each into indices and a consumer group of its own; prints CPU s per 100k events, peak RSS and minor page faults
@@ -41,6 +41,7 @@ each into indices and a consumer group of its own; prints CPU s per 100k events,
   --env LIST        environment for this checkout's worker (for example MALLOC_ARENA_MAX=2)
   --cpu-prof DIR    run this checkout's worker with node --cpu-prof, its profile written under DIR, and print its
                     CPU per group (kafkajs decoding, our decoding, JSON, bulk, Elasticsearch client, GC ...)
+  --skip-build      run each checkout's dist/ as built already (npm run build), to repeat a measurement sooner
 Needs KAFKA_BROKERS and ELASTICSEARCH_URL.`);
 
 /**
@@ -56,6 +57,7 @@ const { values: options } = parseArgs({
     'node-args': { type: 'string', default: '' },
     env: { type: 'string', default: '' },
     'cpu-prof': { type: 'string' },
+    'skip-build': { type: 'boolean', default: false },
   },
 });
 const EVENTS = Number(options.events);
@@ -166,6 +168,7 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     root,
     env: { ...env, INGEST_GROUP_ID: `${run}.${label}`, RETENTION_INTERVAL_SECONDS: '0' },
     nodeOptions: nodeArgs,
+    built: options['skip-build'],
   });
   try {
     const pid = worker.child.pid!;

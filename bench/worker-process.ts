@@ -44,6 +44,8 @@ export async function startWorkerProcess(options: {
   root?: string;
   env?: Record<string, string>;
   nodeOptions?: string[];
+  /** Run the checkout's dist/ as it is (built already) instead of building it first. */
+  built?: boolean;
 }): Promise<WorkerProcess> {
   const root = options.root ?? repositoryRoot;
   // only what this run set: a worker of another checkout keeps its own defaults
@@ -53,7 +55,7 @@ export async function startWorkerProcess(options: {
     const value = (options.config as unknown as Record<string, unknown>)[name];
     if (value !== undefined && value !== defaults[name]) tuning[name] = String(value);
   }
-  const main = await productionBuild(root);
+  const main = options.built ? path.join(root, 'dist', 'ingest', 'main.js') : await productionBuild(root);
   const start = await workerStart(root);
   const child = spawn(process.execPath, [...start.nodeArgs, ...(options.nodeOptions ?? []), main], {
     cwd: root,
