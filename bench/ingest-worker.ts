@@ -14,6 +14,8 @@ import type { SourceName } from '../shared/sources.ts';
 import { demoEvents } from '../scripts/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
+import { readProfile } from './cpu-profile.ts';
+import { ingestProfileGroups, ingestProfileRows } from './ingest-profile.ts';
 import {
   cpuSeconds,
   describeMemory,
@@ -27,7 +29,7 @@ import {
 } from './worker-process.ts';
 
 answerHelp(`Usage: npx tsx bench/ingest-worker.ts [--events N] [--codec none|gzip|snappy|lz4|zstd] [--baseline <checkout>]
-                                  [--node-args=<flags>] [--env NAME=VALUE,...] [--cpu-prof <dir>]
+                                  [--node-args=<flags>] [--env NAME=VALUE,...] [--cpu-prof <dir>] [--skip-build]
 The worker's own cost, without the rest of the ingest benchmark: N demo events are produced once by kcat in
 the codec given, then drained by this checkout's production worker (and the baseline's first, when given),
 each into indices and a consumer group of its own; prints CPU s per 100k events, peak RSS and minor page faults
@@ -37,7 +39,9 @@ each into indices and a consumer group of its own; prints CPU s per 100k events,
   --baseline DIR    also measure the worker of another checkout, with Node's defaults
   --node-args=S     node flags for this checkout's worker, after its own start's (--node-args=--max-semi-space-size=8)
   --env LIST        environment for this checkout's worker (for example MALLOC_ARENA_MAX=2)
-  --cpu-prof DIR    run this checkout's worker with node --cpu-prof, profiles written to DIR
+  --cpu-prof DIR    run this checkout's worker with node --cpu-prof, its profile written under DIR, and print its
+                    CPU per group (kafkajs decoding, our decoding, JSON, bulk, Elasticsearch client, GC ...)
+  --skip-build      run each checkout's dist/ as built already (npm run build), to repeat a measurement sooner
 Needs KAFKA_BROKERS and ELASTICSEARCH_URL.`);
 
 /**
@@ -53,6 +57,7 @@ const { values: options } = parseArgs({
     'node-args': { type: 'string', default: '' },
     env: { type: 'string', default: '' },
     'cpu-prof': { type: 'string' },
+    'skip-build': { type: 'boolean', default: false },
   },
 });
 const EVENTS = Number(options.events);
@@ -68,10 +73,10 @@ const env = Object.fromEntries(
       return [pair.slice(0, at), pair.slice(at + 1)];
     }),
 );
-const nodeArgs = [
-  ...options['node-args']!.split(' ').filter(Boolean),
-  ...(options['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options['cpu-prof'])}`] : []),
-];
+const run = `bench${randomBytes(3).toString('hex')}`;
+// a folder of this run's own: the profile read back is this worker's, not an earlier run's
+const profileFolder = options['cpu-prof'] ? path.resolve(options['cpu-prof'], run) : undefined;
+const nodeArgs = [...options['node-args']!.split(' ').filter(Boolean), ...(profileFolder ? ['--cpu-prof', `--cpu-prof-dir=${profileFolder}`] : [])];
 
 const config = loadConfig(process.env);
 const brokers = config.KAFKA_BROKERS;
@@ -81,14 +86,13 @@ const say = (line: string) => console.error(`ingest-worker: ${line}`);
 const logger = createLogger('bench', 'warn');
 const client = createElasticsearchClient(elasticsearchConnection(config, elasticsearchUrl));
 const admin = createKafka(kafkaConnection(config, brokers), 'logplatform-bench', logger).admin();
-const run = `bench${randomBytes(3).toString('hex')}`;
 const topicPrefix = `${run}.`;
 const routes = sourceRoutes({ TOPIC_PREFIX: topicPrefix, SOURCE_TOPICS: {} });
 
 await admin.connect();
 try {
   await produce();
-  const rows: { name: string; cpu: number; rss: number; seconds: number; faults: number }[] = [];
+  const rows: { name: string; cpu: number; rss: number; seconds: number; faults: number; deferred: number; window: { from: number; to: number } }[] = [];
   const roots = [
     ...(options.baseline ? [{ name: 'baseline', root: path.resolve(options.baseline), nodeArgs: [], env: {} }] : []),
     { name: 'this checkout', root: undefined, nodeArgs, env },
@@ -98,17 +102,27 @@ try {
   console.log(
     `this checkout: its own start (ingest/worker-start.ts)${nodeArgs.length ? `, then node ${nodeArgs.join(' ')}` : ''}${options.env ? `, with ${options.env}` : ''}`,
   );
-  console.log('| worker | events/s | CPU s per 100k | peak RSS | minor page faults per 100k |');
-  console.log('|---|---|---|---|---|');
+  console.log('| worker | events/s | CPU s per 100k | peak RSS | minor page faults per 100k | partition batches deferred |');
+  console.log('|---|---|---|---|---|---|');
   for (const row of rows)
     console.log(
-      `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${((row.cpu / EVENTS) * 100_000).toFixed(2)} | ${(row.rss / 1e6).toFixed(0)} MB | ${Math.round((row.faults / EVENTS) * 100_000)} |`,
+      `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${((row.cpu / EVENTS) * 100_000).toFixed(2)} | ${(row.rss / 1e6).toFixed(0)} MB | ${Math.round((row.faults / EVENTS) * 100_000)} | ${row.deferred} |`,
     );
+  if (profileFolder) {
+    const { window } = rows[rows.length - 1]!;
+    console.log(`\nthis checkout's worker under --cpu-prof (${profileFolder}), from its first consumed event to the last indexed:`);
+    for (const line of ingestProfileRows(ingestProfileGroups(readProfile(profileFolder), window.from, window.to), EVENTS)) console.log(line);
+  }
 } finally {
   const topics = (await admin.listTopics()).filter((topic) => topic.startsWith(run));
   await admin.deleteTopics({ topics }).catch((error: unknown) => say(`could not delete the topics: ${(error as Error).message}`));
   await admin.disconnect();
   await client.close();
+}
+
+/** The monotonic clock V8 stamps profile samples with, in every process on the machine. */
+function nowMicros(): number {
+  return Number(process.hrtime.bigint() / 1000n);
 }
 
 /** The demo events into the nine topics, by kcat (the one producer here that writes every codec). */
@@ -154,11 +168,13 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     root,
     env: { ...env, INGEST_GROUP_ID: `${run}.${label}`, RETENTION_INTERVAL_SECONDS: '0' },
     nodeOptions: nodeArgs,
+    built: options['skip-build'],
   });
   try {
     const pid = worker.child.pid!;
     while ((await workerCounter(worker.port, 'ingest_events_consumed_total')) === 0) await sleep(10);
     const started = performance.now();
+    const from = nowMicros();
     const cpuAtStart = cpuSeconds(pid);
     const faultsAtStart = minorFaults(pid);
     // /metrics is read a few times a second only: every read costs the worker CPU that would be counted as its own
@@ -170,10 +186,12 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
       await sleep(500);
     }
     const measured = {
+      window: { from, to: nowMicros() },
       seconds: (performance.now() - started) / 1000,
       cpu: cpuSeconds(pid) - cpuAtStart,
       rss: peakRssBytes(pid),
       faults: minorFaults(pid) - faultsAtStart,
+      deferred: await workerCounter(worker.port, 'ingest_batches_deferred_total'),
     };
     say(`${name}: ${EVENTS} indexed in ${measured.seconds.toFixed(1)} s, peak RSS ${(measured.rss / 1e6).toFixed(0)} MB`);
     if (atPeak) say(`${name}: memory at the highest RSS sampled: ${describeMemory(atPeak)}`);

@@ -44,6 +44,8 @@ export async function startWorkerProcess(options: {
   root?: string;
   env?: Record<string, string>;
   nodeOptions?: string[];
+  /** Run the checkout's dist/ as it is (built already) instead of building it first. */
+  built?: boolean;
 }): Promise<WorkerProcess> {
   const root = options.root ?? repositoryRoot;
   // only what this run set: a worker of another checkout keeps its own defaults
@@ -53,7 +55,7 @@ export async function startWorkerProcess(options: {
     const value = (options.config as unknown as Record<string, unknown>)[name];
     if (value !== undefined && value !== defaults[name]) tuning[name] = String(value);
   }
-  const main = await productionBuild(root);
+  const main = options.built ? path.join(root, 'dist', 'ingest', 'main.js') : await productionBuild(root);
   const start = await workerStart(root);
   const child = spawn(process.execPath, [...start.nodeArgs, ...(options.nodeOptions ?? []), main], {
     cwd: root,
@@ -145,7 +147,10 @@ export const describeMemory = (memory: WorkerMemory) =>
 const mb = (bytes: number) => (bytes / 1e6).toFixed(0);
 
 /** Sum over sources of one of the worker's counters, read from its /metrics (0 while it does not answer). */
-export async function workerCounter(port: number, name: 'ingest_events_consumed_total' | 'ingest_events_indexed_total'): Promise<number> {
+export async function workerCounter(
+  port: number,
+  name: 'ingest_events_consumed_total' | 'ingest_events_indexed_total' | 'ingest_batches_deferred_total',
+): Promise<number> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     return [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\d+)`, 'gm'))].reduce((sum, match) => sum + Number(match[1]), 0);

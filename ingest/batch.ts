@@ -1,6 +1,6 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type { Logger } from '../shared/logger.ts';
-import { bulkEntry, chunkBySize, type BulkEntry } from './bulk.ts';
+import { bulkEntry, chunkBySize, releaseEntries, type BulkEntry } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
 import { decompressionBudget } from './decompression-budget.ts';
@@ -264,6 +264,9 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
     );
     await new Promise((resolve) => setTimeout(resolve, settings.retryInitialMs));
     dependencies.rewind(batch.topic, batch.partition, chunk.firstOffset);
+  } finally {
+    // every bulk request holding these entries has been sent and answered (or none was made)
+    releaseEntries(chunk.events);
   }
 }
 

@@ -124,11 +124,11 @@ function bodyOf(batch: readonly Waiting[]): Buffer {
         runEnd += entry.length;
         continue;
       }
-      if (run !== undefined) at += run.slab.copy(body, at, run.start, runEnd);
+      if (run !== undefined) at += run.slab.bytes.copy(body, at, run.start, runEnd);
       run = entry;
       runEnd = entry.start + entry.length;
     }
   }
-  if (run !== undefined) run.slab.copy(body, at, run.start, runEnd);
+  if (run !== undefined) run.slab.bytes.copy(body, at, run.start, runEnd);
   return body;
 }

@@ -36,6 +36,15 @@ export function isRetriableRequestError(error: unknown): boolean {
 }
 
 /**
+ * A shared buffer bulk entries are cut from, and how many of its entries are still held: once none
+ * is and it is no longer being filled, its bytes are reused for new entries (releaseEntries).
+ */
+export class Slab {
+  held = 0;
+  constructor(readonly bytes: Buffer) {}
+}
+
+/**
  * An event ready for a bulk body: its id and partition, and its two NDJSON lines (action and
  * document) serialised once, at decoding, into bytes outside the JavaScript heap. The parsed event
  * becomes garbage at once, young, instead of being kept until Elasticsearch answers. The lines are
@@ -46,7 +55,7 @@ export class BulkEntry {
     readonly id: string,
     readonly index: string,
     /** The slab the lines lie in, from `start`: a chunk's entries usually follow each other in one. */
-    readonly slab: Buffer,
+    readonly slab: Slab,
     readonly start: number,
     /** Bytes of the two lines. */
     readonly length: number,
@@ -54,7 +63,7 @@ export class BulkEntry {
 
   /** The two lines (a view of the slab). */
   get lines(): Buffer {
-    return this.slab.subarray(this.start, this.start + this.length);
+    return this.slab.bytes.subarray(this.start, this.start + this.length);
   }
 }
 
@@ -82,9 +91,15 @@ function actionPrefix(index: string): string {
  * Entries are cut from shared slabs instead of a Buffer each: one allocation per few hundred
  * events, and the lines are encoded straight into place without joining them into one string first.
  * A slab lives as long as any entry in it; the entries of a chunk are written and released together.
+ * Released slabs are filled again instead of being left to the garbage collector: a slab freed only
+ * when V8 collects it (old by then: a major collection) kept tens of megabytes of native memory
+ * alive that no entry used, and a new one each time touched fresh pages.
  */
 const SLAB_BYTES = 256 * 1024;
-let slab = Buffer.alloc(0);
+/** Free slabs kept for reuse at most (8 MB): about what one bulk request releases at once. */
+const FREE_SLABS_KEPT = 32;
+const freeSlabs: Slab[] = [];
+let slab = new Slab(Buffer.alloc(0));
 let slabUsed = 0;
 
 function entryBytes(id: string, index: string, action: string, document: string): BulkEntry {
@@ -92,17 +107,39 @@ function entryBytes(id: string, index: string, action: string, document: string)
   const most = (action.length + document.length) * 3 + 1;
   if (most > SLAB_BYTES) {
     const lines = Buffer.from(`${action}${document}\n`);
-    return new BulkEntry(id, index, lines, 0, lines.length);
+    return new BulkEntry(id, index, new Slab(lines), 0, lines.length);
   }
-  if (slabUsed + most > slab.length) {
-    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+  if (slabUsed + most > slab.bytes.length) {
+    const filled = slab;
+    slab = freeSlabs.pop() ?? new Slab(Buffer.allocUnsafeSlow(SLAB_BYTES));
     slabUsed = 0;
+    if (filled.held === 0) keepFree(filled);
   }
+  const bytes = slab.bytes;
   const start = slabUsed;
-  slabUsed += slab.write(action, slabUsed);
-  slabUsed += slab.write(document, slabUsed);
-  slab[slabUsed++] = 10;
+  slabUsed += bytes.write(action, slabUsed);
+  slabUsed += bytes.write(document, slabUsed);
+  bytes[slabUsed++] = 10;
+  slab.held += 1;
   return new BulkEntry(id, index, slab, start, slabUsed - start);
+}
+
+/**
+ * The entries will not be read again (their chunk is written, dead-lettered or given up): their
+ * slabs may be reused once no other entry holds them. Each entry is released at most once; an entry
+ * never released only keeps its slab from being reused.
+ */
+export function releaseEntries(items: readonly { entry: BulkEntry }[]): void {
+  for (const { entry } of items) {
+    const owner = entry.slab;
+    owner.held -= 1;
+    if (owner.held === 0 && owner !== slab) keepFree(owner);
+  }
+}
+
+function keepFree(owner: Slab): void {
+  // entries too large for a slab have a buffer of their own: left to the garbage collector
+  if (owner.bytes.length === SLAB_BYTES && freeSlabs.length < FREE_SLABS_KEPT) freeSlabs.push(owner);
 }
 
 /** The stored event back from its entry, for the rare event that must be changed and written again (a type conflict). */
