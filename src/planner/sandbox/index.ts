@@ -3,6 +3,7 @@ import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../
 import type { TimeBounds } from '../../../shared/partitions.ts';
 import { SandboxViolation, UnknownTable } from '../../errors.ts';
 import { bind } from '../../sql/bind.ts';
+import { freezeTree } from '../../sql/frozen-tree.ts';
 import { environmentOfTables, implicitName, type Bindings } from '../../sql/bindings.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
@@ -53,9 +54,7 @@ interface CteReference {
  * scan pushes its LIMIT down only when the store's order and filter are exactly the query's.
  */
 export function planSandboxQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: SandboxContext, parsed: Query): Plan {
-  const query = structuredClone(parsed);
-  const references: CteReference[] = [];
-  collectReferences(query, new Set(), endpoint, references);
+  const { query, references } = withScanTables(parsed, endpoint);
   assertScanCount(references, context.limits.maxScans);
   const reads = ColumnReads.of(query);
   const scannedBy = new Map<string, ScannedTable>(
@@ -141,6 +140,37 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
 function finishOf(residual: ResidualQuery, source: FinishSource): ServiceFinish | undefined {
   const decision = decideServiceFinish(residual.query, residual.bindings, source);
   return 'finish' in decision ? decision.finish : undefined;
+}
+
+interface ScanTables {
+  /** The query with each reference to an endpoint CTE renamed to its scan table (frozen). */
+  query: Query;
+  references: CteReference[];
+}
+
+/** The renamed copy of each shared (frozen: from the parsed-query cache) tree, per endpoint: the renaming depends on nothing else. */
+const renamedTrees = new WeakMap<Query, WeakMap<EndpointDefinition, ScanTables>>();
+
+/**
+ * The query with its endpoint-table references renamed (a copy: the parsed tree is not changed),
+ * frozen, so that nothing planned from it may change it. A tree every request of the same text
+ * shares (frozen by the parsed-query cache) is copied once per endpoint, and the plans of those
+ * requests share the copy.
+ */
+function withScanTables(parsed: Query, endpoint: EndpointDefinition): ScanTables {
+  const shared = Object.isFrozen(parsed);
+  const known = shared ? renamedTrees.get(parsed)?.get(endpoint) : undefined;
+  if (known) return known;
+  const query = structuredClone(parsed);
+  const references: CteReference[] = [];
+  collectReferences(query, new Set(), endpoint, references);
+  const renamed = { query: freezeTree(query), references };
+  if (shared) {
+    const byEndpoint = renamedTrees.get(parsed) ?? new WeakMap<EndpointDefinition, ScanTables>();
+    byEndpoint.set(endpoint, renamed);
+    renamedTrees.set(parsed, byEndpoint);
+  }
+  return renamed;
 }
 
 /** The bare names bound to no record (NULL), when there are any. */
