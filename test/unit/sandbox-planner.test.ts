@@ -128,12 +128,12 @@ describe('sandboxed SQL plans: scope is never optional', () => {
 
 describe('a shared parsed tree', () => {
   const text = "select id, timestamp from edge_logs where event_message like '%x%' order by timestamp desc limit 5";
-  const plannedFrom = (query: ReturnType<typeof parseSandboxQuery>, project: string) =>
+  const plannedFrom = (query: ReturnType<typeof parseSandboxQuery>, project: string, read = catalogs) =>
     planEndpointQuery(
       logsAll,
       logsAll.parameters.parse({ project }) as Record<string, unknown>,
       { now, projects: null, indexPrefix: 'lp-' },
-      { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs },
+      { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs: read },
     );
 
   it('is renamed once per endpoint: plans of a frozen tree share one frozen renamed copy, and the tree is left as parsed', () => {
@@ -145,6 +145,10 @@ describe('a shared parsed tree', () => {
     expect(JSON.stringify(parsed)).not.toContain('__scan_');
     expect(JSON.stringify(first.scans[0]!.kind === 'events' && first.scans[0]!.search.query)).toContain('"default"');
     expect(JSON.stringify(second.scans[0]!.kind === 'events' && second.scans[0]!.search.query)).toContain('"other"');
+    // its names are bound once while the field catalogs are the same, and again when one is read anew
+    expect(second.residual!.bindings).toBe(first.residual!.bindings);
+    const reread = new Map([...catalogs].map(([source]) => [source, fieldCatalog({ id: 'keyword', project: 'keyword' })]));
+    expect(plannedFrom(parsed, 'default', reread).residual!.bindings).not.toBe(first.residual!.bindings);
   });
 
   it('that is not frozen is copied for each plan', () => {

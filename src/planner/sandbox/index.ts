@@ -4,7 +4,7 @@ import type { TimeBounds } from '../../../shared/partitions.ts';
 import { SandboxViolation, UnknownTable } from '../../errors.ts';
 import { bind } from '../../sql/bind.ts';
 import { freezeTree } from '../../sql/frozen-tree.ts';
-import { environmentOfTables, implicitName, type Bindings } from '../../sql/bindings.ts';
+import { environmentOfTables, implicitName, type BindEnvironment, type Bindings } from '../../sql/bindings.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
 import type { ParameterValue } from '../../sql/types.ts';
@@ -54,19 +54,18 @@ interface CteReference {
  * scan pushes its LIMIT down only when the store's order and filter are exactly the query's.
  */
 export function planSandboxQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: SandboxContext, parsed: Query): Plan {
-  const { query, references } = withScanTables(parsed, endpoint);
+  const renamed = withScanTables(parsed, endpoint);
+  const { query, references, reads } = renamed;
   assertScanCount(references, context.limits.maxScans);
-  const reads = ColumnReads.of(query);
   const scannedBy = new Map<string, ScannedTable>(
     references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]),
   );
 
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
-  const environment = scanEnvironment(
-    references.map(({ table, cte }) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogOf(cte) } : {}) })),
+  const { environment, bindings, unbound } = boundWith(
+    renamed,
+    references.map(({ cte }) => catalogOf(cte)),
   );
-  const bindings = bind(query, environment);
-  const unbound = unboundNamesOf(bindings);
   // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part), and the conditions the others left
   const whereHeld = new Set<string>();
   const unapplied = new Map<string, Expr[]>();
@@ -146,6 +145,29 @@ interface ScanTables {
   /** The query with each reference to an endpoint CTE renamed to its scan table (frozen). */
   query: Query;
   references: CteReference[];
+  reads: ColumnReads;
+  /** Its names bound with the field catalogs of its references, kept until a catalog is read again. */
+  bound?: Bound;
+}
+
+interface Bound {
+  catalogs: readonly FieldCatalog[];
+  environment: BindEnvironment;
+  bindings: Bindings;
+  unbound: Pick<Plan, 'unboundNames'>;
+}
+
+/** The names bound (sql/bind.ts) over the scan tables, each read with the catalog of its source: the same while the catalogs are the same objects. */
+function boundWith(renamed: ScanTables, catalogs: readonly FieldCatalog[]): Bound {
+  const known = renamed.bound;
+  if (known && known.catalogs.every((catalog, i) => catalog === catalogs[i])) return known;
+  const environment = scanEnvironment(
+    renamed.references.map(({ table, cte }, i) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogs[i] } : {}) })),
+  );
+  const bindings = bind(renamed.query, environment);
+  const bound = { catalogs, environment, bindings, unbound: unboundNamesOf(bindings) };
+  renamed.bound = bound;
+  return bound;
 }
 
 /** The renamed copy of each shared (frozen: from the parsed-query cache) tree, per endpoint: the renaming depends on nothing else. */
@@ -164,7 +186,7 @@ function withScanTables(parsed: Query, endpoint: EndpointDefinition): ScanTables
   const query = structuredClone(parsed);
   const references: CteReference[] = [];
   collectReferences(query, new Set(), endpoint, references);
-  const renamed = { query: freezeTree(query), references };
+  const renamed: ScanTables = { query: freezeTree(query), references, reads: ColumnReads.of(query) };
   if (shared) {
     const byEndpoint = renamedTrees.get(parsed) ?? new WeakMap<EndpointDefinition, ScanTables>();
     byEndpoint.set(endpoint, renamed);
