@@ -160,7 +160,7 @@ interface Bound {
 /** The names bound (sql/bind.ts) over the scan tables, each read with the catalog of its source: the same while the catalogs are the same objects. */
 function boundWith(renamed: ScanTables, catalogs: readonly FieldCatalog[]): Bound {
   const known = renamed.bound;
-  if (known && known.catalogs.every((catalog, i) => catalog === catalogs[i])) return known;
+  if (known?.catalogs.every((catalog, i) => catalog === catalogs[i])) return known;
   const environment = scanEnvironment(
     renamed.references.map(({ table, cte }, i) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogs[i] } : {}) })),
   );
