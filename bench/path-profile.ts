@@ -139,6 +139,10 @@ async function main(): Promise<void> {
         const target: LoadTarget = { origin: started.address, method: 'GET', headers, request: () => ({ path: run.path() }) };
         const body = await probe(target);
         if (run.name === 'cached') cachedBody = body;
+        // a sandboxed query's own statistics, asked once beside the load: whether its answer needed the engine, and what it read
+        const stats = run.name.startsWith('sql:')
+          ? (JSON.parse(await probe({ ...target, request: () => ({ path: `${run.path()}&stats=true` }) })).stats ?? {})
+          : undefined;
         await runLoad(target, { concurrency: CONCURRENCY, seconds: 2, minPerConnection: 1 });
         const from = nowMicros();
         const cpuBefore = cpuSecondsOf(started.pid);
@@ -152,6 +156,7 @@ async function main(): Promise<void> {
         console.log(
           [
             `\n## ${run.label}: ${requests.toLocaleString('en')} requests at c=${CONCURRENCY} in ${SECONDS} s, ${point.errors} errors, ` +
+              (stats ? `engine ran: ${stats.engine?.ran}, events scanned: ${JSON.stringify(stats.events_scanned)}, ` : '') +
               `${((cpu * 1e6) / requests).toFixed(0)} us CPU per request (all threads, /proc), ${(summary.busyMicros / requests).toFixed(0)} us ` +
               "busy per request on the main thread (sampled wall time: a write's share includes being preempted by the reader it woke)",
             '\n| package | us per request | share |\n|---|---|---|',
