@@ -378,7 +378,10 @@ function sameExpression(a: unknown, b: unknown): boolean {
 /** Every occurrence of a key or aggregate expression replaced by the identifier of its column. */
 function replaceExpressions(node: Expr, replacements: readonly (readonly [Expr, string])[]): Expr {
   const texts = replacements.map(([expr, column]) => [expressionText(expr), column] as const);
+  // the same text is the same kind of node: others are not written out (each node's text holds its whole subtree)
+  const kinds = new Set(replacements.map(([expr]) => expr.kind));
   return mapExpression(node, (expr) => {
+    if (!kinds.has(expr.kind)) return undefined;
     const text = expressionText(expr);
     const match = texts.find(([candidate]) => candidate === text);
     return match ? { kind: 'identifier', path: [match[1]] } : undefined;
