@@ -102,12 +102,15 @@ async function main(): Promise<void> {
     const studio: { id: string; sql: string; params: Record<string, string> }[] = JSON.parse(
       readFileSync(path.join(repositoryRoot, 'test/fixtures/examples/studio-queries.json'), 'utf8'),
     );
-    const sqlRuns: Run[] = STUDIO_IDS.map((id) => {
+    const sqlRuns: Run[] = STUDIO_IDS.flatMap((id) => {
       const query = studio.find((candidate) => candidate.id === id);
       if (!query) throw new Error(`--only sql:${id}: no studio query has that id`);
       const shifted = shiftStudioQuery(query, endMs);
       const sqlPath = encodePath('logs.all', { ...shifted.params, sql: shifted.sql });
-      return { name: `sql:${id}`, label: `sql ${id} (uncached)`, start: () => service(`sql-${id}`, false), path: () => sqlPath };
+      const label = `sql ${id} (uncached)`;
+      // the service's profile folder is named after the run, without the colon
+      const baseline = before(`sql-${id}`, false, label, () => sqlPath).map((run) => ({ ...run, name: `sql:${id}-before` }));
+      return [...baseline, { name: `sql:${id}`, label, start: () => service(`sql-${id}`, false), path: () => sqlPath }];
     });
     const runs: Run[] = [
       ...before('cached', true, 'usage.api-counts daily, cached', () => usagePath),
