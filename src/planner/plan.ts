@@ -168,12 +168,6 @@ export interface ServiceFinish {
    * events): each row must make every one TRUE before it is sorted.
    */
   where?: FinishCondition[];
-  /**
-   * When the scan's filter is WHERE exactly for its exact part only (a record filter with a LIMIT):
-   * the conditions it did not apply exactly, for the rows of the events it matched as a superset, so
-   * those rows are checked here rather than left to the engine.
-   */
-  supersetWhere?: FinishCondition[];
 }
 
 /** A literal a finish condition compares with: a string, a number or a boolean as written. */

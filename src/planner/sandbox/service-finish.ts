@@ -10,7 +10,7 @@ export interface FinishSource {
   columns: readonly TableColumn[];
   /** The scan's filter is the SELECT's WHERE exactly (for the rows of its exact part). */
   whereHeld: boolean;
-  /** The conjuncts of WHERE the scan's filter did not apply exactly on their own (it matched a superset of their rows), when known. */
+  /** Otherwise, the conjuncts of WHERE the scan's filter did not apply exactly (it matched a superset of their rows), when known. */
   unapplied?: readonly Expr[];
   /** The scan gives one row whatever the data (an aggregation without keys). */
   oneRow: boolean;
@@ -47,18 +47,6 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
       const compiled = finishCondition(condition, (expr) => paths.read(expr, ranges.unnests.length));
       if (!compiled) return refused('a condition of its WHERE the scan did not apply is not one the service evaluates');
       where.push(compiled);
-    }
-  }
-  // the scan's superset part, when it has one, is checked by the conditions it left; the finish declines those rows without them
-  const supersetWhere: FinishCondition[] = [];
-  if (select.where && source.whereHeld) {
-    for (const condition of source.unapplied ?? []) {
-      const compiled = finishCondition(condition, (expr) => paths.read(expr, ranges.unnests.length));
-      if (!compiled) {
-        supersetWhere.length = 0;
-        break;
-      }
-      supersetWhere.push(compiled);
     }
   }
   const unnests: ServiceFinish['unnests'] = [];
@@ -103,16 +91,7 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
   if (order.length === 0 && !source.oneRow && !(limit !== undefined && limit <= 1 && offset === 0))
     return refused('the query has no ORDER BY and may answer several rows');
   return {
-    finish: {
-      table: source.table,
-      unnests,
-      columns,
-      order,
-      ...(limit === undefined ? {} : { limit }),
-      offset,
-      ...(where.length > 0 ? { where } : {}),
-      ...(supersetWhere.length > 0 ? { supersetWhere } : {}),
-    },
+    finish: { table: source.table, unnests, columns, order, ...(limit === undefined ? {} : { limit }), offset, ...(where.length > 0 ? { where } : {}) },
   };
 }
 
