@@ -8,15 +8,17 @@ import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../shared/query-serv
 import { KeyStore } from '../src/auth/key-store.ts';
 import { readProfile, summarizeProfile, topRows } from './cpu-profile.ts';
 import { probe, runLoad, type LoadTarget } from './load.ts';
-import { BENCH_PROJECT, loadEdgeEvents } from './query-data.ts';
+import { BENCH_PROJECT, loadEdgeEvents, loadOtherSources } from './query-data.ts';
+import { shiftStudioQuery } from './query-phase.ts';
 import { withBenchStore } from './query-store.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
 
-answerHelp(`Usage: npx tsx bench/path-profile.ts [--events 20000] [--seconds 10] [--concurrency 16] [--top 20] [--skip-build] [--only cached,logs,bare] [--baseline <checkout>]
+answerHelp(`Usage: npx tsx bench/path-profile.ts [--events 20000] [--seconds 10] [--concurrency 16] [--top 20] [--skip-build] [--only cached,logs,bare,sql:<studio id>] [--baseline <checkout>]
 
 Profiles the compiled query service (npm run build, then node --cpu-prof dist/src/main.js) under
 autocannon load on the cached path (usage.api-counts daily, cached), on logs.all (uncached), and a
-bare fastify route sending the cached bytes; prints where the CPU went, per request: by package,
+bare fastify route sending the cached bytes, and (only when named: --only sql:<id>) a studio query's sandboxed SQL on
+logs.all, moved onto the loaded days (test/fixtures/examples/studio-queries.json); prints where the CPU went, per request: by package,
 by function (self time), and by function of our code (inclusive). --baseline runs another checkout's
 compiled service (npm run build there first) before ours on each path, and a closing table puts them side by side. Needs KAFKA_BROKERS and
 ELASTICSEARCH_URL (or starts a local stack).`);
@@ -34,6 +36,8 @@ const SECONDS = argument('--seconds', 10);
 const CONCURRENCY = argument('--concurrency', 16);
 const TOP = argument('--top', 20);
 const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]!.split(',') : undefined;
+/** The studio queries named with `--only sql:<id>`: their fixed cost per request (parse, plan, executor, encoding) is issue 20's. */
+const STUDIO_IDS = (ONLY ?? []).filter((name) => name.startsWith('sql:')).map((name) => name.slice('sql:'.length));
 
 const encodePath = (endpoint: string, params: Record<string, string>) => `/api/endpoints/query/${endpoint}?${new URLSearchParams(params)}`;
 const BASELINE = process.argv.includes('--baseline') ? path.resolve(process.argv[process.argv.indexOf('--baseline') + 1]!) : undefined;
@@ -60,7 +64,9 @@ async function main(): Promise<void> {
   const scratch = mkdtempSync(path.join(tmpdir(), 'path-profile-'));
   const totals: string[] = [];
   await withBenchStore(base, 'profile', async ({ elasticsearch, elasticsearchUrl, kafkaBrokers, indexPrefix }) => {
-    await loadEdgeEvents(elasticsearch, indexPrefix, 0, EVENTS, Date.now());
+    const endMs = Date.now();
+    await loadEdgeEvents(elasticsearch, indexPrefix, 0, EVENTS, endMs);
+    if (STUDIO_IDS.length > 0) await loadOtherSources(elasticsearch, indexPrefix, endMs);
     const keys = new KeyStore(elasticsearch, indexPrefix, 0);
     await keys.ensureIndex();
     const { key } = await keys.create({ account: 'bench', endpoints: 'all', projects: null });
@@ -93,6 +99,19 @@ async function main(): Promise<void> {
     const logsPath = encodePath('logs.all', { project: BENCH_PROJECT });
     const before = (name: string, cache: boolean, label: string, path: () => string): Run[] =>
       BASELINE === undefined ? [] : [{ name: `${name}-before`, label: `${label} [baseline]`, start: () => service(`${name}-before`, cache, BASELINE), path }];
+    const studio: { id: string; sql: string; params: Record<string, string> }[] = JSON.parse(
+      readFileSync(path.join(repositoryRoot, 'test/fixtures/examples/studio-queries.json'), 'utf8'),
+    );
+    const sqlRuns: Run[] = STUDIO_IDS.flatMap((id) => {
+      const query = studio.find((candidate) => candidate.id === id);
+      if (!query) throw new Error(`--only sql:${id}: no studio query has that id`);
+      const shifted = shiftStudioQuery(query, endMs);
+      const sqlPath = encodePath('logs.all', { ...shifted.params, sql: shifted.sql });
+      const label = `sql ${id} (uncached)`;
+      // the service's profile folder is named after the run, without the colon
+      const baseline = before(`sql-${id}`, false, label, () => sqlPath).map((run) => ({ ...run, name: `sql:${id}-before` }));
+      return [...baseline, { name: `sql:${id}`, label, start: () => service(`sql-${id}`, false), path: () => sqlPath }];
+    });
     const runs: Run[] = [
       ...before('cached', true, 'usage.api-counts daily, cached', () => usagePath),
       { name: 'cached', label: 'usage.api-counts daily, cached', start: () => service('cached', true), path: () => usagePath },
@@ -114,6 +133,7 @@ async function main(): Promise<void> {
         },
         path: () => '/bare/0',
       },
+      ...sqlRuns,
     ];
     for (const run of runs) {
       if (ONLY !== undefined && !ONLY.includes(run.name.replace(/-before$/, ''))) continue;
@@ -122,6 +142,10 @@ async function main(): Promise<void> {
         const target: LoadTarget = { origin: started.address, method: 'GET', headers, request: () => ({ path: run.path() }) };
         const body = await probe(target);
         if (run.name === 'cached') cachedBody = body;
+        // a sandboxed query's own statistics, asked once beside the load: whether its answer needed the engine, and what it read
+        const stats = run.name.startsWith('sql:')
+          ? (JSON.parse(await probe({ ...target, request: () => ({ path: `${run.path()}&stats=true` }) })).stats ?? {})
+          : undefined;
         await runLoad(target, { concurrency: CONCURRENCY, seconds: 2, minPerConnection: 1 });
         const from = nowMicros();
         const cpuBefore = cpuSecondsOf(started.pid);
@@ -129,12 +153,13 @@ async function main(): Promise<void> {
         const to = nowMicros();
         const cpu = cpuSecondsOf(started.pid) - cpuBefore;
         await started.stop();
-        const summary = summarizeProfile(readProfile(path.join(scratch, run.name)), from, to);
+        const summary = summarizeProfile(readProfile(path.join(scratch, run.name.replace(':', '-'))), from, to);
         const requests = point.requests;
         totals.push(`| ${run.label} | ${point.requestsPerSecond.toFixed(0)} | ${point.p50Ms.toFixed(2)} | ${((cpu * 1e6) / requests).toFixed(0)} |`);
         console.log(
           [
             `\n## ${run.label}: ${requests.toLocaleString('en')} requests at c=${CONCURRENCY} in ${SECONDS} s, ${point.errors} errors, ` +
+              (stats ? `engine ran: ${stats.engine?.ran}, events scanned: ${JSON.stringify(stats.events_scanned)}, ` : '') +
               `${((cpu * 1e6) / requests).toFixed(0)} us CPU per request (all threads, /proc), ${(summary.busyMicros / requests).toFixed(0)} us ` +
               "busy per request on the main thread (sampled wall time: a write's share includes being preempted by the reader it woke)",
             '\n| package | us per request | share |\n|---|---|---|',

@@ -1,8 +1,8 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { QueryTooBroad, QueryTooExpensive, SandboxViolation } from '../errors.ts';
-import type { AggregationScan, Plan, Scan, SelectedColumn } from '../planner/plan.ts';
+import type { AggregationScan, Plan, ResidualQuery, Scan, SelectedColumn } from '../planner/plan.ts';
 import { sandboxScansTotal } from '../metrics.ts';
-import { translateToDuckDb } from './duckdb-sql/index.ts';
+import { translateToDuckDb, type DuckDbQuery } from './duckdb-sql/index.ts';
 import type { SqlType, TableColumn, TableSchema } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
 import type { EmbeddedEngine, EngineReservation, EngineTable } from './engine/embedded-engine.ts';
@@ -36,14 +36,14 @@ export interface ExecutorOptions extends StoreOptions {
 export async function executePlan(plan: Plan, options: ExecutorOptions): Promise<unknown[]> {
   const answer = plan.answer;
   if (answer.kind === 'residual') {
-    checkTranslatedSize(plan, options);
+    const translated = checkTranslatedSize(plan, options);
     // a residual plan that ends in the engine takes its place there before any scan, so a key or an
     // engine that can take no more is refused before the store works; one the service may finish
     // itself takes it only if its rows turn out to need the engine
     const admission = new EngineAdmission(options);
     if (!plan.residual?.finish) await admission.reservation();
     try {
-      return (await residualRows(plan, admission, options)).slice(0, plan.rowCap);
+      return (await residualRows(plan, admission, { ...options, translated })).slice(0, plan.rowCap);
     } finally {
       admission.release();
     }
@@ -61,6 +61,17 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
 
 function timed<T>(options: ExecutorOptions, phase: 'store' | 'engine', work: () => Promise<T>): Promise<T> {
   return options.timing ? options.timing.measureAsync(phase, work) : work();
+}
+
+/**
+ * Each residual query's trial translation, and the tables it was made over (as JSON): when the
+ * scanned tables turn out the same (no column typed from the rows), it is the run's translation too.
+ */
+type Translations = Map<ResidualQuery, { tables: string; translation: DuckDbQuery }>;
+
+/** The executor's options for one residual plan: its trial translations besides. */
+interface ResidualOptions extends ExecutorOptions {
+  translated: Translations;
 }
 
 /** A query's place in the engine's turns, taken once when first needed. */
@@ -82,7 +93,7 @@ class EngineAdmission {
   }
 }
 
-async function residualRows(plan: Plan, admission: EngineAdmission, options: ExecutorOptions): Promise<unknown[]> {
+async function residualRows(plan: Plan, admission: EngineAdmission, options: ResidualOptions): Promise<unknown[]> {
   if (!plan.residual) throw new Error('a residual answer needs a residual query');
   const aggregation = plan.scans.find((scan): scan is AggregationScan => scan.kind === 'aggregation');
   if (aggregation) {
@@ -149,35 +160,40 @@ async function stoppingOthers<T>(work: Promise<T>, stop: (reason: unknown) => vo
  * costs no store work. The types inside record columns come from the scanned rows: unknown here, so
  * type errors wait for the translation after the scans, which checks the budget again.
  */
-function checkTranslatedSize(plan: Plan, options: ExecutorOptions): void {
-  translateBeforeScans(plan, options, { everyError: false });
+function checkTranslatedSize(plan: Plan, options: ExecutorOptions): Translations {
+  return translateBeforeScans(plan, options, { everyError: false });
 }
 
 /**
  * The trial translation over the scans' declared columns: a refusal by the sandbox's limits is
  * thrown, and with `everyError` any other error too (a saved query's check, when
  * typesKnownBeforeScans says its types are the run's: its mistakes are found before it is stored).
+ * Returns the translations made, for the run to use where its tables are the same.
  */
 export function translateBeforeScans(
   plan: Plan,
   { maxTranslatedChars: maxChars, maxValueBytes }: Pick<ExecutorOptions, 'maxTranslatedChars' | 'maxValueBytes'>,
   { everyError }: { everyError: boolean },
-): void {
+): Translations {
+  const translated: Translations = new Map();
   for (const { scans, residual } of plansItMayRun(plan)) {
     if (!residual) continue;
+    const tables = scans.map(declaredSchema);
     try {
-      translateToDuckDb(residual.query, {
-        tables: scans.map(declaredSchema),
+      const translation = translateToDuckDb(residual.query, {
+        tables,
         bindings: residual.bindings,
         parameters: residual.parameters,
         now: residual.now,
         maxChars,
         maxValueBytes,
       });
+      translated.set(residual, { tables: JSON.stringify(tables), translation });
     } catch (error) {
       if (everyError || error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
     }
   }
+  return translated;
 }
 
 /**
@@ -200,18 +216,23 @@ function declaredSchema(scan: Scan): TableSchema {
   return scan.kind === 'aggregation' ? { name: scan.table, columns: scan.columns } : inferTableSchema(scan.table, declaredColumns(scan.columns), []);
 }
 
-async function runResidual(plan: Plan, scanned: ScannedTable[], admission: EngineAdmission, options: ExecutorOptions): Promise<unknown[]> {
+async function runResidual(plan: Plan, scanned: ScannedTable[], admission: EngineAdmission, options: ResidualOptions): Promise<unknown[]> {
   const residual = plan.residual!;
   const tables = scanned.map(({ schema, rows }) => ({ schema, rows }));
+  const schemas = tables.map((table) => table.schema);
+  const trial = options.translated.get(residual);
   // translated even when the service finishes the query: the printer's errors and output columns are the answer's
-  const { sql, columns } = translateToDuckDb(residual.query, {
-    tables: tables.map((table) => table.schema),
-    bindings: residual.bindings,
-    parameters: residual.parameters,
-    now: residual.now,
-    maxChars: options.maxTranslatedChars,
-    maxValueBytes: options.maxValueBytes,
-  });
+  const { sql, columns } =
+    trial && trial.tables === JSON.stringify(schemas)
+      ? trial.translation
+      : translateToDuckDb(residual.query, {
+          tables: schemas,
+          bindings: residual.bindings,
+          parameters: residual.parameters,
+          now: residual.now,
+          maxChars: options.maxTranslatedChars,
+          maxValueBytes: options.maxValueBytes,
+        });
   const finish = residual.finish;
   const table = finish && scanned.find((candidate) => candidate.schema.name === finish.table);
   if (finish && table) {

@@ -1,6 +1,6 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { QueryTooExpensive } from '../errors.ts';
-import type { Plan } from './plan.ts';
+import type { Plan, Scan } from './plan.ts';
 
 /**
  * What one request's regular expressions may cost the store. Each `regexp` query is an automaton
@@ -64,12 +64,26 @@ export function regexpQueriesIn(value: unknown): FoundRegexp[] {
   return [...found.values()];
 }
 
+/** The search requests a scan may send: only these reach the store (a fallback's residual query is a whole syntax tree, not worth walking). */
+function searchesOf(scan: Scan): estypes.SearchRequest[] {
+  switch (scan.kind) {
+    case 'constant':
+      return [];
+    case 'events':
+      return scan.take.kind === 'limit' && scan.take.irregular ? [scan.search, scan.take.irregular] : [scan.search];
+    case 'aggregation':
+      return [scan.search, scan.irregular, ...searchesOf(scan.fallback.scan)];
+    default:
+      return [scan.search];
+  }
+}
+
 /**
  * Refuses a plan whose regexp queries exceed the request's budget (QueryTooExpensive, naming the
  * limit), and sets each one's state limit. The plan is the planner's own, fresh for this request.
  */
 export function boundRegexCost(plan: Plan, limits: RegexLimits): Plan {
-  const queries = regexpQueriesIn(plan.scans);
+  const queries = regexpQueriesIn(plan.scans.flatMap(searchesOf));
   // one pattern on one field counts once: a record filter sends it in its exact and its loose form
   const distinct = new Map(queries.map((query) => [`${query.field}\u0000${query.body.case_insensitive === true}\u0000${query.body.value}`, query]));
   if (distinct.size > limits.maxPerRequest) {

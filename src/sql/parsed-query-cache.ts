@@ -1,3 +1,4 @@
+import { freezeTree } from './frozen-tree.ts';
 import type { SandboxQueryOptions } from './index.ts';
 import type { Query } from './syntax.ts';
 
@@ -14,7 +15,7 @@ export const PARSED_QUERY_CACHE_LIMITS: ParsedQueryCacheLimits = { maxEntries: 2
  * Dashboards send the same sandboxed SQL again and again: only parameter values change, and they
  * travel apart from the text. Parsing is done by a WebAssembly parser in one shared thread, so
  * successful parses are kept by text and options, least recently used first out; refusals are not
- * kept. Each caller gets its own copy of the tree.
+ * kept. Every caller gets the same tree, frozen (a copy per request cost up to a millisecond).
  */
 export class ParsedQueryCache {
   private readonly entries = new Map<string, { query: Query; chars: number }>();
@@ -31,11 +32,11 @@ export class ParsedQueryCache {
     if (hit) {
       this.entries.delete(key);
       this.entries.set(key, hit);
-      return structuredClone(hit.query);
+      return hit.query;
     }
-    const query = await this.parse(text, options);
+    const query = freezeTree(await this.parse(text, options));
     if (text.length <= this.limits.maxTextChars && !this.entries.has(key)) {
-      this.entries.set(key, { query: structuredClone(query), chars: text.length });
+      this.entries.set(key, { query, chars: text.length });
       this.chars += text.length;
       while (this.entries.size > this.limits.maxEntries || this.chars > this.limits.maxTextChars) {
         const [oldest, entry] = this.entries.entries().next().value!;

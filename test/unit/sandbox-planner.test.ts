@@ -8,6 +8,7 @@ import { fieldCatalog } from '../../src/planner/field-catalog.ts';
 import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
 import type { AggregationScan, EventScan } from '../../src/planner/plan.ts';
 import { likeToWildcard } from '../../src/planner/sandbox/predicates.ts';
+import { freezeTree } from '../../src/sql/frozen-tree.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 
 interface StudioQuery {
@@ -122,6 +123,37 @@ describe('sandboxed SQL plans: scope is never optional', () => {
     expect(shadowed.scans).toEqual([]);
     const nested = plan('select id from edge_logs where id in (select id from auth_logs)');
     expect(eventScans(nested).map((scan) => scan.cte)).toEqual(['edge_logs', 'auth_logs']);
+  });
+});
+
+describe('a shared parsed tree', () => {
+  const text = "select id, timestamp from edge_logs where event_message like '%x%' order by timestamp desc limit 5";
+  const plannedFrom = (query: ReturnType<typeof parseSandboxQuery>, project: string, read = catalogs) =>
+    planEndpointQuery(
+      logsAll,
+      logsAll.parameters.parse({ project }) as Record<string, unknown>,
+      { now, projects: null, indexPrefix: 'lp-' },
+      { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs: read },
+    );
+
+  it('is renamed once per endpoint: plans of a frozen tree share one frozen renamed copy, and the tree is left as parsed', () => {
+    const parsed = freezeTree(parseSandboxQuery(text, { allowedTables: tableNames(logsAll.ctes), parameterNames: ['project'] }));
+    const first = plannedFrom(parsed, 'default');
+    const second = plannedFrom(parsed, 'other');
+    expect(second.residual!.query).toBe(first.residual!.query);
+    expect(Object.isFrozen(first.residual!.query)).toBe(true);
+    expect(JSON.stringify(parsed)).not.toContain('__scan_');
+    expect(JSON.stringify(first.scans[0]!.kind === 'events' && first.scans[0]!.search.query)).toContain('"default"');
+    expect(JSON.stringify(second.scans[0]!.kind === 'events' && second.scans[0]!.search.query)).toContain('"other"');
+    // its names are bound once while the field catalogs are the same, and again when one is read anew
+    expect(second.residual!.bindings).toBe(first.residual!.bindings);
+    const reread = new Map([...catalogs].map(([source]) => [source, fieldCatalog({ id: 'keyword', project: 'keyword' })]));
+    expect(plannedFrom(parsed, 'default', reread).residual!.bindings).not.toBe(first.residual!.bindings);
+  });
+
+  it('that is not frozen is copied for each plan', () => {
+    const parsed = parseSandboxQuery(text, { allowedTables: tableNames(logsAll.ctes), parameterNames: ['project'] });
+    expect(plannedFrom(parsed, 'default').residual!.query).not.toBe(plannedFrom(parsed, 'default').residual!.query);
   });
 });
 

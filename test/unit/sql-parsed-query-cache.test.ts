@@ -19,15 +19,21 @@ describe('parsed sandboxed SQL kept by text', () => {
     await thread.close();
   });
 
-  it('parses a text once, and gives every caller a tree of its own', async () => {
+  it('parses a text once, and shares one frozen tree: no caller can change what another gets', async () => {
     const cache = new ParsedQueryCache(counting);
     parses.length = 0;
     const first = await cache.get(SQL, options);
     const second = await cache.get(SQL, options);
     expect(parses).toHaveLength(1);
-    expect(second).toEqual(first);
-    (second as unknown as Record<string, unknown>).tampered = true;
-    expect(await cache.get(SQL, options)).toEqual(first);
+    expect(second).toBe(first);
+    expect(() => {
+      (second as unknown as Record<string, unknown>).tampered = true;
+    }).toThrow(TypeError);
+    const select = second.body as { where?: { kind: string } };
+    expect(() => {
+      select.where!.kind = 'null';
+    }).toThrow(TypeError);
+    expect(() => second.orderBy.push(second.orderBy[0]!)).toThrow(TypeError);
     // other options are another query: the tables or parameters allowed change what is valid
     await cache.get(SQL, { ...options, parameterNames: ['project', 'day'] });
     expect(parses).toHaveLength(2);

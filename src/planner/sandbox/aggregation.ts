@@ -366,19 +366,23 @@ function containsAggregate(exprs: readonly (Expr | undefined)[]): boolean {
   return aggregateCalls(exprs).length > 0;
 }
 
-function withoutPositions(node: unknown): unknown {
-  return JSON.parse(JSON.stringify(node, (key, value) => (key === 'position' ? undefined : value)));
+/** An expression as text without where it was written: two with the same text are the same expression. */
+function expressionText(node: unknown): string {
+  return JSON.stringify(node, (key, value) => (key === 'position' ? undefined : value));
 }
 
 function sameExpression(a: unknown, b: unknown): boolean {
-  return JSON.stringify(withoutPositions(a)) === JSON.stringify(withoutPositions(b));
+  return expressionText(a) === expressionText(b);
 }
 
 /** Every occurrence of a key or aggregate expression replaced by the identifier of its column. */
 function replaceExpressions(node: Expr, replacements: readonly (readonly [Expr, string])[]): Expr {
-  const texts = replacements.map(([expr, column]) => [JSON.stringify(withoutPositions(expr)), column] as const);
+  const texts = replacements.map(([expr, column]) => [expressionText(expr), column] as const);
+  // the same text is the same kind of node: others are not written out (each node's text holds its whole subtree)
+  const kinds = new Set(replacements.map(([expr]) => expr.kind));
   return mapExpression(node, (expr) => {
-    const text = JSON.stringify(withoutPositions(expr));
+    if (!kinds.has(expr.kind)) return undefined;
+    const text = expressionText(expr);
     const match = texts.find(([candidate]) => candidate === text);
     return match ? { kind: 'identifier', path: [match[1]] } : undefined;
   });

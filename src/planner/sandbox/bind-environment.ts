@@ -1,5 +1,6 @@
 import type { BindEnvironment, NamedShape, Shape } from '../../sql/bindings.ts';
 import { shapeOfType } from '../../sql/bindings.ts';
+import { freezeTree } from '../../sql/frozen-tree.ts';
 import type { SqlType } from '../../sql/types.ts';
 import type { FieldCatalog } from '../field-catalog.ts';
 
@@ -22,11 +23,25 @@ export function scanEnvironment(tables: readonly ScanTableColumns[]): BindEnviro
       columns: columns.map(
         (column): NamedShape => ({
           name: column.name,
-          shape: catalog && holdsUnknown(column.type) ? catalogShape(catalog, column.name) : shapeOfType(column.type),
+          shape: catalog && holdsUnknown(column.type) ? columnShape(catalog, column.name) : shapeOfType(column.type),
         }),
       ),
     })),
   };
+}
+
+/** Each catalog's column shapes, made once: a catalog is kept for a while and read by every request (metadata maps many fields). */
+const shapesOfCatalogs = new WeakMap<FieldCatalog, Map<string, Shape>>();
+
+function columnShape(catalog: FieldCatalog, column: string): Shape {
+  const shapes = shapesOfCatalogs.get(catalog) ?? new Map<string, Shape>();
+  shapesOfCatalogs.set(catalog, shapes);
+  let shape = shapes.get(column);
+  if (!shape) {
+    shape = freezeTree(catalogShape(catalog, column));
+    shapes.set(column, shape);
+  }
+  return shape;
 }
 
 /**

@@ -3,7 +3,8 @@ import { cteByName, tableNames, type Cte, type EndpointDefinition } from '../../
 import type { TimeBounds } from '../../../shared/partitions.ts';
 import { SandboxViolation, UnknownTable } from '../../errors.ts';
 import { bind } from '../../sql/bind.ts';
-import { environmentOfTables, implicitName, type Bindings } from '../../sql/bindings.ts';
+import { freezeTree } from '../../sql/frozen-tree.ts';
+import { environmentOfTables, implicitName, type BindEnvironment, type Bindings } from '../../sql/bindings.ts';
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
 import type { ParameterValue } from '../../sql/types.ts';
@@ -53,21 +54,18 @@ interface CteReference {
  * scan pushes its LIMIT down only when the store's order and filter are exactly the query's.
  */
 export function planSandboxQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: SandboxContext, parsed: Query): Plan {
-  const query = structuredClone(parsed);
-  const references: CteReference[] = [];
-  collectReferences(query, new Set(), endpoint, references);
+  const renamed = withScanTables(parsed, endpoint);
+  const { query, references, reads } = renamed;
   assertScanCount(references, context.limits.maxScans);
-  const reads = ColumnReads.of(query);
   const scannedBy = new Map<string, ScannedTable>(
     references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]),
   );
 
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
-  const environment = scanEnvironment(
-    references.map(({ table, cte }) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogOf(cte) } : {}) })),
+  const { environment, bindings, unbound } = boundWith(
+    renamed,
+    references.map(({ cte }) => catalogOf(cte)),
   );
-  const bindings = bind(query, environment);
-  const unbound = unboundNamesOf(bindings);
   // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part), and the conditions the others left
   const whereHeld = new Set<string>();
   const unapplied = new Map<string, Expr[]>();
@@ -141,6 +139,60 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
 function finishOf(residual: ResidualQuery, source: FinishSource): ServiceFinish | ServiceGroupFinish | undefined {
   const decision = decideServiceFinish(residual.query, residual.bindings, source);
   return 'finish' in decision ? decision.finish : undefined;
+}
+
+interface ScanTables {
+  /** The query with each reference to an endpoint CTE renamed to its scan table (frozen). */
+  query: Query;
+  references: CteReference[];
+  reads: ColumnReads;
+  /** Its names bound with the field catalogs of its references, kept until a catalog is read again. */
+  bound?: Bound;
+}
+
+interface Bound {
+  catalogs: readonly FieldCatalog[];
+  environment: BindEnvironment;
+  bindings: Bindings;
+  unbound: Pick<Plan, 'unboundNames'>;
+}
+
+/** The names bound (sql/bind.ts) over the scan tables, each read with the catalog of its source: the same while the catalogs are the same objects. */
+function boundWith(renamed: ScanTables, catalogs: readonly FieldCatalog[]): Bound {
+  const known = renamed.bound;
+  if (known?.catalogs.every((catalog, i) => catalog === catalogs[i])) return known;
+  const environment = scanEnvironment(
+    renamed.references.map(({ table, cte }, i) => ({ table, columns: cte.columns, ...('source' in cte ? { catalog: catalogs[i] } : {}) })),
+  );
+  const bindings = bind(renamed.query, environment);
+  const bound = { catalogs, environment, bindings, unbound: unboundNamesOf(bindings) };
+  renamed.bound = bound;
+  return bound;
+}
+
+/** The renamed copy of each shared (frozen: from the parsed-query cache) tree, per endpoint: the renaming depends on nothing else. */
+const renamedTrees = new WeakMap<Query, WeakMap<EndpointDefinition, ScanTables>>();
+
+/**
+ * The query with its endpoint-table references renamed (a copy: the parsed tree is not changed),
+ * frozen, so that nothing planned from it may change it. A tree every request of the same text
+ * shares (frozen by the parsed-query cache) is copied once per endpoint, and the plans of those
+ * requests share the copy.
+ */
+function withScanTables(parsed: Query, endpoint: EndpointDefinition): ScanTables {
+  const shared = Object.isFrozen(parsed);
+  const known = shared ? renamedTrees.get(parsed)?.get(endpoint) : undefined;
+  if (known) return known;
+  const query = structuredClone(parsed);
+  const references: CteReference[] = [];
+  collectReferences(query, new Set(), endpoint, references);
+  const renamed: ScanTables = { query: freezeTree(query), references, reads: ColumnReads.of(query) };
+  if (shared) {
+    const byEndpoint = renamedTrees.get(parsed) ?? new WeakMap<EndpointDefinition, ScanTables>();
+    byEndpoint.set(endpoint, renamed);
+    renamedTrees.set(parsed, byEndpoint);
+  }
+  return renamed;
 }
 
 /** The bare names bound to no record (NULL), when there are any. */
