@@ -56,14 +56,7 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
     rows.push({ values, keys: keyValues });
   }
   if (finish.order.length === 0 && rows.length > 1) return undefined;
-  const comparators = finish.order.map((item, position) => comparator(keys[position]!.type, item));
-  const compare = (a: { keys: unknown[] }, b: { keys: unknown[] }) => {
-    for (const [position, byKey] of comparators.entries()) {
-      const order = byKey(a.keys[position], b.keys[position]);
-      if (order !== 0) return order;
-    }
-    return 0;
-  };
+  const compare = byKeys(finish.order.map((item, position) => comparator(keys[position]!.type, item)));
   rows.sort(compare);
   const end = finish.limit === undefined ? rows.length : finish.offset + finish.limit;
   if (exactRows < input.rows.length && !supersetRowsAfter(input.rows.slice(exactRows), rows[end - 1], finish, keys, compare)) return undefined;
@@ -317,6 +310,17 @@ function sameColumns(finish: ServiceFinish, outputs: Compiled[], printed: Finish
   const same = (column: FinishInput['columns'][number], position: number) =>
     column.name === finish.columns[position]!.name && column.type.kind === outputs[position]!.type.kind;
   return printed.length === outputs.length && printed.every(same);
+}
+
+/** Rows ordered by their sort keys: each key's comparator in turn, the first that tells them apart decides. */
+export function byKeys(comparators: ((a: unknown, b: unknown) => number)[]): (a: { keys: unknown[] }, b: { keys: unknown[] }) => number {
+  return (a, b) => {
+    for (const [position, byKey] of comparators.entries()) {
+      const order = byKey(a.keys[position], b.keys[position]);
+      if (order !== 0) return order;
+    }
+    return 0;
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { GroupAggregate, GroupKey, GroupOutput, ServiceFinish, ServiceGroupFinish } from '../planner/plan.ts';
 import type { SqlType } from '../sql/types.ts';
 import { compileCondition, DECLINED, jsonOperand, type Declined, type RowCondition } from './finish-conditions.ts';
-import { comparator, finishInService, passesWhere, RowReader, tiedInAnswer, withinBounds, type Compiled, type FinishInput } from './service-finish.ts';
+import { byKeys, comparator, finishInService, passesWhere, RowReader, tiedInAnswer, withinBounds, type Compiled, type FinishInput } from './service-finish.ts';
 
 /** A FinishInput whose finish groups. */
 export interface GroupsInput extends Omit<FinishInput, 'finish'> {
@@ -58,14 +58,7 @@ export function groupsInService(input: GroupsInput): Record<string, unknown>[] |
     if (kept === DECLINED) return undefined;
     if (kept === true) rows.push({ values, keys: finish.order.map((item) => valueOf(item.value)) });
   }
-  const comparators = finish.order.map((item) => comparator(typeOf(item.value), item));
-  const compare = (a: { keys: unknown[] }, b: { keys: unknown[] }) => {
-    for (const [position, byKey] of comparators.entries()) {
-      const order = byKey(a.keys[position], b.keys[position]);
-      if (order !== 0) return order;
-    }
-    return 0;
-  };
+  const compare = byKeys(finish.order.map((item) => comparator(typeOf(item.value), item)));
   rows.sort(compare);
   const end = finish.limit === undefined ? rows.length : finish.offset + finish.limit;
   const answer = rows.slice(finish.offset, end).map((row) => answerRow(finish, row.values));
