@@ -121,8 +121,10 @@ export class StableOffsets {
   async committed(topic: string, partition: number): Promise<bigint> {
     const cluster = await this.connected();
     const giveUpAt = Date.now() + this.options.maxWaitMs;
+    let coordinator: KafkajsBroker | undefined;
     for (;;) {
-      const coordinator = await cluster.findGroupCoordinator({ groupId: this.groupId });
+      // found once, and again only when the group's coordinator moved or was loading
+      coordinator ??= await cluster.findGroupCoordinator({ groupId: this.groupId });
       const answer = (await coordinator.connectionPool.send({
         request: offsetFetchRequest(this.groupId, topic, partition),
         response: { decode: async (payload: Buffer) => decodeOffsetFetch(payload, topic, partition), parse: async (decoded: PartitionOffset) => decoded },
@@ -131,6 +133,7 @@ export class StableOffsets {
       const settling = answer.errorCode === UNSTABLE_OFFSET_COMMIT;
       if (!settling && !COORDINATOR_ERRORS.has(answer.errorCode)) throw createErrorFromCode(answer.errorCode);
       if (settling) this.options.onUnstable?.(topic, partition);
+      else coordinator = undefined;
       if (Date.now() >= giveUpAt) {
         throw new Error(
           `the committed offset of ${topic}/${partition} did not settle within ${this.options.maxWaitMs} ms (${createErrorFromCode(answer.errorCode).message})`,
