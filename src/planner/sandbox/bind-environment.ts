@@ -34,8 +34,11 @@ export function scanEnvironment(tables: readonly ScanTableColumns[]): BindEnviro
 const shapesOfCatalogs = new WeakMap<FieldCatalog, Map<string, Shape>>();
 
 function columnShape(catalog: FieldCatalog, column: string): Shape {
-  const shapes = shapesOfCatalogs.get(catalog) ?? new Map<string, Shape>();
-  shapesOfCatalogs.set(catalog, shapes);
+  let shapes = shapesOfCatalogs.get(catalog);
+  if (!shapes) {
+    shapes = new Map<string, Shape>();
+    shapesOfCatalogs.set(catalog, shapes);
+  }
   let shape = shapes.get(column);
   if (!shape) {
     shape = freezeTree(catalogShape(catalog, column));
