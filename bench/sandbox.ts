@@ -18,9 +18,10 @@ import { markdownTable, pipelineTable } from './report.ts';
 import type { LoadPoint, QuerySeries } from './results.ts';
 import { answerHelp } from '../shared/command-help.ts';
 
-answerHelp(`Usage: npm run bench:sandbox [-- --events 1000000] [--requests 20]
+answerHelp(`Usage: npm run bench:sandbox [-- --events 1000000] [--requests 20] [--only <regex>]
 p50 / p99 of the studio queries (sandboxed SQL of one dashboard client), uncached, over an edge index of
---events events bulk-loaded directly; --requests sequential requests per query.
+--events events bulk-loaded directly; --requests sequential requests per query; --only runs only the series
+whose names match (e.g. 'single_log_by_id|unified').
 Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
 /**
@@ -40,6 +41,8 @@ Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own 
 const argument = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(name) + 1] ?? 0) || fallback;
 const EVENTS = argument('--events', 1_000_000);
 const REQUESTS = argument('--requests', 20);
+const ONLY = process.argv.includes('--only') ? new RegExp(process.argv[process.argv.indexOf('--only') + 1] ?? '') : undefined;
+const selected = (name: string) => !ONLY || ONLY.test(name);
 const BOOTSTRAP = `bench-bootstrap-${randomBytes(16).toString('hex')}`;
 const END = Date.UTC(2024, 0, 2);
 const WEEK_MS = 7 * 24 * 3600 * 1000;
@@ -180,7 +183,7 @@ async function main(): Promise<void> {
       const sandboxed = [
         ...studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })),
         ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: 'default', sql } })),
-      ];
+      ].filter(({ name }) => selected(name));
       for (const { name, params } of sandboxed) {
         const url = `${address}/api/endpoints/query/logs.all?${new URLSearchParams(params)}`;
         const pipeline = await directPipeline(
@@ -199,7 +202,7 @@ async function main(): Promise<void> {
           `| ${name} | ${pipeline.describe} | ours p50 ${ours.points[0]!.p50Ms.toFixed(1)} ms | direct p50 ${direct.points[0]!.p50Ms.toFixed(1)} ms |`,
         );
       }
-      for (const query of studio) {
+      for (const query of studio.filter(({ id }) => selected(`sql ${id}`))) {
         const { rows, latencies } = await measureQuery(
           `${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...query.params, sql: query.sql })}`,
           query.id,
@@ -208,14 +211,17 @@ async function main(): Promise<void> {
         table.push(`| ${query.id} | ${rows} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
         console.error(table[table.length - 1]);
       }
-      for (const [label, sql] of PUSHDOWN_CASES) {
+      for (const [label, sql] of PUSHDOWN_CASES.filter(([label]) => !ONLY || selected(label))) {
         const { rows, latencies } = await measureQuery(`${address}/api/endpoints/query/logs.all?${new URLSearchParams({ project: 'default', sql })}`, label);
         pushdownTable.push({ label, rows, p50: percentile(latencies, 50), p99: percentile(latencies, 99) });
         console.error(`| ${label} | ${rows} | ${percentile(latencies, 50).toFixed(1)} |`);
       }
-      const direct = await measureDirect(elasticsearch, legacyIndexName(prefix, 'edge_logs'));
-      pushdownTable.push({ label: 'the same work sent to Elasticsearch directly', ...direct });
-      for (const [label, lql, params] of LQL_CASES) {
+      if (!ONLY)
+        pushdownTable.push({
+          label: 'the same work sent to Elasticsearch directly',
+          ...(await measureDirect(elasticsearch, legacyIndexName(prefix, 'edge_logs'))),
+        });
+      for (const [label, lql, params] of LQL_CASES.filter(([label]) => selected(label))) {
         const { rows, latencies } = await measureQuery(`${address}/api/endpoints/query/logs.all?${new URLSearchParams({ ...params, lql })}`, label);
         lqlTable.push(`| ${label} | \`${lql}\` | ${rows} | ${percentile(latencies, 50).toFixed(1)} | ${percentile(latencies, 99).toFixed(1)} |`);
         console.error(lqlTable[lqlTable.length - 1]);
@@ -232,8 +238,9 @@ async function main(): Promise<void> {
   console.log('| query | rows | p50 ms | p99 ms |\n|---|---|---|---|');
   for (const row of table) console.log(row);
   console.log(`| all 20 | | ${percentile(all, 50).toFixed(1)} | ${percentile(all, 99).toFixed(1)} |`);
-  const before = pushdownTable.find((row) => row.label.endsWith('(before)'))!;
-  console.log(`\n\`${DASHBOARD}\`, project default, 7 days\n\n| plan | rows | p50 ms | p99 ms | p50 / before |\n|---|---|---|---|---|`);
+  const before = pushdownTable.find((row) => row.label.endsWith('(before)')) ?? pushdownTable[0]!;
+  if (pushdownTable.length > 0)
+    console.log(`\n\`${DASHBOARD}\`, project default, 7 days\n\n| plan | rows | p50 ms | p99 ms | p50 / before |\n|---|---|---|---|---|`);
   for (const row of pushdownTable)
     console.log(`| ${row.label} | ${row.rows} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${(row.p50 / before.p50).toFixed(3)} |`);
   console.log('\n| LQL | query | rows | p50 ms | p99 ms |\n|---|---|---|---|---|');
