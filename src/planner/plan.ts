@@ -78,8 +78,10 @@ export interface EventScan extends ScanBase {
    * Rows wanted: a limit (the first n in the search's sort), or every matching event. A limit with
    * `irregular` is taken among the events the filter matches exactly (one row each); every event of
    * `irregular` (matched only as a superset: it may give no row, or several) is read besides.
+   * `superset` (with `irregular`) is both parts in one search, its hits of the exact part named
+   * REGULAR_EVENT_QUERY: its first n events, when fewer, are all the events the filter matches.
    */
-  take: { kind: 'limit'; rows: number; irregular?: estypes.SearchRequest } | { kind: 'all' };
+  take: { kind: 'limit'; rows: number; irregular?: estypes.SearchRequest; superset?: estypes.SearchRequest } | { kind: 'all' };
 }
 
 /** Request records per time bucket and per path text, counted by Elasticsearch aggregations. */
@@ -171,6 +173,12 @@ export interface ServiceFinish {
    * events): each row must make every one TRUE before it is sorted.
    */
   where?: FinishCondition[];
+  /**
+   * When the scan's filter is WHERE exactly for its exact part only (a record filter with a LIMIT):
+   * the conditions it did not apply exactly, for the rows of the events it matched as a superset, so
+   * those rows are checked here rather than left to the engine.
+   */
+  supersetWhere?: FinishCondition[];
 }
 
 /** A literal a finish condition compares with: a string, a number or a boolean as written. */

@@ -14,6 +14,9 @@ export const PATH_COUNTS_AGGREGATION = 'path_counts';
 /** The parts of an event scan's response the executor reads (Elasticsearch's filter_path): rows, the paging key, and a refusal whole. */
 const EVENT_RESPONSE_FIELDS = ['hits.hits._id', 'hits.hits._source', 'hits.hits.sort', 'error'];
 
+/** The name a split scan's first search gives its exact part, so each hit says which part matched it (matched_queries). */
+export const REGULAR_EVENT_QUERY = 'regular';
+
 /** Events per search request of a scan (Elasticsearch's default max_result_window). */
 const EVENT_PAGE_SIZE = 10_000;
 
@@ -56,6 +59,17 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
       ? {
           ...shape.take,
           irregular: { ...search, size: EVENT_PAGE_SIZE, query: { bool: { filter: [...scope.filter, ...shape.predicates, limitSplit.irregular] } } },
+          // both parts in one search, the exact one named: its first page alone often holds every event either part matches
+          superset: {
+            ...search,
+            query: {
+              bool: {
+                filter: [...scope.filter, ...shape.predicates],
+                should: [{ bool: { filter: [limitSplit.regular], _name: REGULAR_EVENT_QUERY } }],
+              },
+            },
+            filter_path: [...EVENT_RESPONSE_FIELDS, 'hits.hits.matched_queries'],
+          },
         }
       : shape.take;
   return { kind: 'events', table: shape.table, cte: cte.name, columns, index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take };

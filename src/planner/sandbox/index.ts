@@ -82,7 +82,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
     // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
     if (filter.exact && reference.select === topSelect(query) && (!filter.split || limit)) whereHeld.add(table);
-    else unapplied.set(table, filter.unapplied);
+    // held or not, the conditions left are what a superset part's rows (or every row) must still pass
+    unapplied.set(table, filter.unapplied);
     return eventScan(cte, params, context, {
       table,
       predicates: filter.predicates,
