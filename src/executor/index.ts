@@ -3,7 +3,8 @@ import { QueryTooBroad, QueryTooExpensive, SandboxViolation } from '../errors.ts
 import type { AggregationScan, EventScan, Plan, ResidualQuery, Scan, SelectedColumn } from '../planner/plan.ts';
 import { REGULAR_EVENT_QUERY } from '../planner/tables.ts';
 import { sandboxScansTotal } from '../metrics.ts';
-import { translateToDuckDb, type DuckDbQuery } from './duckdb-sql/index.ts';
+import type { DuckDbQuery } from './duckdb-sql/index.ts';
+import { translateResidual } from './residual-translations.ts';
 import type { SqlType, TableColumn, TableSchema } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
 import type { EmbeddedEngine, EngineReservation, EngineTable } from './engine/embedded-engine.ts';
@@ -180,16 +181,10 @@ export function translateBeforeScans(
   for (const { scans, residual } of plansItMayRun(plan)) {
     if (!residual) continue;
     const tables = scans.map(declaredSchema);
+    const tablesKey = JSON.stringify(tables);
     try {
-      const translation = translateToDuckDb(residual.query, {
-        tables,
-        bindings: residual.bindings,
-        parameters: residual.parameters,
-        now: residual.now,
-        maxChars,
-        maxValueBytes,
-      });
-      translated.set(residual, { tables: JSON.stringify(tables), translation });
+      const translation = translateResidual(residual, tables, tablesKey, { maxChars, maxValueBytes });
+      translated.set(residual, { tables: tablesKey, translation });
     } catch (error) {
       if (everyError || error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
     }
@@ -222,18 +217,12 @@ async function runResidual(plan: Plan, scanned: ScannedTable[], admission: Engin
   const tables = scanned.map(({ schema, rows }) => ({ schema, rows }));
   const schemas = tables.map((table) => table.schema);
   const trial = options.translated.get(residual);
+  const tablesKey = JSON.stringify(schemas);
   // translated even when the service finishes the query: the printer's errors and output columns are the answer's
   const { sql, columns } =
-    trial && trial.tables === JSON.stringify(schemas)
+    trial && trial.tables === tablesKey
       ? trial.translation
-      : translateToDuckDb(residual.query, {
-          tables: schemas,
-          bindings: residual.bindings,
-          parameters: residual.parameters,
-          now: residual.now,
-          maxChars: options.maxTranslatedChars,
-          maxValueBytes: options.maxValueBytes,
-        });
+      : translateResidual(residual, schemas, tablesKey, { maxChars: options.maxTranslatedChars, maxValueBytes: options.maxValueBytes });
   const finish = residual.finish;
   const table = finish && scanned.find((candidate) => candidate.schema.name === finish.table);
   if (finish && table) {
