@@ -2,16 +2,13 @@ import type { ResidualQuery } from '../planner/plan.ts';
 import type { Bindings } from '../sql/bindings.ts';
 import type { Query } from '../sql/syntax.ts';
 import type { TableSchema } from '../sql/types.ts';
-import { walk } from '../sql/walk.ts';
+import { requestValuesRead } from '../sql/request-values.ts';
 import { translateToDuckDb, type DuckDbQuery } from './duckdb-sql/index.ts';
 
 export interface TranslationLimits {
   maxChars: number;
   maxValueBytes: number;
 }
-
-/** The functions whose DuckDB text is the request's clock (TranslationContext.now). */
-const CLOCK_FUNCTIONS = new Set(['current_timestamp', 'current_datetime', 'current_date']);
 
 /** Translations kept per table shapes and limits: few per query (a record column's inferred type varies with the rows), the oldest let go. */
 const KEPT_PER_QUERY = 8;
@@ -22,7 +19,6 @@ const KEPT_PER_QUERY = 8;
  * the request's parameters or clock. Those translations are made once and kept with the tree.
  */
 const kept = new WeakMap<Query, WeakMap<Bindings, Map<string, DuckDbQuery>>>();
-const readsRequest = new WeakMap<Query, boolean>();
 
 /** The residual query translated over `tables` (`tablesKey`: their JSON, which the caller has made anyway). */
 export function translateResidual(residual: ResidualQuery, tables: TableSchema[], tablesKey: string, limits: TranslationLimits): DuckDbQuery {
@@ -36,7 +32,8 @@ export function translateResidual(residual: ResidualQuery, tables: TableSchema[]
       maxValueBytes: limits.maxValueBytes,
     });
   // a tree not frozen is the request's own (an aggregation's rewrite): nothing to share
-  if (!Object.isFrozen(residual.query) || readsParametersOrClock(residual.query)) return translate();
+  const reads = requestValuesRead(residual.query);
+  if (!Object.isFrozen(residual.query) || reads.parameters || reads.clock) return translate();
   const byBindings = kept.get(residual.query) ?? new WeakMap<Bindings, Map<string, DuckDbQuery>>();
   kept.set(residual.query, byBindings);
   const translations = byBindings.get(residual.bindings) ?? new Map<string, DuckDbQuery>();
@@ -49,21 +46,4 @@ export function translateResidual(residual: ResidualQuery, tables: TableSchema[]
   translations.set(key, Object.freeze(translation));
   if (translations.size > KEPT_PER_QUERY) translations.delete(translations.keys().next().value!);
   return translation;
-}
-
-/** Whether the query reads an `@parameter` or the clock anywhere (subqueries included). */
-function readsParametersOrClock(query: Query): boolean {
-  const known = readsRequest.get(query);
-  if (known !== undefined) return known;
-  let found = false;
-  walk(query, {
-    expr: (expr) => {
-      if (expr.kind === 'parameter') found = true;
-      else if (expr.kind === 'call' && CLOCK_FUNCTIONS.has(expr.name.toLowerCase())) found = true;
-      else if (expr.kind === 'identifier' && expr.path.length === 1 && CLOCK_FUNCTIONS.has(expr.path[0]!.toLowerCase())) found = true;
-      return !found;
-    },
-  });
-  readsRequest.set(query, found);
-  return found;
 }

@@ -8,6 +8,7 @@ import { environmentOfTables, implicitName, type BindEnvironment, type Bindings 
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
 import type { ParameterValue } from '../../sql/types.ts';
+import { requestValuesRead } from '../../sql/request-values.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
 import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
@@ -55,33 +56,28 @@ interface CteReference {
  */
 export function planSandboxQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: SandboxContext, parsed: Query): Plan {
   const renamed = withScanTables(parsed, endpoint);
-  const { query, references, reads } = renamed;
+  const { query, references } = renamed;
   assertScanCount(references, context.limits.maxScans);
   const scannedBy = new Map<string, ScannedTable>(
     references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]),
   );
 
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
-  const { environment, bindings, unbound } = boundWith(
+  const bound = boundWith(
     renamed,
     references.map(({ cte }) => catalogOf(cte)),
   );
+  const { environment, bindings, unbound } = bound;
+  const scanReads = readsOf(renamed, bound, scannedBy, context.now);
   // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part), and the conditions the others left
   const whereHeld = new Set<string>();
   const unapplied = new Map<string, Expr[]>();
-  const scans: Scan[] = references.map((reference) => {
+  const scans: Scan[] = references.map((reference, i) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
     if (cte.kind === 'window_start') return windowStartScan(cte, params, context, table);
-    const scope = SelectScope.of(reference.select, scannedBy, bindings);
-    const catalog = catalogOf(cte);
-    const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
-    const filter: ScanFilter = readsTheScan
-      ? scanFilter(reference.select, scope, { scope, catalog, now: context.now })
-      : { predicates: [], exact: false, within: {}, unapplied: conjuncts(reference.select.where) };
-    const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
-    // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
-    if (filter.exact && reference.select === topSelect(query) && (!filter.split || limit)) whereHeld.add(table);
+    const { filter, limit, held, columns } = scanReads[i]!;
+    if (held) whereHeld.add(table);
     // held or not, the conditions left are what a superset part's rows (or every row) must still pass
     unapplied.set(table, filter.unapplied);
     return eventScan(cte, params, context, {
@@ -89,10 +85,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       predicates: filter.predicates,
       order: limit ? limit.order : 'timestamp_desc',
       take: limit ? { kind: 'limit', rows: limit.rows } : { kind: 'all' },
-      columns: reads.columnsOf(
-        cte.columns.map((column) => column.name),
-        reference.relation.alias ?? cte.name,
-      ),
+      columns,
       within: filter.within,
       ...(filter.split ? { split: filter.split } : {}),
     });
@@ -103,7 +96,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     only && scans.length === 1
       ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), unapplied: unapplied.get(only.table), oneRow: false }
       : undefined;
-  const finish = source && finishOf(residual, source);
+  const finish = source && keptFinish(bound, () => finishOf(residual, source));
   const planned = finish ? { ...residual, finish } : residual;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
     const catalog = catalogOf(references[0]!.cte);
@@ -156,6 +149,51 @@ interface Bound {
   environment: BindEnvironment;
   bindings: Bindings;
   unbound: Pick<Plan, 'unboundNames'>;
+  /** How each reference reads its scan, kept when the query reads no clock (its filters are then the same for every request). */
+  reads?: (ReferenceRead | undefined)[];
+  /** The service's finish of the query over its one event scan, kept with the reads it was decided from. */
+  finish?: { decided: ServiceFinish | ServiceGroupFinish | undefined };
+}
+
+/** The finish decided from the reads: once, when the reads are kept. */
+function keptFinish(bound: Bound, decide: () => ServiceFinish | ServiceGroupFinish | undefined): ServiceFinish | ServiceGroupFinish | undefined {
+  if (bound.finish) return bound.finish.decided;
+  const decided = decide();
+  if (bound.reads) bound.finish = { decided };
+  return decided;
+}
+
+/** What an event reference's scan takes from the query: its filter, a pushed limit, whether WHERE is held, the columns read. */
+interface ReferenceRead {
+  filter: ScanFilter;
+  limit: { rows: number; order: 'timestamp_desc' } | undefined;
+  held: boolean;
+  columns: readonly string[];
+}
+
+/** Each reference's read (undefined for tables other than events), made from the query, its bindings and its catalogs. */
+function readsOf(renamed: ScanTables, bound: Bound, scannedBy: ReadonlyMap<string, ScannedTable>, now: number): (ReferenceRead | undefined)[] {
+  if (bound.reads) return bound.reads;
+  const { query, references } = renamed;
+  const reads = references.map((reference, i): ReferenceRead | undefined => {
+    const { cte, table } = reference;
+    if (cte.kind === 'request_counts' || cte.kind === 'window_start') return undefined;
+    const scope = SelectScope.of(reference.select, scannedBy, bound.bindings);
+    const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
+    const filter: ScanFilter = readsTheScan
+      ? scanFilter(reference.select, scope, { scope, catalog: bound.catalogs[i]!, now })
+      : { predicates: [], exact: false, within: {}, unapplied: conjuncts(reference.select.where) };
+    const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
+    // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
+    const held = filter.exact && reference.select === topSelect(query) && (!filter.split || limit !== undefined);
+    const columns = renamed.reads.columnsOf(
+      cte.columns.map((column) => column.name),
+      reference.relation.alias ?? cte.name,
+    );
+    return { filter, limit, held, columns };
+  });
+  if (!requestValuesRead(query).clock) bound.reads = reads;
+  return reads;
 }
 
 /** The names bound (sql/bind.ts) over the scan tables, each read with the catalog of its source: the same while the catalogs are the same objects. */

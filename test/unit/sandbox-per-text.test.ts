@@ -57,3 +57,27 @@ describe('a residual query translated once per text, endpoint and tables', () =>
     expect(second.sql).not.toBe(first.sql);
   });
 });
+
+describe("a shared text's scan filters and finish decided once per endpoint and catalogs", () => {
+  const eventScan = (planned: Plan) => {
+    const scan = planned.scans[0]!;
+    if (scan.kind !== 'events') throw new Error(`expected an event scan, got ${scan.kind}`);
+    return scan;
+  };
+
+  it('gives every request the same predicates and finish, each its own scope', () => {
+    const query = shared("select id, timestamp from postgres_logs where id = 'x' order by timestamp desc limit 5");
+    const first = plan(query, Date.UTC(2024, 0, 1));
+    const second = plan(query, Date.UTC(2024, 0, 2), { project: 'other' });
+    expect(eventScan(second).predicates).toBe(eventScan(first).predicates);
+    expect(second.residual!.finish).toBe(first.residual!.finish);
+    expect(eventScan(second).scope).not.toEqual(eventScan(first).scope);
+  });
+
+  it("decides again the filter of a query that reads the request's clock", () => {
+    const query = shared('select id from postgres_logs where timestamp > timestamp_sub(current_timestamp(), interval 1 hour) order by timestamp desc limit 5');
+    const first = plan(query, Date.UTC(2024, 0, 1));
+    const second = plan(query, Date.UTC(2024, 0, 2));
+    expect(eventScan(second).predicates).not.toEqual(eventScan(first).predicates);
+  });
+});
