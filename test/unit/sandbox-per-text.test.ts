@@ -74,6 +74,17 @@ describe("a shared text's scan filters and finish decided once per endpoint and 
     expect(eventScan(second).scope).not.toEqual(eventScan(first).scope);
   });
 
+  it("gives every request a pushed-down aggregation's rewritten query and its translation, each its own search scope", () => {
+    const query = shared('select timestamp_trunc(timestamp, hour) as h, count(*) as n from postgres_logs group by h order by h');
+    const first = plan(query, Date.UTC(2024, 0, 1));
+    const second = plan(query, Date.UTC(2024, 0, 2), { project: 'other' });
+    const [one, two] = [first.scans[0]!, second.scans[0]!];
+    if (one.kind !== 'aggregation' || two.kind !== 'aggregation') throw new Error('expected aggregations');
+    expect(second.residual!.query).toBe(first.residual!.query);
+    expect(translation(second)).toBe(translation(first));
+    expect(two.scope).not.toEqual(one.scope);
+  });
+
   it("decides again the filter of a query that reads the request's clock", () => {
     const query = shared('select id from postgres_logs where timestamp > timestamp_sub(current_timestamp(), interval 1 hour) order by timestamp desc limit 5');
     const first = plan(query, Date.UTC(2024, 0, 1));

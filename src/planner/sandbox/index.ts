@@ -15,7 +15,7 @@ import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
 import type { Plan, ResidualQuery, Scan, ServiceFinish, ServiceGroupFinish } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
-import { planAggregation } from './aggregation.ts';
+import { aggregationScan, aggregationShape, type AggregationShape } from './aggregation.ts';
 import { ColumnReads } from './column-reads.ts';
 import { conjuncts, pushDown, type PredicateContext } from './predicates.ts';
 import { recordFilter } from './record-filters.ts';
@@ -99,28 +99,28 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   const finish = source && keptFinish(bound, () => finishOf(residual, source));
   const planned = finish ? { ...residual, finish } : residual;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
-    const catalog = catalogOf(references[0]!.cte);
-    const aggregated = planAggregation({
-      query,
-      select: references[0]!.select,
-      scope: SelectScope.of(references[0]!.select, scannedBy, bindings),
-      catalog,
-      now: context.now,
-      fallback: only,
-      fallbackResidual: planned,
-      maxGroups: context.limits.maxScanEvents,
-    });
-    if (aggregated) {
+    const grouped = keptGroups(bound, () => {
+      const shape = aggregationShape({
+        query,
+        select: references[0]!.select,
+        scope: SelectScope.of(references[0]!.select, scannedBy, bindings),
+        catalog: catalogOf(references[0]!.cte),
+        now: context.now,
+        table: only.table,
+      });
+      if (!shape) return undefined;
       // the rewritten query reads the groups' table: its names are bound again, over that table
-      const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: aggregated.scan.table, columns: aggregated.scan.columns }]).tables] };
-      const rewritten: ResidualQuery = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
-      const groupsTable = { table: aggregated.scan.table, columns: aggregated.scan.columns };
-      const finish = finishOf(rewritten, { ...groupsTable, whereHeld: false, oneRow: aggregated.scan.keys.length === 0 });
-      if (finish) rewritten.finish = finish;
+      const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: shape.table, columns: shape.columns }]).tables] };
+      const rewritten: ResidualQuery = { ...residual, query: shape.residual, bindings: bind(shape.residual, groups) };
+      const finish = finishOf(rewritten, { table: shape.table, columns: shape.columns, whereHeld: false, oneRow: shape.keys.length === 0 });
+      return { shape, bindings: rewritten.bindings, ...(finish ? { finish } : {}) };
+    });
+    if (grouped) {
+      const { shape, bindings: groupBindings, finish } = grouped;
       return {
         ...unbound,
-        scans: [aggregated.scan],
-        residual: rewritten,
+        scans: [aggregationScan(shape, only, planned, context.limits.maxScanEvents)],
+        residual: { ...residual, query: shape.residual, bindings: groupBindings, ...(finish ? { finish } : {}) },
         answer: { kind: 'residual' },
         rowCap: endpoint.maxRows,
         maxScannedEvents: context.limits.maxScanEvents,
@@ -153,6 +153,22 @@ interface Bound {
   reads?: (ReferenceRead | undefined)[];
   /** The service's finish of the query over its one event scan, kept with the reads it was decided from. */
   finish?: { decided: ServiceFinish | ServiceGroupFinish | undefined };
+  /** The groups the store may compute instead (none: undefined), kept with the reads. */
+  groups?: { decided: Groups | undefined };
+}
+
+/** A pushed-down aggregation's shape, the rewritten query's bindings over the groups' table, and its finish. */
+interface Groups {
+  shape: AggregationShape;
+  bindings: Bindings;
+  finish?: ServiceFinish | ServiceGroupFinish;
+}
+
+function keptGroups(bound: Bound, decide: () => Groups | undefined): Groups | undefined {
+  if (bound.groups) return bound.groups.decided;
+  const decided = decide();
+  if (bound.reads) bound.groups = { decided };
+  return decided;
 }
 
 /** The finish decided from the reads: once, when the reads are kept. */
