@@ -166,14 +166,13 @@ async function scanRows(scan: Scan, elasticsearch: Client): Promise<Rows> {
       const columns = scan.columns.map((column) => column.name);
       const wanted = scan.take.kind === 'limit' ? scan.take.rows : Number.POSITIVE_INFINITY;
       const irregularSearch = scan.take.kind === 'limit' ? scan.take.irregular : undefined;
-      // a split limit reads both parts in one search first, and goes on with each part only when that page is full
+      // a split limit reads a superset of both parts first, and sends the two searches only when that page is full
       const superset = scan.take.kind === 'limit' ? scan.take.superset : undefined;
       const first = superset ? await eventPages(superset, wanted, columns, elasticsearch) : undefined;
-      if (first && first.rows.length < wanted) return first.rows;
-      const start = first?.last;
-      const irregular = irregularSearch ? eventPages(irregularSearch, Number.POSITIVE_INFINITY, columns, elasticsearch, start) : undefined;
-      const [exact, rest] = await Promise.all([eventPages(scan.search, wanted, columns, elasticsearch, start), irregular]);
-      return [...(first?.rows ?? []), ...exact.rows, ...(rest?.rows ?? [])];
+      if (first && first.length < wanted) return first;
+      const irregular = irregularSearch ? eventPages(irregularSearch, Number.POSITIVE_INFINITY, columns, elasticsearch) : Promise.resolve([]);
+      const [rows, rest] = await Promise.all([eventPages(scan.search, wanted, columns, elasticsearch), irregular]);
+      return [...rows, ...rest];
     }
     case 'chart':
       throw new Error('a chart scan belongs to LQL, not to sandboxed SQL');
@@ -181,23 +180,17 @@ async function scanRows(scan: Scan, elasticsearch: Client): Promise<Rows> {
 }
 
 /** Page after page with search_after, as a store client pages a sorted search. */
-async function eventPages(
-  search: estypes.SearchRequest,
-  wanted: number,
-  columns: string[],
-  elasticsearch: Client,
-  start?: estypes.SortResults,
-): Promise<{ rows: Rows; last?: estypes.SortResults }> {
+async function eventPages(search: estypes.SearchRequest, wanted: number, columns: string[], elasticsearch: Client): Promise<Rows> {
   const pageSize = search.size ?? 10;
   const rows: Rows = [];
-  let after = start;
+  let after: estypes.SortResults | undefined;
   for (;;) {
     const size = Math.min(pageSize, wanted - rows.length);
     const response = await elasticsearch.search<Record<string, unknown>>({ ...search, size, ...(after ? { search_after: after } : {}) });
     const hits = response.hits?.hits ?? [];
     rows.push(...columnRows(hits, columns));
-    if (hits.length > 0) after = hits[hits.length - 1]!.sort;
-    if (hits.length < size || rows.length >= wanted) return { rows, ...(after ? { last: after } : {}) };
+    if (hits.length < size || rows.length >= wanted) return rows;
+    after = hits[hits.length - 1]!.sort;
   }
 }
 

@@ -1,7 +1,6 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { QueryTooBroad, QueryTooExpensive, SandboxViolation } from '../errors.ts';
 import type { AggregationScan, EventScan, Plan, ResidualQuery, Scan, SelectedColumn } from '../planner/plan.ts';
-import { REGULAR_EVENT_QUERY } from '../planner/tables.ts';
 import { sandboxScansTotal } from '../metrics.ts';
 import type { DuckDbQuery } from './duckdb-sql/index.ts';
 import { translateResidual } from './residual-translations.ts';
@@ -357,31 +356,18 @@ type SplitTake = Extract<EventScan['take'], { kind: 'limit' }> & { irregular: es
 
 /**
  * A limit split by shape: the first rows of the events matched exactly, and every event matched only
- * as a superset (the rows after the exact ones). Both parts are read first in one search of the limit's
- * size: when it falls short, it read every event either part matches; otherwise each part goes on
- * from where it stopped, the exact one only until the limit is made up.
+ * as a superset (the rows after the exact ones). A first search of the limit's size over a superset
+ * of both, when it falls short, read every event either part matches: all its rows are checked as a
+ * superset part's. Only a full page sends the two searches, the exact one limited.
  */
 async function splitRows(scan: EventScan, take: SplitTake, options: ExecutorOptions, budget: ScanBudget): Promise<ScanRows> {
-  const regular: Record<string, unknown>[] = [];
-  const irregular: Record<string, unknown>[] = [];
-  let after: estypes.SortResults | undefined;
   if (take.superset) {
-    const first = await eventPages({ ...scan, search: take.superset }, take.rows, options, budget);
-    first.hits.forEach((hit, i) => (isRegular(hit) ? regular : irregular).push(first.rows[i]!));
-    if (first.rows.length < take.rows) return { rows: [...regular, ...irregular], supersetRows: irregular.length };
-    after = first.hits[first.hits.length - 1]!.sort;
+    const first = await eventRows({ ...scan, search: take.superset }, options, budget);
+    if (first.length < take.rows) return { rows: first, supersetRows: first.length };
   }
-  const exactRest = take.rows - regular.length;
-  const [exact, rest] = await Promise.all([
-    exactRest > 0 ? eventRows({ ...scan, take: { kind: 'limit', rows: exactRest } }, options, budget, after) : [],
-    eventRows({ ...scan, search: take.irregular, take: { kind: 'all' } }, options, budget, after),
-  ]);
-  return { rows: [...regular, ...exact, ...irregular, ...rest], supersetRows: irregular.length + rest.length };
-}
-
-function isRegular(hit: estypes.SearchHit<unknown>): boolean {
-  const matched = hit.matched_queries;
-  return Array.isArray(matched) ? matched.includes(REGULAR_EVENT_QUERY) : matched !== undefined && REGULAR_EVENT_QUERY in matched;
+  const irregular: Scan = { ...scan, search: take.irregular, take: { kind: 'all' } };
+  const [exact, rest] = await Promise.all([eventRows(scan, options, budget), eventRows(irregular, options, budget)]);
+  return { rows: [...exact, ...rest], supersetRows: rest.length };
 }
 
 /**
@@ -390,24 +376,13 @@ function isRegular(hit: estypes.SearchHit<unknown>): boolean {
  * page is no larger than the budget grants, and the budget refuses the query once the request's
  * scans have read more than its total.
  */
-async function eventRows(scan: Scan, options: ExecutorOptions, budget?: ScanBudget, start?: estypes.SortResults): Promise<Record<string, unknown>[]> {
+async function eventRows(scan: Scan, options: ExecutorOptions, budget?: ScanBudget): Promise<Record<string, unknown>[]> {
   if (scan.kind !== 'events') throw new Error(`log rows come from an event scan, not ${scan.kind}`);
-  return (await eventPages(scan, scan.take.kind === 'limit' ? scan.take.rows : Number.POSITIVE_INFINITY, options, budget, start)).rows;
-}
-
-/** The rows of eventRows (at most `wanted`, after `start` in the search's order), and the hits they were made from. */
-async function eventPages(
-  scan: EventScan,
-  wanted: number,
-  options: ExecutorOptions,
-  budget?: ScanBudget,
-  start?: estypes.SortResults,
-): Promise<{ rows: Record<string, unknown>[]; hits: estypes.SearchHit<Record<string, unknown>>[] }> {
   const columns = scan.columns.map((column) => column.name);
+  const wanted = scan.take.kind === 'limit' ? scan.take.rows : Number.POSITIVE_INFINITY;
   const pageSize = scan.search.size ?? 10;
   const rows: Record<string, unknown>[] = [];
-  const all: estypes.SearchHit<Record<string, unknown>>[] = [];
-  let after = start;
+  let after: estypes.SortResults | undefined;
   for (;;) {
     const size = Math.min(pageSize, wanted - rows.length);
     const granted = budget ? await budget.reserve(size) : size;
@@ -422,8 +397,7 @@ async function eventPages(
     options.reads?.scanned(scan.search.index, hits.length);
     if (scan.take.kind === 'limit') options.reads?.pushed.add('limit');
     rows.push(...columnRows(hits, columns));
-    all.push(...hits);
-    if (hits.length < granted || rows.length >= wanted) return { rows, hits: all };
+    if (hits.length < granted || rows.length >= wanted) return rows;
     after = hits[hits.length - 1]!.sort;
   }
 }

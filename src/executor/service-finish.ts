@@ -70,8 +70,9 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
   if (finish.order.length === 0 && rows.length > 1) return undefined;
   const endOf = (sorted: readonly SortedRow[]) => (finish.limit === undefined ? sorted.length : finish.offset + finish.limit);
   if (exactRows < input.rows.length && !supersetRowsAfter(input.rows.slice(exactRows), rows[endOf(rows) - 1], finish, keys, compare)) {
-    const supersetWhere = (finish.supersetWhere ?? []).map((condition) => compileCondition(condition, (path) => reader.compile(path)));
-    if (supersetWhere.length === 0 || !supersetWhere.every((condition): condition is RowCondition => condition !== undefined)) return undefined;
+    if (!finish.supersetWhere) return undefined;
+    const supersetWhere = finish.supersetWhere.map((condition) => compileCondition(condition, (path) => reader.compile(path)));
+    if (!supersetWhere.every((condition): condition is RowCondition => condition !== undefined)) return undefined;
     rows = sortedRows([exact, { table: input.rows.slice(exactRows), conditions: supersetWhere }]);
     if (!rows || (finish.order.length === 0 && rows.length > 1)) return undefined;
   }

@@ -14,9 +14,6 @@ export const PATH_COUNTS_AGGREGATION = 'path_counts';
 /** The parts of an event scan's response the executor reads (Elasticsearch's filter_path): rows, the paging key, and a refusal whole. */
 const EVENT_RESPONSE_FIELDS = ['hits.hits._id', 'hits.hits._source', 'hits.hits.sort', 'error'];
 
-/** The name a split scan's first search gives its exact part, so each hit says which part matched it (matched_queries). */
-export const REGULAR_EVENT_QUERY = 'regular';
-
 /** Events per search request of a scan (Elasticsearch's default max_result_window). */
 const EVENT_PAGE_SIZE = 10_000;
 
@@ -29,8 +26,11 @@ export interface EventScanShape {
   columns?: readonly string[];
   /** Where the predicates confine every event in time: narrows the partitions read, never the filter. */
   within?: TimeBounds;
-  /** Of the events the predicates match, those matched exactly and the others: a limit is taken among the first, all others are read. */
-  split?: { regular: estypes.QueryDslQueryContainer; irregular: estypes.QueryDslQueryContainer };
+  /**
+   * Of the events the predicates match, those matched exactly and the others: a limit is taken among the first, all others are read.
+   * `loose`: each condition's own filter, exact or a superset (the cheapest search matching both parts).
+   */
+  split?: { regular: estypes.QueryDslQueryContainer; irregular: estypes.QueryDslQueryContainer; loose: estypes.QueryDslQueryContainer[] };
 }
 
 /** A scan of a CTE's events: its scope, then the pushed-down predicates, in one filter. */
@@ -59,17 +59,8 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
       ? {
           ...shape.take,
           irregular: { ...search, size: EVENT_PAGE_SIZE, query: { bool: { filter: [...scope.filter, ...shape.predicates, limitSplit.irregular] } } },
-          // both parts in one search, the exact one named: its first page alone often holds every event either part matches
-          superset: {
-            ...search,
-            query: {
-              bool: {
-                filter: [...scope.filter, ...shape.predicates],
-                should: [{ bool: { filter: [limitSplit.regular], _name: REGULAR_EVENT_QUERY } }],
-              },
-            },
-            filter_path: [...EVENT_RESPONSE_FIELDS, 'hits.hits.matched_queries'],
-          },
+          // both parts under each condition's own filter alone: one regexp each, however often the parts repeat it
+          superset: { ...search, query: { bool: { filter: [...scope.filter, ...limitSplit.loose] } } },
         }
       : shape.take;
   return { kind: 'events', table: shape.table, cte: cte.name, columns, index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take };

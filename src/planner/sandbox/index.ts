@@ -270,7 +270,7 @@ interface ScanFilter {
   exact: boolean;
   within: TimeBounds;
   unapplied: Expr[];
-  split?: { regular: QueryDsl; irregular: QueryDsl };
+  split?: { regular: QueryDsl; irregular: QueryDsl; loose: QueryDsl[] };
 }
 
 function scanFilter(select: Select, scope: SelectScope, context: PredicateContext): ScanFilter {
@@ -288,7 +288,13 @@ function scanFilter(select: Select, scope: SelectScope, context: PredicateContex
   const supersets = pushed.filter((predicate) => predicate !== undefined && !predicate.exact).map((predicate) => predicate!.query);
   const record = recordFilter(others, scope.unnests, supersets, context);
   if (!record) return { predicates: all, exact: false, within, unapplied: others };
-  return { predicates: [...exactAlone, record.query], exact: true, within, unapplied: others, split: { regular: record.regular, irregular: record.irregular } };
+  return {
+    predicates: [...exactAlone, record.query],
+    exact: true,
+    within,
+    unapplied: others,
+    split: { regular: record.regular, irregular: record.irregular, loose: all },
+  };
 }
 
 /** Each read of a table that the store serves is at least one search: their number is bounded before any is made. */

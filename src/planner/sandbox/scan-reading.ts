@@ -24,8 +24,8 @@ export interface ScanReading {
   unnests: ServiceFinish['unnests'];
   unnestTypes: SqlType[];
   where: FinishCondition[];
-  /** The conditions the scan left, for the rows of its superset part when its filter is WHERE exactly for the rest; empty when one is not the service's. */
-  supersetWhere: FinishCondition[];
+  /** The conditions the scan left, for the rows of its superset part when its filter is WHERE exactly for the rest; none when one is not the service's. */
+  supersetWhere: FinishCondition[] | undefined;
 }
 
 /** FROM and WHERE of a SELECT over the scan, as the service reads them, or the reason it cannot. */
@@ -43,17 +43,9 @@ export function readScan(select: Select, bindings: Bindings, source: FinishSourc
     }
   }
   // the scan's superset part, when it has one, is checked by the conditions it left; the finish declines those rows without them
-  const supersetWhere: FinishCondition[] = [];
-  if (select.where && source.whereHeld) {
-    for (const condition of source.unapplied ?? []) {
-      const compiled = finishCondition(condition, (expr) => paths.read(expr, ranges.unnests.length));
-      if (!compiled) {
-        supersetWhere.length = 0;
-        break;
-      }
-      supersetWhere.push(compiled);
-    }
-  }
+  const left = select.where ? (source.unapplied ?? []) : [];
+  const compiledLeft = left.map((condition) => finishCondition(condition, (expr) => paths.read(expr, ranges.unnests.length)));
+  const supersetWhere = source.whereHeld && compiledLeft.every((condition) => condition !== undefined) ? (compiledLeft as FinishCondition[]) : undefined;
   const unnests: ServiceFinish['unnests'] = [];
   const unnestTypes: SqlType[] = [];
   for (const [index, { relation, join }] of ranges.unnests.entries()) {

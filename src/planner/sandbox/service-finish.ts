@@ -72,7 +72,7 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
       ...(limit === undefined ? {} : { limit }),
       offset,
       ...(where.length > 0 ? { where } : {}),
-      ...(supersetWhere.length > 0 ? { supersetWhere } : {}),
+      ...(supersetWhere ? { supersetWhere } : {}),
     },
   };
 }
