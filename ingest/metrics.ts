@@ -45,7 +45,7 @@ export function createIngestMetrics() {
     }),
     bulkSlotsIdle: new Counter({
       name: 'ingest_bulk_slots_idle_seconds_total',
-      help: 'Time with no bulk request in flight since the first write: Elasticsearch had nothing of this worker to index',
+      help: 'Time with no bulk request in flight since the first write (added as the next one starts): Elasticsearch had nothing of ours to index',
       registers: [registry],
     }),
     bulkSlotWait: new Counter({
