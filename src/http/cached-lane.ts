@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { FastifyServerFactory } from 'fastify';
 import type { Logger } from '../../shared/logger.ts';
 import type { Authenticator } from '../auth/authenticator.ts';
@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { TokenBuckets } from '../auth/token-bucket.ts';
 import type { ResultCache } from '../cache/result-cache.ts';
 import { answerRowCount } from '../endpoints/answer-body.ts';
-import type { EndpointCatalog } from '../endpoints/catalog.ts';
+import type { CatalogEntry, EndpointCatalog } from '../endpoints/catalog.ts';
 import { STATS_HEADER, statsRequested } from '../endpoints/query-stats.ts';
 import {
   assertEndpointAllowed,
@@ -21,12 +21,16 @@ import { exportRequest } from '../export/export-request.ts';
 import type { RequestCounts } from '../plugins/metrics.ts';
 import { plainQuery } from './lane-query.ts';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.ts';
-import { ServerTiming } from './server-timing.ts';
+import { timingEntry } from './server-timing.ts';
 
 const QUERY_PATH = '/api/endpoints/query/';
 /** A path segment the router passes on as it is (no escapes, no further segment), no longer than its maxParamLength. */
 const PLAIN_SEGMENT = /^[A-Za-z0-9._~-]{1,512}$/;
 const STATS_HEADER_NAME = STATS_HEADER.toLowerCase();
+const REDACT_HEADER_NAMES = REDACT_HEADERS.map((name) => name.toLowerCase());
+/** Proofs remembered, and the longest URL remembered: a bound on what callers' URLs can hold in memory (about 2 MB of text). */
+const MAX_PROOFS = 1000;
+const MAX_PROVEN_URL = 2048;
 
 export interface CachedLaneOptions {
   catalog: EndpointCatalog;
@@ -41,12 +45,17 @@ export interface CachedLaneOptions {
   accessLogger: Logger;
 }
 
-/** What a request proved to be a cache hit carries from the checks (which change nothing) to the answer (which counts). */
-interface ProvedHit {
+/**
+ * What a URL proved for one principal, sent without redaction or stats headers: everything but the
+ * key's freshness, the buckets and the cache, which are checked on every request. It holds while the
+ * catalog serves the same entry (a changed endpoint is a new entry) and the same principal asks (a
+ * remembered key's principal is one object).
+ */
+interface Proof {
+  segment: string;
+  entry: CatalogEntry;
   principal: Principal;
-  endpointName: string;
   key: string;
-  authMs: number;
 }
 
 /**
@@ -61,6 +70,7 @@ interface ProvedHit {
  */
 export class CachedLane {
   private closing = false;
+  private readonly proofs = new Map<string, Proof>();
 
   constructor(private readonly options: CachedLaneOptions) {}
 
@@ -75,77 +85,84 @@ export class CachedLane {
     if (this.closing || request.method !== 'GET') return false;
     const url = request.url ?? '';
     if (!url.startsWith(QUERY_PATH) || url.includes('#')) return false;
-    const hit = this.provedHit(request, url);
-    if (hit === undefined) return false;
+    const { headers } = request;
+    const declared = headers['content-length'];
+    if ((declared !== undefined && declared !== '0') || headers['transfer-encoding'] !== undefined) return false;
+    const { options } = this;
+    if (options.authFailures.peek(request.socket.remoteAddress ?? '').kind === 'limited') return false;
+    const authStarted = performance.now();
+    const principal = options.authenticator.acceptedNow(headers);
+    const authMs = performance.now() - authStarted;
+    if (principal === undefined) return false;
+    const proof = this.proofOf(url, headers, principal);
+    if (proof === undefined || options.rateLimits.peek(principal.keyId).kind === 'limited') return false;
     const cacheStarted = performance.now();
-    const cached = this.options.resultCache.lookUp(hit.key);
+    const cached = options.resultCache.lookUp(proof.key);
     const cacheMs = performance.now() - cacheStarted;
     // expired since the checks: the full path looks again, misses and runs the query
     if (cached === undefined) return false;
-    const decision = this.options.rateLimits.take(hit.principal.keyId);
-    const timing = new ServerTiming();
-    timing.add('auth', hit.authMs);
-    timing.add('cache', cacheMs);
+    const decision = options.rateLimits.take(principal.keyId);
     const body = cached.body;
+    const reqId = requestIdOf(request);
     // in the order the full path sets them: request id hook, rate-limit hook, then the route
-    const headers: OutgoingHttpHeaders = { [REQUEST_ID_HEADER]: requestIdOf(request) };
-    if (decision.kind !== 'unlimited') headers['x-ratelimit-limit'] = String(decision.limit);
-    if (decision.kind === 'allowed') headers['x-ratelimit-remaining'] = String(decision.remaining);
-    headers['server-timing'] = timing.header();
-    headers['x-cache'] = 'HIT';
-    headers.age = String(cached.ageSeconds);
-    headers['content-type'] = 'application/json; charset=utf-8';
-    headers['content-length'] = String(body.length);
-    response.writeHead(200, headers);
+    const sent: OutgoingHttpHeaders = { [REQUEST_ID_HEADER]: reqId };
+    if (decision.kind !== 'unlimited') sent['x-ratelimit-limit'] = String(decision.limit);
+    if (decision.kind === 'allowed') sent['x-ratelimit-remaining'] = String(decision.remaining);
+    sent['server-timing'] = `${timingEntry('auth', Math.max(0, authMs))}, ${timingEntry('cache', Math.max(0, cacheMs))}`;
+    sent['x-cache'] = 'HIT';
+    sent.age = String(cached.ageSeconds);
+    sent['content-type'] = 'application/json; charset=utf-8';
+    sent['content-length'] = String(body.length);
+    response.writeHead(200, sent);
     response.end(body);
     const elapsedMs = performance.now() - started;
     const seconds = elapsedMs / 1000;
-    this.options.counts.request(hit.endpointName, '200', seconds);
-    this.options.counts.usage(hit.endpointName, hit.principal.keyId, '200', seconds, answerRowCount(body) ?? 0, body.length);
-    const query = url.indexOf('?');
-    const path = query === -1 ? url : url.slice(0, query);
-    const reqId = headers[REQUEST_ID_HEADER];
-    this.options.accessLogger.info({ reqId, method: 'GET', path, status: 200, ms: Math.round(elapsedMs) }, 'request answered');
+    const endpointName = proof.entry.record.name;
+    options.counts.request(endpointName, '200', seconds);
+    options.counts.usage(endpointName, principal.keyId, '200', seconds, answerRowCount(body) ?? 0, body.length);
+    const path = url.slice(0, QUERY_PATH.length + proof.segment.length);
+    options.accessLogger.info({ reqId, method: 'GET', path, status: 200, ms: Math.round(elapsedMs) }, 'request answered');
     return true;
   }
 
-  /** The hit a request asks for when every check passes; nothing is spent or counted here. */
-  private provedHit(request: IncomingMessage, url: string): ProvedHit | undefined {
-    const { headers } = request;
-    const declared = headers['content-length'];
-    if ((declared !== undefined && declared !== '0') || headers['transfer-encoding'] !== undefined) return undefined;
+  /** The proof of a request whose key is accepted, remembered or made anew; undefined: the full path decides. Nothing is spent or counted. */
+  private proofOf(url: string, headers: IncomingHttpHeaders, principal: Principal): Proof | undefined {
+    const plain = headers[STATS_HEADER_NAME] === undefined && headers[REDACT_HEADER_NAMES[0]!] === undefined && headers[REDACT_HEADER_NAMES[1]!] === undefined;
+    const remembered = plain ? this.proofs.get(url) : undefined;
+    if (remembered !== undefined && remembered.principal === principal && this.options.catalog.known(remembered.segment) === remembered.entry)
+      return remembered;
+    const proof = this.proved(url, headers, principal);
+    if (proof === undefined || !plain || url.length > MAX_PROVEN_URL) return proof;
+    if (this.proofs.size >= MAX_PROOFS && !this.proofs.has(url)) this.proofs.clear();
+    this.proofs.set(url, proof);
+    return proof;
+  }
+
+  /** Every check of the full path that is not about time: path, parameters, endpoint, scope, redaction; then the cache key. */
+  private proved(url: string, headers: IncomingHttpHeaders, principal: Principal): Proof | undefined {
     const query = url.indexOf('?');
     const segment = url.slice(QUERY_PATH.length, query === -1 ? url.length : query);
     if (!PLAIN_SEGMENT.test(segment)) return undefined;
     const parameters = plainQuery(query === -1 ? '' : url.slice(query + 1));
     if (parameters === undefined) return undefined;
-    const { options } = this;
-    if (options.authFailures.peek(request.socket.remoteAddress ?? '').kind === 'limited') return undefined;
-    const authStarted = performance.now();
-    const principal = options.authenticator.acceptedNow(headers);
-    const authMs = performance.now() - authStarted;
-    if (principal === undefined) return undefined;
-    const entry = options.catalog.known(segment);
+    const entry = this.options.catalog.known(segment);
     if (!entry?.record.enabled) return undefined;
     const endpoint = entry.definition;
     if (endpoint.cache === null) return undefined;
-    let key: string;
     try {
       assertEndpointAllowed(principal, endpoint);
       const supplied = mergedParameters(parameters, undefined);
       if (statsRequested(supplied, headers[STATS_HEADER_NAME]) || exportRequest(supplied)) return undefined;
       const redact = redactionRequested(
-        { [REDACT_HEADERS[0]]: headers[REDACT_HEADERS[0].toLowerCase()], [REDACT_HEADERS[1]]: headers[REDACT_HEADERS[1].toLowerCase()] },
+        { [REDACT_HEADERS[0]]: headers[REDACT_HEADER_NAMES[0]!], [REDACT_HEADERS[1]]: headers[REDACT_HEADER_NAMES[1]!] },
         endpoint,
       );
       const callerQuery = endpoint.sandboxable ? sandboxRequest(supplied) : undefined;
-      key = cacheKey(endpoint, validateParameters(endpoint, supplied), redact, principal, callerQuery);
+      return { segment, entry, principal, key: cacheKey(endpoint, validateParameters(endpoint, supplied), redact, principal, callerQuery) };
     } catch {
       // a refusal is the full path's to word, count and log
       return undefined;
     }
-    if (options.rateLimits.peek(principal.keyId).kind === 'limited') return undefined;
-    return { principal, endpointName: entry.record.name, key, authMs };
   }
 }
 

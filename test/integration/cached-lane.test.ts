@@ -71,7 +71,7 @@ function send(served: Served, path: string, headers: Record<string, string> = {}
 /** Headers to compare: the date and a fresh request id left out, Server-Timing's phases kept but not their durations. */
 function comparable(answer: Answer, keepRequestId = false) {
   const headers = answer.headers
-    .filter(([name]) => name !== 'date' && (keepRequestId || name !== 'x-request-id'))
+    .filter(([name]) => name.toLowerCase() !== 'date' && (keepRequestId || name !== 'x-request-id'))
     .map(([name, value]) => [name, name === 'server-timing' ? value.replace(/dur=[\d.]+/g, 'dur=_') : value]);
   return { status: answer.status, headers, body: answer.body.toString('utf8') };
 }
@@ -233,6 +233,38 @@ describe('the cached lane answers what the full path answers', () => {
       expect(answer.laneAnswered, `${method} ${path} ${JSON.stringify(extra)}`).toBe(false);
       expect(answer.lane.answer.status).toBe(answer.full.answer.status);
     }
+  });
+});
+
+describe('the cached lane and a changed endpoint', () => {
+  let lane: Served;
+
+  beforeAll(async () => {
+    lane = await serve({});
+  });
+
+  afterAll(async () => {
+    await lane?.server.close();
+  });
+
+  it('stops answering an endpoint disabled after its answer was cached and proven', async () => {
+    const headers = { 'x-api-key': BOOTSTRAP_KEY };
+    await send(lane, DAILY, headers);
+    answered.mockClear();
+    expect((await send(lane, DAILY, headers)).status).toBe(200);
+    expect(laneAnswered()).toBe(true);
+    const admin = await lane.keys.create({ account: 'operator', endpoints: 'all', projects: null, admin: true });
+    const patched = await lane.server.app.inject({
+      method: 'PATCH',
+      url: '/api/endpoints/usage.api-counts',
+      headers: { 'x-api-key': admin.key, 'content-type': 'application/json' },
+      payload: { enabled: false },
+    });
+    expect(patched.statusCode).toBe(200);
+    answered.mockClear();
+    const disabled = await send(lane, DAILY, headers);
+    expect(laneAnswered()).toBe(false);
+    expect(disabled.status).toBe(404);
   });
 });
 
