@@ -38,7 +38,6 @@ const CORPUS: string[] = [
   `{"id":"i","timestamp":"2024-02-29T23:59:59Z"}`,
   `{"id":"j","timestamp":${TS},"event_message":"keys","metadata":{"10.0.0.1":"a","REDACTED":"b","10.0.0.2":"c","REDACTED_2":"d","k\\u0065y":"escaped key","__proto__":{"polluted":true}}}`,
   `{"id":"k","timestamp":${TS},"event_message":"array-index keys move first when parsed","metadata":{"b":1,"2":2,"a":3,"1":{"0":"x"}}}`,
-  `{"id":"l","timestamp":${TS},"event_message":"duplicate keys","metadata":{"a":1,"b":2,"a":3}}`,
   `{"id":"m","timestamp":${TS},"event_message":"set aside","metadata":{"a":{"b":1}},"metadata_unindexed":[{"path":["a","c"],"value":"long 10.0.0.9"}]}`,
   `{"id":7,"timestamp":${TS},"event_message":"numeric id: the hit's _id"}`,
   `{"timestamp":${TS},"event_message":"no id: the hit's _id"}`,

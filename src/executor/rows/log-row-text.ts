@@ -12,6 +12,7 @@ import { columnRows } from './logs.ts';
  * strings and numbers are copied when already in that form, else decoded and written again. A hit
  * the walk cannot vouch for (fields set aside, a non-string id or timestamp, an array-index key whose
  * place a parsed object would change, text out of the compact form) is made the old way, parsed.
+ * A repeated key is looked for only when redacting: Elasticsearch refuses a document that has one.
  */
 
 /** One search hit of a stored event, as the store's JSON text; its row is made when the answer is encoded. */
@@ -33,6 +34,8 @@ const OPEN_ARRAY = 91;
 const CLOSE_ARRAY = 93;
 const COMMA = 44;
 const COLON = 58;
+const DIGIT_0 = 48;
+const DIGIT_9 = 57;
 
 /** Integers JSON.stringify writes back as they are: no sign on zero, no leading zero, exact as a double. */
 const CANONICAL_INTEGER = /^(?:0|-?[1-9]\d{0,14})$/;
@@ -80,12 +83,16 @@ class JsonWalk {
     return this.backslash < end;
   }
 
+  /** Whether the string stringValue read last held an escape (else its text between the quotes is its value). */
+  escaped = false;
+
   /** At an opening quote: moves past the string and returns its value. */
   stringValue(): string {
     const start = this.pos;
     const end = this.stringEnd();
     this.pos = end + 1;
-    return this.escapedBefore(start, end) ? (JSON.parse(this.text.slice(start, end + 1)) as string) : this.text.slice(start + 1, end);
+    this.escaped = this.escapedBefore(start, end);
+    return this.escaped ? (JSON.parse(this.text.slice(start, end + 1)) as string) : this.text.slice(start + 1, end);
   }
 
   /** At an opening quote: moves past the string and returns it as JSON.stringify writes its value (redacted when asked). */
@@ -94,12 +101,16 @@ class JsonWalk {
     const end = this.stringEnd();
     this.pos = end + 1;
     const escaped = this.escapedBefore(start, end);
+    this.escaped = escaped;
     if (!escaped && !redact) return this.text.slice(start, end + 1);
     const value = escaped ? (JSON.parse(this.text.slice(start, end + 1)) as string) : this.text.slice(start + 1, end);
     if (!redact) return JSON.stringify(value);
     const redacted = redactText(value);
     return redacted === value && !escaped ? this.text.slice(start, end + 1) : JSON.stringify(redacted);
   }
+
+  /** Whether the literal literalJson read last is written otherwise than the text has it. */
+  rewritten = false;
 
   /** A number, true, false or null: moves past it and returns it as JSON.stringify writes the parsed value. */
   literalJson(): string {
@@ -111,11 +122,14 @@ class JsonWalk {
     }
     this.pos = end;
     const token = text.slice(start, end);
+    this.rewritten = false;
     if (token === 'true' || token === 'false' || token === 'null') return token;
     if (CANONICAL_INTEGER.test(token)) return token;
     const number = Number(token);
     if (token === '' || Number.isNaN(number)) throw new NeedsParsing();
-    return JSON.stringify(number);
+    const json = JSON.stringify(number);
+    this.rewritten = json !== token;
+    return json;
   }
 
   /** Moves past one value of any kind. */
@@ -158,6 +172,84 @@ class JsonWalk {
       this.pos += 1;
       if (code === close) return;
       if (code !== COMMA) throw new NeedsParsing();
+    }
+  }
+}
+
+/** The frames of copiedRecord's containers: an object, an object written wrapped in an array, an array. */
+const OBJECT = 0;
+const WRAPPED = 1;
+const ARRAY = 2;
+const frames: number[] = [];
+
+/**
+ * At `{`: a record as record() writes it unredacted, copied from the text in long spans: only a record
+ * value's brackets are added, and only escaped strings and numbers JSON.stringify writes otherwise
+ * are written again. Keys are not checked for repeats: Elasticsearch refuses a document with a
+ * repeated key (Duplicate field), so a stored source holds none.
+ */
+function copiedRecord(walk: JsonWalk): string {
+  const { text } = walk;
+  let out = '';
+  let copied = walk.pos;
+  let position = walk.pos;
+  let previous = COLON;
+  frames.length = 0;
+  for (;;) {
+    const code = text.charCodeAt(position);
+    if (code === QUOTE) {
+      walk.pos = position;
+      const key = previous !== COLON && frames[frames.length - 1] !== ARRAY;
+      if (key) {
+        const first = text.charCodeAt(position + 1);
+        if (first >= DIGIT_0 && first <= DIGIT_9) {
+          const name = walk.stringValue();
+          if (ARRAY_INDEX.test(name) && Number(name) < 4294967295) throw new NeedsParsing();
+        }
+      }
+      const json = walk.stringJson(false);
+      if (walk.escaped) {
+        out += text.slice(copied, position) + json;
+        copied = walk.pos;
+      }
+      position = walk.pos;
+      previous = QUOTE;
+    } else if (code === OPEN_OBJECT) {
+      if (previous === COLON && frames.length > 0) {
+        out += `${text.slice(copied, position)}[`;
+        copied = position;
+        frames.push(WRAPPED);
+      } else frames.push(OBJECT);
+      position += 1;
+      previous = code;
+    } else if (code === OPEN_ARRAY) {
+      frames.push(ARRAY);
+      position += 1;
+      previous = code;
+    } else if (code === CLOSE_OBJECT || code === CLOSE_ARRAY) {
+      const frame = frames.pop();
+      position += 1;
+      if (frame === WRAPPED) {
+        out += `${text.slice(copied, position)}]`;
+        copied = position;
+      }
+      if (frames.length === 0) {
+        walk.pos = position;
+        return out + text.slice(copied, position);
+      }
+      previous = code;
+    } else if (code === COLON || code === COMMA) {
+      position += 1;
+      previous = code;
+    } else {
+      walk.pos = position;
+      const json = walk.literalJson();
+      if (walk.rewritten) {
+        out += text.slice(copied, position) + json;
+        copied = walk.pos;
+      }
+      position = walk.pos;
+      previous = code;
     }
   }
 }
@@ -217,7 +309,7 @@ class RowWriter {
   private metadata(): string {
     const { walk } = this;
     const code = walk.code();
-    if (code === OPEN_OBJECT) return `[${this.record()}]`;
+    if (code === OPEN_OBJECT) return `[${this.redact ? this.record() : copiedRecord(walk)}]`;
     if (code !== OPEN_ARRAY) {
       walk.skipValue();
       return '[]';
@@ -233,29 +325,43 @@ class RowWriter {
   /** A record whose record values become arrays of one record; arrays keep their elements, their records converted the same way. */
   private record(): string {
     const { walk, redact } = this;
+    walk.pos += 1;
+    if (walk.code() === CLOSE_OBJECT) {
+      walk.pos += 1;
+      return '{}';
+    }
     let text = '{';
-    let first = true;
+    // a key written twice is kept once by JSON.parse, at its first place with its last value: the parsed path's
+    const names: string[] = [];
+    let many: Set<string> | undefined;
     // redactPii tells apart keys that redaction makes equal: REDACTED, REDACTED_2, ...
     const seen = redact ? new Set<string>() : undefined;
-    // a key written twice is kept once by JSON.parse, at its first place with its last value: the parsed path's
-    const names = new Set<string>();
     let suffix = 1;
-    walk.members((key) => {
-      const name = key!;
-      if (names.has(name) || (ARRAY_INDEX.test(name) && Number(name) < 4294967295)) throw new NeedsParsing();
-      names.add(name);
+    for (;;) {
+      if (walk.code() !== QUOTE) throw new NeedsParsing();
+      const keyStart = walk.pos;
+      const name = walk.stringValue();
+      const first = name.charCodeAt(0);
+      if (first >= DIGIT_0 && first <= DIGIT_9 && ARRAY_INDEX.test(name) && Number(name) < 4294967295) throw new NeedsParsing();
+      if (many ? many.has(name) : names.includes(name)) throw new NeedsParsing();
+      if (many) many.add(name);
+      else if (names.push(name) > 32) many = new Set(names);
       let keyJson: string;
       if (seen) {
         let redacted = redactText(name);
         const base = redacted;
         while (seen.has(redacted)) redacted = `${base}_${++suffix}`;
         seen.add(redacted);
-        keyJson = JSON.stringify(redacted);
-      } else keyJson = JSON.stringify(name);
-      text += `${first ? '' : ','}${keyJson}:${this.fieldValue()}`;
-      first = false;
-    });
-    return `${text}}`;
+        keyJson = redacted === name && !walk.escaped ? walk.text.slice(keyStart, walk.pos) : JSON.stringify(redacted);
+      } else keyJson = walk.escaped ? JSON.stringify(name) : walk.text.slice(keyStart, walk.pos);
+      walk.expect(COLON);
+      text += `${keyJson}:${this.fieldValue()}`;
+      const code = walk.code();
+      walk.pos += 1;
+      if (code === CLOSE_OBJECT) return `${text}}`;
+      if (code !== COMMA) throw new NeedsParsing();
+      text += ',';
+    }
   }
 
   private fieldValue(): string {
