@@ -113,6 +113,29 @@ describe('logs.all rows written from the store text', () => {
     );
   });
 
+  it('reads any stored timestamp as the parsed path does, and refuses the same ones with the same message', async () => {
+    const stamp = fc
+      .tuple(fc.date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2255-12-31T23:59:59Z'), noInvalidDate: true }), fc.stringMatching(/^\d{0,9}$/))
+      .map(([date, fraction]) => `${date.toISOString().slice(0, 19)}${fraction === '' ? '' : `.${fraction}`}Z`);
+    await fc.assert(
+      fc.asyncProperty(fc.array(stamp, { minLength: 1, maxLength: 5 }), async (stamps) => {
+        await expectSameBytes(response(stamps.map((stamp, i) => hit(`{"id":"s${i}","timestamp":"${stamp}"}`, `s${i}`))));
+      }),
+      { numRuns: 300 },
+    );
+    for (const odd of [
+      '2024-01-01T00:00:00.12a4Z',
+      '2024-01-01T00:00:00.1234567890Z',
+      '2024-01-0xT00:00:00.1Z',
+      '2024-01-01T0x:00:00.1Z',
+      '2024-01-01T00:00:00.Z',
+    ]) {
+      const text = response([hit(`{"id":"a","timestamp":"${odd}"}`)]);
+      await expect(parsedAnswer(text, false)).rejects.toThrow(`stored timestamp "${odd}"`);
+      await expect(textAnswer(text, false)).rejects.toThrow(`stored timestamp "${odd}"`);
+    }
+  });
+
   it('answers each hit as its own row object in the answer, so a cached body counts them', async () => {
     const hits = hitTexts(response([hit(CORPUS[0]!), hit(CORPUS[1]!, 'doc-2')]))!;
     expect(hits.every((each) => each instanceof LogHitText)).toBe(true);

@@ -254,6 +254,42 @@ function copiedRecord(walk: JsonWalk): string {
   }
 }
 
+/** The date (`2024-01-01`) whose first microsecond dayStart holds: a page's hits mostly share their date. */
+let dayText = '';
+let dayStart = 0;
+
+function digitAt(text: string, position: number): number {
+  const digit = text.charCodeAt(position) - DIGIT_0;
+  return digit >= 0 && digit <= 9 ? digit : Number.NaN;
+}
+
+/**
+ * microsecondsFromStoredTimestamp without its pattern match for the form the ingest worker writes
+ * (`2024-01-01T00:00:00.123456789Z`), the date's microseconds kept; any other text goes to it, to be read or refused.
+ */
+function timestampMicros(text: string): number {
+  const length = text.length;
+  const fractionDigits = length - 21;
+  const form =
+    text.charCodeAt(4) === 45 && text.charCodeAt(7) === 45 && text.charCodeAt(10) === 84 && text.charCodeAt(13) === COLON && text.charCodeAt(16) === COLON;
+  if (!form || text.charCodeAt(length - 1) !== 90 || text.charCodeAt(19) !== 46 || fractionDigits < 1 || fractionDigits > 9) {
+    return microsecondsFromStoredTimestamp(text);
+  }
+  const date = text.slice(0, 10);
+  if (date !== dayText) {
+    // the date's digits are checked by the pattern match, which refuses the whole text if they are not digits
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) return microsecondsFromStoredTimestamp(text);
+    dayStart = microsecondsFromStoredTimestamp(`${date}T00:00:00Z`);
+    dayText = date;
+  }
+  const seconds =
+    (digitAt(text, 11) * 10 + digitAt(text, 12)) * 3600 + (digitAt(text, 14) * 10 + digitAt(text, 15)) * 60 + digitAt(text, 17) * 10 + digitAt(text, 18);
+  let fraction = 0;
+  for (let position = 20; position < 26; position += 1) fraction = fraction * 10 + (position < length - 1 ? digitAt(text, position) : 0);
+  for (let position = 26; position < length - 1; position += 1) if (Number.isNaN(digitAt(text, position))) fraction = Number.NaN;
+  return Number.isNaN(seconds + fraction) ? microsecondsFromStoredTimestamp(text) : dayStart + seconds * 1_000_000 + fraction;
+}
+
 /** Writes one hit's logs.all row from its text, or throws NeedsParsing. */
 class RowWriter {
   private readonly walk: JsonWalk;
@@ -294,7 +330,7 @@ class RowWriter {
         id = walk.stringJson(this.redact);
       } else if (key === 'timestamp') {
         if (code !== QUOTE) throw new NeedsParsing();
-        timestamp = JSON.stringify(microsecondsFromStoredTimestamp(walk.stringValue()));
+        timestamp = JSON.stringify(timestampMicros(walk.stringValue()));
       } else if (key === 'event_message') {
         message = code === QUOTE ? walk.stringJson(this.redact) : '""';
         if (code !== QUOTE) walk.skipValue();
