@@ -136,6 +136,25 @@ describe('logs.all rows written from the store text', () => {
     }
   });
 
+  it('gives the event loop back while writing a huge answer from the text', async () => {
+    const huge = (i: number) =>
+      hit(`{"id":"h${i}","timestamp":${TS},"event_message":"${'1.'.repeat(30_000)}","metadata":{"peer":"10.0.${i % 256}.1"}}`, `h${i}`);
+    const hits = hitTexts(response(Array.from({ length: 200 }, (_, i) => huge(i))))!;
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      turns += 1;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const body = await encodeAnswer(hits, { redact: true });
+    ticking = false;
+    expect(turns).toBeGreaterThan(1);
+    const rows = (JSON.parse(body.toString()) as { result: Array<{ id: string; metadata: Array<{ peer: string }> }> }).result;
+    expect(rows.map((row) => row.id)).toEqual(Array.from({ length: 200 }, (_, i) => `h${i}`));
+    expect(new Set(rows.map((row) => row.metadata[0]!.peer))).toEqual(new Set(['REDACTED']));
+  });
+
   it('answers each hit as its own row object in the answer, so a cached body counts them', async () => {
     const hits = hitTexts(response([hit(CORPUS[0]!), hit(CORPUS[1]!, 'doc-2')]))!;
     expect(hits.every((each) => each instanceof LogHitText)).toBe(true);
