@@ -8,6 +8,7 @@ import { search, type StoreOptions } from './elasticsearch.ts';
 import type { EmbeddedEngine, EngineReservation, EngineTable } from './engine/embedded-engine.ts';
 import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference.ts';
 import { columnRows } from './rows/logs.ts';
+import { logHitRows } from './log-hits.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
 import type { HeldEvents } from './held-events.ts';
 import { ScanBudget } from './scan-budget.ts';
@@ -30,6 +31,8 @@ export interface ExecutorOptions extends StoreOptions {
   timing?: ServerTiming;
   /** The events all sandboxed queries of the process may hold at once (SANDBOX_MAX_HELD_EVENTS); none: no bound. */
   heldEvents?: HeldEvents;
+  /** logs.all's rows may come back as the store's hit texts (LogHitText): only for a caller whose encodeAnswer writes them. */
+  hitTexts?: boolean;
 }
 
 /** Runs a plan: its scans on Elasticsearch, then (for sandboxed queries) the residual query; returns the answer's rows. */
@@ -54,7 +57,11 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
     if (answer.kind === 'chart') return (await chartRows(scan, options)).slice(0, plan.rowCap);
     if (answer.kind === 'selected') return selectedRows(await eventRows(scan, options), answer.columns).slice(0, plan.rowCap);
     // the saved selection's rows are exactly its four columns, whatever else the CTE declares
-    const rows = answer.format === 'log_rows' ? await eventRows(scan, options) : usageRowsOf(await aggregationsOf(scan, options), scan);
+    if (answer.format === 'log_rows') {
+      const texts = options.hitTexts ? await logHitRows(scan, options) : undefined;
+      return (texts ?? (await eventRows(scan, options))).slice(0, plan.rowCap);
+    }
+    const rows = usageRowsOf(await aggregationsOf(scan, options), scan);
     return rows.slice(0, plan.rowCap);
   });
 }
