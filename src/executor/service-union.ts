@@ -44,7 +44,9 @@ export function unionInService(input: UnionInput): Record<string, unknown>[] | u
   const rows: { values: unknown[]; keys: unknown[] }[] = [];
   for (const branch of branches) {
     for (const row of branch.rows) {
-      const combinations = branch.reader.allElements(row);
+      // one element per unnest (the usual event) without building every combination
+      const single = branch.reader.elements(row);
+      const combinations = single === DECLINED ? branch.reader.allElements(row) : single === undefined ? [] : [single];
       if (combinations === DECLINED) return undefined;
       for (const elements of combinations) {
         const passes = passesWhere(branch.where, row, elements);

@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { unionInService, type UnionInput } from '../../src/executor/service-union.ts';
-import { fieldCatalog } from '../../src/planner/field-catalog.ts';
+import { logsAll } from '../../queries/logs-all.ts';
+import { fieldCatalog, type FieldCatalog } from '../../src/planner/field-catalog.ts';
+import { planEndpointQuery } from '../../src/planner/index.ts';
 import type { EventScan, ServiceUnionFinish } from '../../src/planner/plan.ts';
-import { initSqlParser } from '../../src/sql/index.ts';
+import { freezeTree } from '../../src/sql/frozen-tree.ts';
+import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import type { SqlType } from '../../src/sql/types.ts';
-import { planLogsAllSql } from '../support/sandbox-plan.ts';
+import { logsAllParseOptions, planLogsAllSql } from '../support/sandbox-plan.ts';
 
 const catalog = fieldCatalog({
   id: 'keyword',
@@ -79,6 +82,31 @@ describe('which unions the service finishes', () => {
     ['no ORDER BY nor LIMIT', `select id, timestamp from edge_logs union all select id, timestamp from auth_logs`],
   ])('%s: left to the engine', (_, sql) => {
     expect(plan(sql).residual?.unionFinish).toBeUndefined();
+  });
+});
+
+describe('the union finish of a text', () => {
+  it('is decided once and shared by the plans of the same parsed text, and decided again for other catalogs', () => {
+    // a text's parsed tree is shared frozen between its requests (parsed-query-cache.ts)
+    const query = freezeTree(parseSandboxQuery(UNIFIED, logsAllParseOptions));
+    const planOf = (with_: FieldCatalog) =>
+      planEndpointQuery(
+        logsAll,
+        logsAll.parameters.parse({ project: 'default' }) as Record<string, unknown>,
+        { now: 0, projects: null, indexPrefix: 'lp-' },
+        {
+          language: 'sql',
+          query,
+          limits: { maxScanEvents: 50_000, maxScans: 32 },
+          catalogs: new Map(logsAll.ctes.map((cte) => ['source' in cte ? cte.source : cte.name, with_])),
+        },
+      );
+    const [first, second] = [planOf(catalog), planOf(catalog)];
+    expect(first.residual?.unionFinish).toBeDefined();
+    expect(second.residual?.unionFinish).toBe(first.residual?.unionFinish);
+    const other = planOf(fieldCatalog({ id: 'keyword' }));
+    expect(other.residual?.unionFinish).toBeDefined();
+    expect(other.residual?.unionFinish).not.toBe(first.residual?.unionFinish);
   });
 });
 

@@ -22,8 +22,21 @@ export interface UnionQuery {
   offset: number;
 }
 
-/** The query as a UnionQuery, or undefined when it is any other shape. Pure. */
+/** Each bound query's reading as a union (null: none), kept while its bindings are (one per text, endpoint and field catalogs). */
+const unionsOf = new WeakMap<Bindings, { query: Query; union: UnionQuery | null }>();
+/** Each union's finish decided over its branches' sources, kept while they read the same columns and leave the same conditions. */
+const finishesOf = new WeakMap<UnionQuery, { sources: ReadonlyMap<Select, FinishSource>; decision: ServiceUnionFinish | { refused: string } }>();
+
+/** The query as a UnionQuery, or undefined when it is any other shape; decided once per bound tree. */
 export function unionQuery(query: Query, bindings: Bindings): UnionQuery | undefined {
+  const known = unionsOf.get(bindings);
+  if (known?.query === query) return known.union ?? undefined;
+  const union = readUnion(query, bindings);
+  unionsOf.set(bindings, { query, union: union ?? null });
+  return union;
+}
+
+function readUnion(query: Query, bindings: Bindings): UnionQuery | undefined {
   if (query.with.length === 0) return query.body.kind === 'set_operation' ? directUnion(query, bindings) : undefined;
   const [cte, ...others] = query.with;
   const inner = cte!.query;
@@ -173,6 +186,26 @@ const PLAIN_TYPES = new Set<SqlType['kind']>(['string', 'int64', 'float64', 'boo
  * Otherwise the reason. Pure.
  */
 export function decideUnionFinish(union: UnionQuery, bindings: Bindings, sources: ReadonlyMap<Select, FinishSource>): ServiceUnionFinish | { refused: string } {
+  const known = finishesOf.get(union);
+  if (known && sameSources(known.sources, sources)) return known.decision;
+  const decision = decideAnew(union, bindings, sources);
+  finishesOf.set(union, { sources, decision });
+  return decision;
+}
+
+/** Whether two maps of sources read the same tables and columns and leave the same conditions (the same nodes of the tree). */
+function sameSources(a: ReadonlyMap<Select, FinishSource>, b: ReadonlyMap<Select, FinishSource>): boolean {
+  if (a.size !== b.size) return false;
+  const same = <T>(x: readonly T[] | undefined, y: readonly T[] | undefined) => x === y || (x?.length === y?.length && x!.every((item, i) => item === y![i]));
+  for (const [select, source] of a) {
+    const other = b.get(select);
+    if (!other || other.table !== source.table || other.whereHeld !== source.whereHeld || !same(other.columns, source.columns)) return false;
+    if (!same(other.unapplied, source.unapplied)) return false;
+  }
+  return true;
+}
+
+function decideAnew(union: UnionQuery, bindings: Bindings, sources: ReadonlyMap<Select, FinishSource>): ServiceUnionFinish | { refused: string } {
   const refused = (reason: string) => ({ refused: reason });
   if (union.order.length === 0 && union.limit === undefined) return refused('the union has no ORDER BY');
   const branches: UnionBranch[] = [];
