@@ -88,6 +88,47 @@ const CASTODD = [
 /** Project `sametie`: the same id and instant in both branches (rows the ORDER BY cannot tell apart). */
 const SAMETIE = [postgres('sametie', 'same', 100, { error_severity: 'LOG', sql_state_code: '00000' }), edge('sametie', 'same', 100, '/rest/s', 200)];
 
+/** Project `many`: the unified logs page over four log types (postgres, edge, auth, edge functions). */
+const MANY_AUTH = Array.from({ length: 12 }, (_, n) =>
+  event('many', `au${n}`, n * 7, { level: ['info', 'warning', 'error', 'fatal', null][n % 5], status: [200, 400, 500][n % 3], path: '/token', method: 'POST' }),
+);
+const MANY_FUNCTIONS = Array.from({ length: 12 }, (_, n) =>
+  event('many', `fe${n}`, n * 8 + 3, {
+    // this source keeps its project in metadata
+    project_ref: 'many',
+    request: { method: 'GET', url: `https://x.supabase.co/functions/v1/f${n % 3}` },
+    response: { status_code: [200, 404, 500][n % 3] },
+  }),
+);
+const MANY_POSTGRES = Array.from({ length: 6 }, (_, n) => postgres('many', `mp${n}`, n * 11 + 1, { error_severity: SEVERITIES[n], sql_state_code: '00000' }));
+const MANY_EDGE = Array.from({ length: 6 }, (_, n) => edge('many', `me${n}`, n * 13 + 4, '/rest/v1/m', STATUSES[n]));
+const FOUR_TYPES = `with unified_logs as (
+    select id, pgl.timestamp as timestamp, 'postgres' as log_type, cast(p.sql_state_code as string) as status,
+      case when p.error_severity = 'LOG' then 'success' when p.error_severity = 'WARNING' then 'warning'
+        when p.error_severity in ('FATAL', 'ERROR') then 'error' else null end as level,
+      null as pathname, event_message as event_message, null as method
+    from postgres_logs as pgl cross join unnest(pgl.metadata) as m cross join unnest(m.parsed) as p
+  union all
+    select id, el.timestamp as timestamp, 'postgrest' as log_type, cast(res.status_code as string) as status,
+      case when res.status_code between 200 and 299 then 'success' when res.status_code between 400 and 499 then 'warning'
+        when res.status_code >= 500 then 'error' else 'success' end as level,
+      req.path as pathname, null as event_message, req.method as method
+    from edge_logs as el cross join unnest(metadata) as m cross join unnest(m.request) as req cross join unnest(m.response) as res
+    where req.path like '%/rest/%'
+  union all
+    select al.id, al.timestamp as timestamp, 'auth' as log_type, cast(am.status as string) as status,
+      case when am.level = 'info' then 'success' when am.level = 'warning' then 'warning' when am.level in ('error', 'fatal') then 'error' end as level,
+      am.path as pathname, al.event_message as event_message, am.method as method
+    from auth_logs as al cross join unnest(metadata) as am
+  union all
+    select fel.id, fel.timestamp as timestamp, 'edge function' as log_type, cast(fres.status_code as string) as status,
+      case when fres.status_code between 200 and 299 then 'success' when fres.status_code between 400 and 499 then 'warning' else 'error' end as level,
+      freq.url as pathname, fel.event_message as event_message, freq.method as method
+    from function_edge_logs as fel cross join unnest(metadata) as fm cross join unnest(fm.request) as freq cross join unnest(fm.response) as fres
+)
+select id, timestamp, log_type, status, level, pathname, event_message, method from unified_logs
+order by timestamp desc, id desc limit 10`;
+
 const DIRECT = `select id, timestamp, 'postgres' as log_type, cast(p.sql_state_code as string) as status,
     case when p.error_severity in ('ERROR', 'FATAL') then 'error' when p.error_severity = 'WARNING' then 'warning' else 'success' end as level,
     null as pathname
@@ -105,7 +146,10 @@ beforeAll(async () => {
   await initSqlParser();
   server = await startEndpointServer({ now: NOW });
   await server.index('postgres_logs', [...POSTGRES, ...LONELY, ...CASTODD.slice(2), SAMETIE[0]!]);
-  await server.index('edge_logs', [...EDGE, ...CASTODD.slice(0, 2), SAMETIE[1]!]);
+  await server.index('edge_logs', [...EDGE, ...CASTODD.slice(0, 2), SAMETIE[1]!, ...MANY_EDGE]);
+  await server.index('postgres_logs', MANY_POSTGRES);
+  await server.index('auth_logs', MANY_AUTH);
+  await server.index('function_edge_logs', MANY_FUNCTIONS);
   catalogs = new FieldCatalogs(server.elasticsearch, 60_000, server.clock, 30_000);
   engine = await EmbeddedEngine.start({ memoryLimit: '1GB', threads: 1, logger: createLogger('service-union', 'silent') });
 }, 180_000);
@@ -224,6 +268,15 @@ describe("the service finishes a UNION ALL with the engine's bytes", () => {
     expect(castodd.rows.map((row) => row.status)).toEqual([null, '404.5', '200']);
     const sametie = await bothWays(UNIFIED, { project: 'sametie', ...HOUR });
     expect(sametie.finished).toBe(false);
+  });
+
+  it('four log types, each branch limited, pages merged across them', async () => {
+    for (const page of ['limit 10', 'limit 10 offset 10', 'limit 10 offset 30']) {
+      const { finished, rows, plan: planned } = await bothWays(FOUR_TYPES.replace('limit 10', page), { project: 'many', ...HOUR });
+      expect(finished, page).toBe(true);
+      expect(limits(planned), page).toEqual(Array(4).fill(Number(page.split(' ')[1]) + Number(page.split(' ')[3] ?? 0)));
+      if (page === 'limit 10') expect(new Set(rows.map((row) => row.log_type))).toEqual(new Set(['postgres', 'postgrest', 'auth', 'edge function']));
+    }
   });
 
   it('a union written without WITH, ordered by name and ordinal, both directions', async () => {
