@@ -79,6 +79,7 @@ describe('which unions the service finishes', () => {
       `select id, timestamp, cast(id as int64) as n from edge_logs union all select id, timestamp, null from auth_logs order by 2 desc limit 5`,
     ],
     ['a LIMIT parameter', `select id, timestamp from edge_logs union all select id, timestamp from auth_logs order by 2 desc limit @project`],
+    ['an ordinal outside the columns', `select id, timestamp from edge_logs union all select id, timestamp from auth_logs order by 0 desc limit 5`],
     ['no ORDER BY nor LIMIT', `select id, timestamp from edge_logs union all select id, timestamp from auth_logs`],
   ])('%s: left to the engine', (_, sql) => {
     expect(plan(sql).residual?.unionFinish).toBeUndefined();

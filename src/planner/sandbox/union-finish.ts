@@ -77,7 +77,7 @@ function directUnion(query: Query, bindings: Bindings): UnionQuery | undefined {
   if (!names) return undefined;
   const columns = names.map((name, position) => ({ name, position }));
   const order = orderOf(query.orderBy, (expr) => {
-    if (expr.kind === 'number') return ordinal(expr) - 1 < names.length ? ordinal(expr) - 1 : undefined;
+    if (expr.kind === 'number') return ordinal(expr) >= 1 && ordinal(expr) <= names.length ? ordinal(expr) - 1 : undefined;
     const binding = expr.kind === 'identifier' ? bindings.names.get(expr) : undefined;
     return binding?.kind === 'alias' ? uniquePosition(names, binding.name) : undefined;
   });
