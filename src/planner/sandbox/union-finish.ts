@@ -3,7 +3,7 @@ import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Relation, Select, SetExpression } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
-import type { ServiceUnionFinish, UnionBranch, UnionValue } from '../plan.ts';
+import type { ServiceUnionFinish, UnionBranch, UnionValue, ValuePath } from '../plan.ts';
 import { finishCondition, literalOf } from './finish-conditions.ts';
 import { countLiteral, readScan, staticType, type FinishSource } from './scan-reading.ts';
 import type { SelectScope } from './select-scope.ts';
@@ -183,7 +183,7 @@ const PLAIN_TYPES = new Set<SqlType['kind']>(['string', 'int64', 'float64', 'boo
  * Whether the service finishes the union (ServiceUnionFinish): each branch reads one scan through
  * unnests of its arrays (`sources`, by the branch's SELECT), leaves conditions of its WHERE the
  * service evaluates (as for one scan), and selects only values the service computes exactly.
- * Otherwise the reason. Pure.
+ * Otherwise the reason. Decided once while the union's sources are the same.
  */
 export function decideUnionFinish(union: UnionQuery, bindings: Bindings, sources: ReadonlyMap<Select, FinishSource>): ServiceUnionFinish | { refused: string } {
   const known = finishesOf.get(union);
@@ -207,7 +207,7 @@ function sameSources(a: ReadonlyMap<Select, FinishSource>, b: ReadonlyMap<Select
 
 function decideAnew(union: UnionQuery, bindings: Bindings, sources: ReadonlyMap<Select, FinishSource>): ServiceUnionFinish | { refused: string } {
   const refused = (reason: string) => ({ refused: reason });
-  if (union.order.length === 0 && union.limit === undefined) return refused('the union has no ORDER BY');
+  if (union.order.length === 0 && union.limit === undefined) return refused('the union has neither ORDER BY nor LIMIT');
   const branches: UnionBranch[] = [];
   for (const select of union.branches) {
     const source = sources.get(select);
@@ -236,10 +236,8 @@ function decideAnew(union: UnionQuery, bindings: Bindings, sources: ReadonlyMap<
   };
 }
 
-type PathOf = (expr: Expr) => ReturnType<Parameters<typeof finishCondition>[1]>;
-
 /** A value the service computes exactly as the engine does: a path of a plain type, NULL, text, CAST(path AS STRING), or a CASE of text. */
-function unionValue(expr: Expr, read: PathOf, typeOf: (path: NonNullable<ReturnType<PathOf>>) => SqlType | undefined): UnionValue | undefined {
+function unionValue(expr: Expr, read: (expr: Expr) => ValuePath | undefined, typeOf: (path: ValuePath) => SqlType | undefined): UnionValue | undefined {
   const text = (result: Expr | undefined): { text: string | null } | undefined => {
     if (result === undefined || result.kind === 'null') return { text: null };
     const literal = literalOf(result);
