@@ -13,6 +13,7 @@ import { bucketCounts, usageRows } from './rows/usage.ts';
 import type { HeldEvents } from './held-events.ts';
 import { ScanBudget } from './scan-budget.ts';
 import { serviceAnswer } from './service-groups.ts';
+import { unionInService } from './service-union.ts';
 import { hitsTotal } from './store-reads.ts';
 import type { ServerTiming } from '../http/server-timing.ts';
 
@@ -44,7 +45,7 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
     // engine that can take no more is refused before the store works; one the service may finish
     // itself takes it only if its rows turn out to need the engine
     const admission = new EngineAdmission(options);
-    if (!plan.residual?.finish) await admission.reservation();
+    if (!plan.residual?.finish && !plan.residual?.unionFinish) await admission.reservation();
     try {
       return (await residualRows(plan, admission, { ...options, translated })).slice(0, plan.rowCap);
     } finally {
@@ -240,6 +241,10 @@ async function runResidual(plan: Plan, scanned: ScannedTable[], admission: Engin
           maxChars: options.maxTranslatedChars,
           maxValueBytes: options.maxValueBytes,
         });
+  if (residual.unionFinish) {
+    const rows = unionInService({ finish: residual.unionFinish, tables: scanned, columns, maxRows: plan.rowCap, maxBytes: options.maxValueBytes });
+    if (rows) return rows;
+  }
   const finish = residual.finish;
   const table = finish && scanned.find((candidate) => candidate.schema.name === finish.table);
   if (finish && table) {

@@ -11,7 +11,7 @@ import type { ParameterValue } from '../../sql/types.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
 import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
-import type { Plan, ResidualQuery, Scan, ServiceFinish, ServiceGroupFinish } from '../plan.ts';
+import type { Plan, ResidualQuery, Scan, ServiceFinish, ServiceGroupFinish, ServiceUnionFinish } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
 import { planAggregation } from './aggregation.ts';
@@ -22,6 +22,7 @@ import { scanEnvironment } from './bind-environment.ts';
 import { SelectScope, type ScannedTable } from './select-scope.ts';
 import { decideServiceFinish, type FinishSource } from './service-finish.ts';
 import { timeBoundsOf } from './time-bounds.ts';
+import { branchLimit, decideUnionFinish, unionQuery, type UnionQuery } from './union-finish.ts';
 
 type QueryDsl = estypes.QueryDslQueryContainer;
 
@@ -69,6 +70,7 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
   // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part), and the conditions the others left
   const whereHeld = new Set<string>();
   const unapplied = new Map<string, Expr[]>();
+  const union = unionQuery(query, bindings);
   const scans: Scan[] = references.map((reference) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
@@ -79,7 +81,13 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     const filter: ScanFilter = readsTheScan
       ? scanFilter(reference.select, scope, { scope, catalog, now: context.now })
       : { predicates: [], exact: false, within: {}, unapplied: conjuncts(reference.select.where) };
-    const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
+    const byShape = filter.split !== undefined;
+    const limit =
+      filter.exact && reference.select === topSelect(query)
+        ? pushableLimit(query, scope, byShape)
+        : filter.exact && union
+          ? branchLimit(union, reference.select, scope, byShape)
+          : undefined;
     // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
     if (filter.exact && reference.select === topSelect(query) && (!filter.split || limit)) whereHeld.add(table);
     else unapplied.set(table, filter.unapplied);
@@ -103,7 +111,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), unapplied: unapplied.get(only.table), oneRow: false }
       : undefined;
   const finish = source && finishOf(residual, source);
-  const planned = finish ? { ...residual, finish } : residual;
+  const unionFinish = !finish && union ? unionFinishOf(union, residual, references, scans, unapplied) : undefined;
+  const planned = finish ? { ...residual, finish } : unionFinish ? { ...residual, unionFinish } : residual;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
     const catalog = catalogOf(references[0]!.cte);
     const aggregated = planAggregation({
@@ -139,6 +148,24 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
 function finishOf(residual: ResidualQuery, source: FinishSource): ServiceFinish | ServiceGroupFinish | undefined {
   const decision = decideServiceFinish(residual.query, residual.bindings, source);
   return 'finish' in decision ? decision.finish : undefined;
+}
+
+/** The service's finish of a union whose every branch reads one event scan, each with the WHERE conditions its scan left. */
+function unionFinishOf(
+  union: UnionQuery,
+  residual: ResidualQuery,
+  references: readonly CteReference[],
+  scans: readonly Scan[],
+  unapplied: ReadonlyMap<string, Expr[]>,
+): ServiceUnionFinish | undefined {
+  const sources = new Map<Select, FinishSource>();
+  for (const [i, reference] of references.entries()) {
+    const scan = scans[i]!;
+    if (scan.kind !== 'events' || sources.has(reference.select)) return undefined;
+    sources.set(reference.select, { table: scan.table, columns: scan.columns, whereHeld: false, unapplied: unapplied.get(scan.table), oneRow: false });
+  }
+  const decision = decideUnionFinish(union, residual.bindings, sources);
+  return 'refused' in decision ? undefined : decision;
 }
 
 interface ScanTables {
