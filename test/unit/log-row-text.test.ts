@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeAnswer } from '../../src/endpoints/answer-body.ts';
 import { hitTexts, LogHitText } from '../../src/executor/rows/log-row-text.ts';
 import { columnRows } from '../../src/executor/rows/logs.ts';
+import { loopTurnsDuring } from '../support/loop-turns.ts';
 
 /** The answer the parsed path gives for a response text: JSON.parse, columnRows, redactPii, JSON.stringify. */
 async function parsedAnswer(text: string, redact: boolean): Promise<string> {
@@ -140,15 +141,7 @@ describe('logs.all rows written from the store text', () => {
     const huge = (i: number) =>
       hit(`{"id":"h${i}","timestamp":${TS},"event_message":"${'1.'.repeat(30_000)}","metadata":{"peer":"10.0.${i % 256}.1"}}`, `h${i}`);
     const hits = hitTexts(response(Array.from({ length: 200 }, (_, i) => huge(i))))!;
-    let turns = 0;
-    let ticking = true;
-    const tick = () => {
-      turns += 1;
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
-    const body = await encodeAnswer(hits, { redact: true });
-    ticking = false;
+    const { result: body, turns } = await loopTurnsDuring(() => encodeAnswer(hits, { redact: true }));
     expect(turns).toBeGreaterThan(1);
     const rows = (JSON.parse(body.toString()) as { result: Array<{ id: string; metadata: Array<{ peer: string }> }> }).result;
     expect(rows.map((row) => row.id)).toEqual(Array.from({ length: 200 }, (_, i) => `h${i}`));
