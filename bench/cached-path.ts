@@ -15,7 +15,7 @@ import { requestIdOf } from '../src/http/request-id.ts';
 import { RequestLog } from '../src/http/request-log.ts';
 import { RequestLogger } from '../src/http/request-logger.ts';
 import { authPlugin } from '../src/plugins/auth.ts';
-import { metricsPlugin } from '../src/plugins/metrics.ts';
+import { metricsPlugin, RequestCounts } from '../src/plugins/metrics.ts';
 import { rateLimitPlugin } from '../src/plugins/rate-limit.ts';
 import { requestIdPlugin } from '../src/plugins/request-id.ts';
 import { buildServer } from '../src/server.ts';
@@ -104,8 +104,7 @@ async function main(): Promise<void> {
           app.register(metricsPlugin, {
             allowed: () => true,
             endpointName: () => 'usage.api-counts',
-            maxEndpointLabels: config.METRICS_MAX_ENDPOINT_LABELS,
-            maxKeyLabels: config.METRICS_MAX_KEY_LABELS,
+            counts: new RequestCounts(config.METRICS_MAX_ENDPOINT_LABELS, config.METRICS_MAX_KEY_LABELS),
           }),
       ],
       [

@@ -15,6 +15,7 @@ import { demoEvents } from '../scripts/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import { readProfile } from './cpu-profile.ts';
+import { FEED_HEADER, feedCells, readFeed, writePool } from './ingest-feed.ts';
 import { ingestProfileGroups, ingestProfileRows } from './ingest-profile.ts';
 import {
   cpuSeconds,
@@ -33,7 +34,8 @@ answerHelp(`Usage: npx tsx bench/ingest-worker.ts [--events N] [--codec none|gzi
 The worker's own cost, without the rest of the ingest benchmark: N demo events are produced once by kcat in
 the codec given, then drained by this checkout's production worker (and the baseline's first, when given),
 each into indices and a consumer group of its own; prints CPU s per 100k events, peak RSS and minor page faults
-(pages of fresh memory touched) for each.
+(pages of fresh memory touched) for each, and who limits the drain: the worker's and Elasticsearch's CPU, the
+machine's idle CPU, bulks in flight, and the time with no bulk in flight, bulks wait for a slot and the fetch waits.
   --events N        events (default 100000)
   --codec C         the producer's compression (default none)
   --baseline DIR    also measure the worker of another checkout, with Node's defaults
@@ -92,7 +94,7 @@ const routes = sourceRoutes({ TOPIC_PREFIX: topicPrefix, SOURCE_TOPICS: {} });
 await admin.connect();
 try {
   await produce();
-  const rows: { name: string; cpu: number; rss: number; seconds: number; faults: number; deferred: number; window: { from: number; to: number } }[] = [];
+  const rows: ({ name: string } & Awaited<ReturnType<typeof drain>>)[] = [];
   const roots = [
     ...(options.baseline ? [{ name: 'baseline', root: path.resolve(options.baseline), nodeArgs: [], env: {} }] : []),
     { name: 'this checkout', root: undefined, nodeArgs, env },
@@ -108,6 +110,10 @@ try {
     console.log(
       `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${((row.cpu / EVENTS) * 100_000).toFixed(2)} | ${(row.rss / 1e6).toFixed(0)} MB | ${Math.round((row.faults / EVENTS) * 100_000)} | ${row.deferred} |`,
     );
+  console.log('\nwho limits the drain (Elasticsearch and the machine are shared: their figures include whatever else ran meanwhile):');
+  console.log(FEED_HEADER);
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const row of rows) console.log(`| ${row.name} | ${row.feed.join(' | ')} |`);
   if (profileFolder) {
     const { window } = rows[rows.length - 1]!;
     console.log(`\nthis checkout's worker under --cpu-prof (${profileFolder}), from its first consumed event to the last indexed:`);
@@ -177,18 +183,28 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     const from = nowMicros();
     const cpuAtStart = cpuSeconds(pid);
     const faultsAtStart = minorFaults(pid);
+    const feedAtStart = await readFeed(client, worker.port);
+    const pool = { active: 0, queue: 0, samples: 0, threads: 0 };
     // /metrics is read a few times a second only: every read costs the worker CPU that would be counted as its own
     let atPeak: WorkerMemory | undefined;
     while ((await workerCounter(worker.port, 'ingest_events_indexed_total')) < EVENTS) {
       if (worker.child.exitCode !== null) throw new Error(`the worker exited with ${worker.child.exitCode}`);
       const memory = await workerMemory(worker.port);
       if (memory && memory.rss > (atPeak?.rss ?? 0)) atPeak = memory;
+      const sample = await writePool(client);
+      pool.active += sample.active;
+      pool.queue += sample.queue;
+      pool.threads = sample.threads;
+      pool.samples += 1;
       await sleep(500);
     }
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = cpuSeconds(pid) - cpuAtStart;
     const measured = {
       window: { from, to: nowMicros() },
-      seconds: (performance.now() - started) / 1000,
-      cpu: cpuSeconds(pid) - cpuAtStart,
+      seconds,
+      cpu,
+      feed: feedCells(feedAtStart, await readFeed(client, worker.port), seconds, cpu, pool),
       rss: peakRssBytes(pid),
       faults: minorFaults(pid) - faultsAtStart,
       deferred: await workerCounter(worker.port, 'ingest_batches_deferred_total'),

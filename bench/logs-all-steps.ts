@@ -7,7 +7,8 @@ import { loadConfig, type Config } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
 import { encodeAnswer } from '../src/endpoints/answer-body.ts';
 import { validateParameters } from '../src/endpoints/request.ts';
-import { search } from '../src/executor/elasticsearch.ts';
+import { search, searchText } from '../src/executor/elasticsearch.ts';
+import { hitTexts } from '../src/executor/rows/log-row-text.ts';
 import { columnRows } from '../src/executor/rows/logs.ts';
 import { planEndpointQuery } from '../src/planner/index.ts';
 import { buildServer } from '../src/server.ts';
@@ -20,7 +21,8 @@ import { withBenchStore } from './query-store.ts';
  * Where logs.all's time goes beside its direct request, one step at a time, each the p50 of
  * sequential runs: the plan's search sent as raw HTTP (the benchmark's direct side), sent through the
  * Elasticsearch client, through our store wrapper (src/executor/elasticsearch.ts), then with the rows
- * made (columnRows) and encoded, then our service over HTTP (auth, route, plan, execution, answer).
+ * made (columnRows) and encoded, the store's text (searchText) and the rows written from it (the service's
+ * path since issue 20's text rows), then our service over HTTP (auth, route, plan, execution, answer).
  *
  * With --baseline <checkout> (the code before a change, with node_modules), that checkout's service
  * takes its turns too, as the last row.
@@ -137,6 +139,11 @@ async function main(): Promise<void> {
           ['through our store wrapper (search)', () => search(request, store)],
           ['+ rows made (columnRows)', rowsOf],
           ['+ answer encoded (encodeAnswer)', async () => encodeAnswer(await rowsOf(), { redact: false })],
+          ["the store's text through our store wrapper (searchText)", () => searchText(request, store)],
+          [
+            '+ rows written from the text (hitTexts, encodeAnswer)',
+            async () => encodeAnswer(hitTexts(await searchText(request, store)) ?? [], { redact: false }),
+          ],
           ['our service over HTTP', () => send(url, { method: 'GET', headers: { 'x-api-key': BOOTSTRAP } }, phasesOf)],
           ...(before
             ? [

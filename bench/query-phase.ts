@@ -17,6 +17,7 @@ import { probe, runLoad, type LoadTarget } from './load.ts';
 import { BENCH_PROJECT, loadEdgeEvents, loadOtherSources } from './query-data.ts';
 import type { LoadPoint, QueryBenchResult, QuerySeries } from './results.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
+import { productionBuild } from './worker-process.ts';
 
 export interface QueryPhaseOptions {
   /** Edge events per data set, ascending; each is loaded on top of the one before. */
@@ -216,8 +217,12 @@ export async function runQueryPhase(options: QueryPhaseOptions): Promise<QueryBe
         SANDBOX_ENGINE_QUEUE_MAX: '1000',
       });
       const service = async (name: string, cache: boolean, root?: string) => {
+        // the compiled build, as npm start and the image run it: under tsx the service holds its
+        // transpiled sources and their source maps too (some 45 MB idle, bench:startup)
+        await productionBuild(root ?? repositoryRoot);
         const started = await startBenchProcess({
-          script: 'src/main.ts',
+          script: 'dist/src/main.js',
+          compiled: true,
           root,
           env: { ...serviceEnv(cache), ...QUERY_SERVICE_ENV },
           nodeArgs: QUERY_SERVICE_NODE_ARGS,

@@ -95,11 +95,18 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
     );
     // kafkajs fetches from the resolved offset on; the commit waits for Elasticsearch (writeChunk)
     payload.resolveOffset(chunk[chunk.length - 1]!.offset);
-    await pipeline.admit(payload.heartbeat);
+    await admitTimed(payload, dependencies);
   }
   // the next fetch waits for room, so what was deferred is not fetched again at once only to be deferred again
-  if (deferredAt !== -1 && chunks.length === 0) await pipeline.admit(payload.heartbeat);
+  if (deferredAt !== -1 && chunks.length === 0) await admitTimed(payload, dependencies);
   await payload.heartbeat();
+}
+
+/** Waits for room in the write pipeline, counting the wait: the share of a drain the fetch loop spends held back by Elasticsearch. */
+async function admitTimed(payload: EachBatchPayload, { pipeline, metrics }: BatchDependencies): Promise<void> {
+  const started = performance.now();
+  await pipeline.admit(payload.heartbeat);
+  metrics.fetchWait.inc((performance.now() - started) / 1000);
 }
 
 interface QueuedChunk {

@@ -8,12 +8,15 @@ interface Waiting {
   reject(error: unknown): void;
 }
 
-/** Ends a linger: the process's timers, or a test's manual clock (test/support/manual-clock.ts). */
+/** Ends a linger and times the slots: the process's timers, or a test's manual clock (test/support/manual-clock.ts). */
 export interface LingerTimer {
   after(delayMs: number, task: () => Promise<void>): { cancel(): void };
+  /** Milliseconds on a clock that only moves forward. */
+  now(): number;
 }
 
 const processTimers: LingerTimer = {
+  now: () => performance.now(),
   after(delayMs, task) {
     const timer = setTimeout(() => void task(), delayMs);
     return { cancel: () => clearTimeout(timer) };
@@ -42,8 +45,10 @@ export class BulkCoalescer {
   private bytes = 0;
   private count = 0;
   private linger: { cancel(): void } | undefined;
-  private readonly sealed: Waiting[][] = [];
+  private readonly sealed: { batch: Waiting[]; at: number }[] = [];
   private inFlight = 0;
+  /** Since when no bulk is in flight; undefined before the first write (nothing was ever there to send). */
+  private idleSince: number | undefined;
 
   constructor(
     private readonly client: Client,
@@ -57,6 +62,7 @@ export class BulkCoalescer {
     for (const entry of entries) bytes += entry.length;
     return new Promise((resolve, reject) => {
       if (this.waiting.length > 0 && (this.count + entries.length > this.limits.maxEvents || this.bytes + bytes > this.limits.maxBytes)) this.seal();
+      this.idleSince ??= this.timer.now();
       this.waiting.push({ entries, resolve, reject });
       this.count += entries.length;
       this.bytes += bytes;
@@ -71,7 +77,7 @@ export class BulkCoalescer {
   private seal(): void {
     this.linger?.cancel();
     this.linger = undefined;
-    if (this.waiting.length > 0) this.sealed.push(this.waiting);
+    if (this.waiting.length > 0) this.sealed.push({ batch: this.waiting, at: this.timer.now() });
     this.waiting = [];
     this.bytes = 0;
     this.count = 0;
@@ -80,7 +86,10 @@ export class BulkCoalescer {
 
   private send(): void {
     while (this.inFlight < this.limits.maxInFlight && this.sealed.length > 0) {
-      const batch = this.sealed.shift()!;
+      const { batch, at } = this.sealed.shift()!;
+      const now = this.timer.now();
+      this.metrics.bulkSlotWait.inc((now - at) / 1000);
+      if (this.inFlight === 0 && this.idleSince !== undefined) this.metrics.bulkSlotsIdle.inc((now - this.idleSince) / 1000);
       this.inFlight += 1;
       const timer = this.metrics.bulkDuration.startTimer();
       const body = bodyOf(batch);
@@ -105,6 +114,7 @@ export class BulkCoalescer {
 
   private completed(): void {
     this.inFlight -= 1;
+    if (this.inFlight === 0) this.idleSince = this.timer.now();
     if (this.sealed.length === 0 && this.waiting.length > 0) this.seal();
     else this.send();
   }

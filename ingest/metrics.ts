@@ -43,6 +43,21 @@ export function createIngestMetrics() {
       labelNames: ['source'],
       registers: [registry],
     }),
+    bulkSlotsIdle: new Counter({
+      name: 'ingest_bulk_slots_idle_seconds_total',
+      help: 'Time with no bulk request in flight since the first write (added as the next one starts): Elasticsearch had nothing of ours to index',
+      registers: [registry],
+    }),
+    bulkSlotWait: new Counter({
+      name: 'ingest_bulk_slot_wait_seconds_total',
+      help: 'Time full bulks waited for one of the INGEST_BULK_MAX_IN_FLIGHT slots, summed over bulks',
+      registers: [registry],
+    }),
+    fetchWait: new Counter({
+      name: 'ingest_fetch_wait_seconds_total',
+      help: 'Time the fetch loop waited for queued chunks to be written (backpressure), summed over partitions consumed concurrently',
+      registers: [registry],
+    }),
     bulkDuration: new Histogram({
       name: 'ingest_bulk_duration_seconds',
       help: 'Duration of Elasticsearch bulk requests',

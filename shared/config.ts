@@ -325,6 +325,9 @@ export const configSchema = z
       .max(600_000)
       .default(5000)
       .describe('query service: how long an idle kept-alive connection stays open'),
+    HTTP_CACHED_LANE: flag
+      .default(true)
+      .describe('query service: answer proven cache hits of the query route before fastify routes them (false: every request takes the full path)'),
     HTTP_CONNECTION_TIMEOUT_MS: z.coerce
       .number()
       .int()

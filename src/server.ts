@@ -20,6 +20,7 @@ import { EndpointCatalog } from './endpoints/catalog.ts';
 import { EndpointManagement } from './endpoints/management.ts';
 import { isCacheKeyOf } from './endpoints/request.ts';
 import { EndpointStore } from './endpoints/store.ts';
+import { CachedLane, serverWithLane } from './http/cached-lane.ts';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandler } from './http/error-handler.ts';
 import { parseJsonBody } from './http/json-body.ts';
 import { requestIdOf } from './http/request-id.ts';
@@ -29,7 +30,7 @@ import { CursorSigner } from './export/cursor.ts';
 import { RowBudget } from './export/row-budget.ts';
 import { apiPlugin, API_PREFIX, refuseApiRoutesOutsideScope } from './plugins/api.ts';
 import { healthPlugin } from './plugins/health.ts';
-import { metricsPlugin } from './plugins/metrics.ts';
+import { metricsPlugin, RequestCounts } from './plugins/metrics.ts';
 import { SWAGGER_OPTIONS } from './openapi/document.ts';
 import { openApiPlugin } from './plugins/openapi.ts';
 import { readyPlugin } from './plugins/ready.ts';
@@ -75,7 +76,11 @@ const MAX_PARAM_LENGTH = 512;
 export async function buildServer(deps: ServerDependencies): Promise<FastifyInstance> {
   const { config } = deps;
   const logger = withoutSecrets(deps.logger);
+  const accessLogger = deps.accessLogger ?? logger;
+  // made once the catalog, keys and cache it reads exist; the server is made first
+  let cachedLane: CachedLane | undefined;
   const app: FastifyInstance = Fastify({
+    serverFactory: config.HTTP_CACHED_LANE ? serverWithLane(() => cachedLane) : undefined,
     loggerInstance: logger as FastifyBaseLogger,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     bodyLimit: config.HTTP_MAX_BODY_BYTES,
@@ -92,7 +97,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     connectionTimeout: config.HTTP_CONNECTION_TIMEOUT_MS,
     genReqId: requestIdOf,
     childLoggerFactory: (parent, bindings, options) => new RequestLogger(parent, bindings, options),
-    logController: new RequestLog(deps.accessLogger ?? logger),
+    logController: new RequestLog(accessLogger),
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
     clientErrorHandler: clientErrorHandler(
       { maxHeadBytes: config.HTTP_MAX_HEADER_BYTES, headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS },
@@ -141,12 +146,8 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
   const allowedOps = opsAccess(config.OPS_TOKEN);
   // labels come from this replica's last view of the store: a label never waits for Elasticsearch
   const endpointName = (idOrName: string) => catalog.known(idOrName)?.record.name;
-  await app.register(metricsPlugin, {
-    allowed: allowedOps,
-    endpointName,
-    maxEndpointLabels: config.METRICS_MAX_ENDPOINT_LABELS,
-    maxKeyLabels: config.METRICS_MAX_KEY_LABELS,
-  });
+  const counts = new RequestCounts(config.METRICS_MAX_ENDPOINT_LABELS, config.METRICS_MAX_KEY_LABELS);
+  await app.register(metricsPlugin, { allowed: allowedOps, endpointName, counts });
   const failureLimits = { perMinute: config.AUTH_FAILURES_PER_MINUTE, burst: config.AUTH_FAILURE_BURST };
   const auth = {
     authenticator,
@@ -158,6 +159,11 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
     operatorToken: config.OPS_TOKEN === undefined ? undefined : allowedOps,
   };
   const rateLimit = { buckets: new TokenBuckets(limits, clock), ...limits, endpointName };
+  if (config.HTTP_CACHED_LANE) {
+    const lane = new CachedLane({ catalog, resultCache, authenticator, authFailures: auth.failures, rateLimits: rateLimit.buckets, counts, accessLogger });
+    cachedLane = lane;
+    app.addHook('preClose', async () => lane.close());
+  }
   await app.register(readyPlugin, { elasticsearch: deps.elasticsearch, indexPrefix: deps.config.INDEX_PREFIX });
   await app.register(openApiPlugin, { endpoints: async () => (await catalog.list()).filter((entry) => entry.record.enabled).map((entry) => entry.definition) });
   await app.register(healthPlugin, { elasticsearch: deps.elasticsearch, kafkaBrokers: deps.kafkaBrokers, kafkaTls: deps.kafkaTls, allowed: allowedOps });

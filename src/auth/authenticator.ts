@@ -137,6 +137,28 @@ export class Authenticator {
     return this.lookUp(keyId).then((stored) => verified(keyId, key, presented, stored));
   }
 
+  /**
+   * The principal `authenticate` would accept at once, with nothing changed: the bootstrap key, or a
+   * key whose text was verified within cacheSeconds and is not revoked. Undefined for anything else
+   * (no key, a refusal, a key Elasticsearch must be asked about), which the full path then decides.
+   */
+  acceptedNow(headers: Record<string, string | string[] | undefined>): Principal | undefined {
+    let key: string | undefined;
+    try {
+      key = presentedKey(headers);
+    } catch {
+      return undefined;
+    }
+    if (key === undefined) return undefined;
+    const keyId = keyIdOf(key);
+    const remembered = keyId === null ? undefined : this.remembered.get(keyId);
+    if (remembered?.text !== undefined && this.options.clock.now() - remembered.verifiedAt < this.options.cacheSeconds * 1000) {
+      return sameText(key, remembered.text) && remembered.record.revokedAt === null ? remembered.principal : undefined;
+    }
+    if (this.bootstrapDigest !== undefined && digestsEqual(apiKeyDigest(key), this.bootstrapDigest)) return BOOTSTRAP_PRINCIPAL;
+    return undefined;
+  }
+
   /** The key's stored record, from Elasticsearch (or the missing-key cache): the remembered one, if any, is out of date. */
   private async lookUp(keyId: string): Promise<RememberedKey | null> {
     const now = this.options.clock.now();

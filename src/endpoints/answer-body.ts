@@ -1,4 +1,5 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { LogHitText, logRowJson } from '../executor/rows/log-row-text.ts';
 import { redactPii } from '../redaction.ts';
 
 /**
@@ -35,9 +36,8 @@ export async function encodeAnswer(rows: readonly unknown[], options: { redact: 
     const batchStarted = performance.now();
     const end = Math.min(rows.length, index + batch);
     const part = rows.slice(index, end);
-    // an array serialises undefined as null, as the answer always has
-    const text = JSON.stringify(options.redact ? part.map((row) => redactPii(row)) : part);
-    pending += index === 0 ? text.slice(1, -1) : `,${text.slice(1, -1)}`;
+    const text = batchJson(part, options.redact);
+    pending += index === 0 ? text : `,${text}`;
     index = end;
     const now = performance.now();
     if (now - batchStarted < SLICE_MS / 8 && batch < MAX_BATCH_ROWS) batch *= 2;
@@ -53,4 +53,13 @@ export async function encodeAnswer(rows: readonly unknown[], options: { redact: 
   const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
   rowCounts.set(body, rows.length);
   return body;
+}
+
+/** Rows as the members of a JSON array, comma-separated; a store hit's text written as its row in one walk (log-row-text.ts). */
+function batchJson(rows: readonly unknown[], redact: boolean): string {
+  if (!rows.some((row) => row instanceof LogHitText)) {
+    // an array serialises undefined as null, as the answer always has
+    return JSON.stringify(redact ? rows.map((row) => redactPii(row)) : rows).slice(1, -1);
+  }
+  return rows.map((row) => (row instanceof LogHitText ? logRowJson(row, redact) : (JSON.stringify(redact ? redactPii(row) : row) ?? 'null'))).join(',');
 }

@@ -164,6 +164,7 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       timing: warming ? undefined : timing,
       reads: warming ? undefined : request.reads,
       heldEvents: dependencies.sandbox.heldEvents,
+      hitTexts: true,
     });
     return warming ? encodeAnswer(rows, { redact }) : timing.measureAsync('encode', () => encodeAnswer(rows, { redact }));
   };

@@ -1,4 +1,5 @@
-import { errors, type Client, type estypes } from '@elastic/elasticsearch';
+import type { Readable } from 'node:stream';
+import { errors, type Client, type estypes, type TransportResult } from '@elastic/elasticsearch';
 import { BadParameter, InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
 import { expressionReads, partitionStartOf } from '../../shared/partitions.ts';
 import { regexpQueriesIn } from '../planner/regex-budget.ts';
@@ -288,6 +289,51 @@ async function leavingNewPartitionsOut<T>(
 
 /** One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning. */
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
+  return searchWith(request, options, (sent, transport) => options.elasticsearch.search<Record<string, unknown>>(sent, transport));
+}
+
+/**
+ * One search whose answer is the store's response text, not parsed: for answers written from the
+ * text (logs.all's rows, src/executor/rows/log-row-text.ts); not for a run collecting statistics, which
+ * read the parsed response. Failures mean what they mean for search; a 502-504 is asked again as an
+ * ordinary request, which the client retries on another node.
+ */
+export async function searchText(request: estypes.SearchRequest, options: StoreOptions): Promise<string> {
+  return searchWith(request, options, async (sent, transport) => {
+    // the service registers no tracer, so the client's span around each request records nothing and only costs
+    const raw = { ...transport, asStream: true, meta: true, openTelemetry: { enabled: false } };
+    const response = (await options.elasticsearch.search(sent, raw)) as unknown as TransportResult<Readable>;
+    const text = await bodyText(response.body);
+    if (response.statusCode === 502 || response.statusCode === 503 || response.statusCode === 504) {
+      return JSON.stringify(await options.elasticsearch.search(sent, transport));
+    }
+    if (response.statusCode !== null && response.statusCode >= 400) throw new errors.ResponseError({ ...response, body: errorBody(text) });
+    return text;
+  });
+}
+
+async function bodyText(body: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+  } catch (error) {
+    // the connection failed or the search was aborted mid-answer: as the client reports either
+    throw new errors.ConnectionError(error instanceof Error ? error.message : String(error));
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function errorBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+type SearchSender<T> = (sent: estypes.SearchRequest, transport: { requestTimeout: number; signal?: AbortSignal }) => Promise<T>;
+
+async function searchWith<T>(request: estypes.SearchRequest, options: StoreOptions, send: SearchSender<T>): Promise<T> {
   const clock = requestClock(timeLeft(options));
   const { reads } = options;
   // statistics report an aggregation's events in scope: counted only when asked, as counting costs the store
@@ -296,8 +342,7 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
   // a shard without a started copy must fail the search: by default Elasticsearch would answer 200 without that shard's events
   const attempt = (index: estypes.Indices | undefined) => {
     named = index;
-    const transport = { requestTimeout: clock.remainingMs(), signal: options.signal };
-    return options.elasticsearch.search<Record<string, unknown>>({ ...sent, index, allow_partial_search_results: false }, transport);
+    return send({ ...sent, index, allow_partial_search_results: false }, { requestTimeout: clock.remainingMs(), signal: options.signal });
   };
   try {
     // every search the planner makes names its indices

@@ -9,10 +9,12 @@ import { search, type StoreOptions } from './elasticsearch.ts';
 import type { EmbeddedEngine, EngineReservation, EngineTable } from './engine/embedded-engine.ts';
 import { inferTableSchema, type DeclaredColumn } from './engine/schema-inference.ts';
 import { columnRows } from './rows/logs.ts';
+import { logHitRows } from './log-hits.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
 import type { HeldEvents } from './held-events.ts';
 import { ScanBudget } from './scan-budget.ts';
 import { serviceAnswer } from './service-groups.ts';
+import { unionInService } from './service-union.ts';
 import { hitsTotal } from './store-reads.ts';
 import type { ServerTiming } from '../http/server-timing.ts';
 
@@ -31,6 +33,8 @@ export interface ExecutorOptions extends StoreOptions {
   timing?: ServerTiming;
   /** The events all sandboxed queries of the process may hold at once (SANDBOX_MAX_HELD_EVENTS); none: no bound. */
   heldEvents?: HeldEvents;
+  /** logs.all's rows may come back as the store's hit texts (LogHitText): only for a caller whose encodeAnswer writes them. */
+  hitTexts?: boolean;
 }
 
 /** Runs a plan: its scans on Elasticsearch, then (for sandboxed queries) the residual query; returns the answer's rows. */
@@ -42,7 +46,7 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
     // engine that can take no more is refused before the store works; one the service may finish
     // itself takes it only if its rows turn out to need the engine
     const admission = new EngineAdmission(options);
-    if (!plan.residual?.finish) await admission.reservation();
+    if (!plan.residual?.finish && !plan.residual?.unionFinish) await admission.reservation();
     try {
       return (await residualRows(plan, admission, { ...options, translated })).slice(0, plan.rowCap);
     } finally {
@@ -55,7 +59,11 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
     if (answer.kind === 'chart') return (await chartRows(scan, options)).slice(0, plan.rowCap);
     if (answer.kind === 'selected') return selectedRows(await eventRows(scan, options), answer.columns).slice(0, plan.rowCap);
     // the saved selection's rows are exactly its four columns, whatever else the CTE declares
-    const rows = answer.format === 'log_rows' ? await eventRows(scan, options) : usageRowsOf(await aggregationsOf(scan, options), scan);
+    if (answer.format === 'log_rows') {
+      const texts = options.hitTexts ? await logHitRows(scan, options) : undefined;
+      return (texts ?? (await eventRows(scan, options))).slice(0, plan.rowCap);
+    }
+    const rows = usageRowsOf(await aggregationsOf(scan, options), scan);
     return rows.slice(0, plan.rowCap);
   });
 }
@@ -222,6 +230,10 @@ async function runResidual(plan: Plan, scanned: ScannedTable[], admission: Engin
     trial && trial.tables === tablesKey
       ? trial.translation
       : translateResidual(residual, schemas, tablesKey, { maxChars: options.maxTranslatedChars, maxValueBytes: options.maxValueBytes });
+  if (residual.unionFinish) {
+    const rows = unionInService({ finish: residual.unionFinish, tables: scanned, columns, maxRows: plan.rowCap, maxBytes: options.maxValueBytes });
+    if (rows) return rows;
+  }
   const finish = residual.finish;
   const table = finish && scanned.find((candidate) => candidate.schema.name === finish.table);
   if (finish && table) {

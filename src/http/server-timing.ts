@@ -39,9 +39,14 @@ export class ServerTiming {
     for (const phase of TIMING_PHASES) {
       const milliseconds = this.spent.get(phase);
       if (milliseconds === undefined) continue;
-      const entry = `${phase};dur=${milliseconds.toFixed(1)}`;
+      const entry = timingEntry(phase, milliseconds);
       header = header === undefined ? entry : `${header}, ${entry}`;
     }
     return header;
   }
+}
+
+/** One phase's entry in the header; `milliseconds` already not negative. */
+export function timingEntry(phase: TimingPhase, milliseconds: number): string {
+  return `${phase};dur=${milliseconds.toFixed(1)}`;
 }

@@ -151,6 +151,8 @@ export interface ResidualQuery {
    * groups of them (ServiceGroupFinish): the service may finish it without the engine.
    */
   finish?: ServiceFinish | ServiceGroupFinish;
+  /** Present when the query is a UNION ALL of SELECTs over one scan each that the service may finish without the engine. */
+  unionFinish?: ServiceUnionFinish;
 }
 
 /**
@@ -181,6 +183,38 @@ export interface ServiceFinish {
    */
   supersetWhere?: FinishCondition[];
 }
+
+/**
+ * A UNION ALL of SELECTs over one scan each that the service finishes itself (src/executor/service-union.ts):
+ * each branch's rows (every combination of its unnests' elements) making its `where` TRUE, its
+ * `values` computed, all branches together sorted by `order` (positions of the union's columns),
+ * then OFFSET and LIMIT; the answer's `columns` each read one of the union's columns.
+ */
+export interface ServiceUnionFinish {
+  branches: UnionBranch[];
+  columns: { name: string; position: number }[];
+  order: { position: number; descending: boolean; nulls: 'first' | 'last' }[];
+  limit?: number;
+  offset: number;
+}
+
+export interface UnionBranch {
+  table: string;
+  unnests: ServiceFinish['unnests'];
+  where?: FinishCondition[];
+  /** One per column of the union, in order. */
+  values: UnionValue[];
+}
+
+/**
+ * A value of a union branch: a path, a NULL or text literal, CAST(path AS STRING), or a searched
+ * CASE whose results are text literals or NULL.
+ */
+export type UnionValue =
+  | { kind: 'path'; value: ValuePath }
+  | { kind: 'literal'; text: string | null }
+  | { kind: 'string_cast'; value: ValuePath }
+  | { kind: 'case'; whens: { condition: FinishCondition; text: string | null }[]; otherwise: string | null };
 
 /** A literal a finish condition compares with: a string, a number or a boolean as written. */
 export type FinishLiteral = string | number | boolean;

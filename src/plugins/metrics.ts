@@ -46,12 +46,41 @@ export function endpointLabel(request: FastifyRequest, nameOf: EndpointNameOf, r
 /** Key id label of a request no key was resolved for (refused before or at authentication). */
 const NO_KEY = 'none';
 
+/**
+ * The series one answered request moves: every route's request count and latency, and the query
+ * route's per-endpoint usage. Counted by the onResponse hook below, and by the cached lane
+ * (src/http/cached-lane.ts) for the answers it sends itself, so both move the same series.
+ */
+export class RequestCounts {
+  private readonly endpointLabels: BoundedLabel;
+  private readonly keyLabels: BoundedLabel;
+
+  /** Distinct endpoints and key ids per-endpoint usage is labelled by (METRICS_MAX_ENDPOINT_LABELS, METRICS_MAX_KEY_LABELS). */
+  constructor(maxEndpointLabels: number, maxKeyLabels: number) {
+    this.endpointLabels = new BoundedLabel(maxEndpointLabels);
+    this.keyLabels = new BoundedLabel(maxKeyLabels);
+  }
+
+  /** Any route's request: `endpoint` is its label (endpointLabel). */
+  request(endpoint: string, status: string, seconds: number): void {
+    httpRequestsTotal.inc({ endpoint, status });
+    httpRequestDurationSeconds.observe({ endpoint }, seconds);
+  }
+
+  /** The query route's usage, by endpoint and key id (NO_KEY when none was resolved). */
+  usage(endpoint: string, keyId: string | undefined, status: string, seconds: number, rows: number, bytes: number): void {
+    const usage = { endpoint: this.endpointLabels.valueOf(endpoint), key_id: this.keyLabels.valueOf(keyId ?? NO_KEY) };
+    endpointRequestsTotal.inc({ endpoint: usage.endpoint, key_id: usage.key_id, status });
+    endpointRequestDurationSeconds.observe(usage, seconds);
+    endpointRowsReturnedTotal.inc(usage, rows);
+    endpointBytesReturnedTotal.inc(usage, bytes);
+  }
+}
+
 export interface MetricsOptions {
   allowed: OpsAccess;
   endpointName: EndpointNameOf;
-  /** Distinct endpoints and key ids per-endpoint usage is labelled by (METRICS_MAX_ENDPOINT_LABELS, METRICS_MAX_KEY_LABELS). */
-  maxEndpointLabels: number;
-  maxKeyLabels: number;
+  counts: RequestCounts;
 }
 
 const METRICS_SCHEMA = {
@@ -70,8 +99,7 @@ const METRICS_SCHEMA = {
  * latency for every route, and per-endpoint usage (by endpoint and key id) for the query route.
  */
 const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
-  const endpointLabels = new BoundedLabel(options.maxEndpointLabels);
-  const keyLabels = new BoundedLabel(options.maxKeyLabels);
+  const { counts } = options;
   app.decorateRequest('answeredRows', undefined);
   app.decorateRequest('answeredBytes', undefined);
   // a callback hook: an async one costs a promise on every request
@@ -81,15 +109,11 @@ const metrics: FastifyPluginAsync<MetricsOptions> = async (app, options) => {
     const endpoint = endpointLabel(request, options.endpointName, route);
     const status = String(reply.statusCode);
     const seconds = reply.elapsedTime / 1000;
-    httpRequestsTotal.inc({ endpoint, status });
-    httpRequestDurationSeconds.observe({ endpoint }, seconds);
+    counts.request(endpoint, status, seconds);
     if (!route.config.endpointQuery) return done();
     const principal = request.principal as { keyId: string } | null;
-    const usage = { endpoint: endpointLabels.valueOf(endpoint), key_id: keyLabels.valueOf(principal?.keyId ?? NO_KEY) };
-    endpointRequestsTotal.inc({ endpoint: usage.endpoint, key_id: usage.key_id, status });
-    endpointRequestDurationSeconds.observe(usage, seconds);
-    endpointRowsReturnedTotal.inc(usage, request.answeredRows ?? 0);
-    endpointBytesReturnedTotal.inc(usage, Number(reply.getHeader('content-length') ?? request.answeredBytes ?? 0));
+    const bytes = Number(reply.getHeader('content-length') ?? request.answeredBytes ?? 0);
+    counts.usage(endpoint, principal?.keyId, status, seconds, request.answeredRows ?? 0, bytes);
     done();
   };
   app.addHook('onResponse', count);

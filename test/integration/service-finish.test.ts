@@ -1,18 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tableNames } from '../../queries/endpoint.ts';
-import { logsAll } from '../../queries/logs-all.ts';
 import { KEYWORD_IGNORE_ABOVE, type StoredEvent } from '../../shared/event-index.ts';
 import { eventShape } from '../../shared/event-shape.ts';
-import { createLogger } from '../../shared/logger.ts';
-import { SOURCE_NAMES } from '../../shared/sources.ts';
-import { validateParameters } from '../../src/endpoints/request.ts';
-import { EmbeddedEngine } from '../../src/executor/engine/embedded-engine.ts';
-import { FieldCatalogs } from '../../src/executor/field-catalogs.ts';
-import { executePlan } from '../../src/executor/index.ts';
-import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
-import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
+import type { Plan } from '../../src/planner/index.ts';
+import { initSqlParser } from '../../src/sql/index.ts';
 import { ORACLE_CASES } from '../fixtures/bigquery-oracle.ts';
+import { PlanHarness } from '../support/plan-harness.ts';
 import { BOOTSTRAP_KEY, startEndpointServer, storedTimestamp, type EndpointTestServer } from '../support/endpoint-server.ts';
 import { sandboxDataset } from '../support/sandbox-data.ts';
 
@@ -404,8 +397,7 @@ const SHAPES: [string, string][] = [
 ];
 
 let server: EndpointTestServer;
-let engine: EmbeddedEngine;
-let catalogs: FieldCatalogs;
+let harness: PlanHarness;
 
 beforeAll(async () => {
   await initSqlParser();
@@ -413,48 +405,16 @@ beforeAll(async () => {
   for (const [source, events] of dataset.events) await server.index(source, events);
   await server.index('edge_logs', [...ODD_EVENTS, ...PLAIN_EVENTS, ...TEXT_EVENTS, ...RECORD_EVENTS, ...GROUP_EVENTS, ...WHERE_EVENTS]);
   await server.index('auth_logs', AUTH_EVENTS);
-  catalogs = new FieldCatalogs(server.elasticsearch, 60_000, server.clock, 30_000);
-  engine = await EmbeddedEngine.start({ memoryLimit: '1GB', threads: 1, logger: createLogger('service-finish', 'silent') });
+  harness = await PlanHarness.start(server, NOW, 'service-finish');
 }, 180_000);
 
 afterAll(async () => {
-  await engine?.close();
+  await harness?.close();
   await server?.close();
 });
 
-async function plan(sql: string, params: Record<string, string>): Promise<Plan> {
-  const query = parseSandboxQuery(sql, { allowedTables: tableNames(logsAll.ctes), parameterNames: logsAll.parameterDocs.map((parameter) => parameter.name) });
-  const context = { now: NOW, projects: null, indexPrefix: server.config.INDEX_PREFIX };
-  const limits = { maxScanEvents: server.config.SANDBOX_MAX_SCAN_EVENTS, maxScans: server.config.SANDBOX_MAX_SCANS };
-  return planEndpointQuery(logsAll, validateParameters(logsAll, params), context, {
-    language: 'sql',
-    query,
-    limits,
-    catalogs: await catalogs.forSources(server.config.INDEX_PREFIX, SOURCE_NAMES),
-  });
-}
-
-/** The answer's JSON (or its error) and whether the engine was asked for. */
-async function run(planned: Plan): Promise<{ body: string; engine: boolean }> {
-  let asked = false;
-  const options = {
-    elasticsearch: server.elasticsearch,
-    timeoutMs: 30_000,
-    engine: async () => {
-      asked = true;
-      return engine;
-    },
-    engineKey: 'test',
-    deadline: performance.now() + 30_000,
-    maxTranslatedChars: server.config.SANDBOX_MAX_TRANSLATED_CHARS,
-    maxValueBytes: server.config.SANDBOX_MAX_RESULT_BYTES,
-  };
-  try {
-    return { body: JSON.stringify(await executePlan(planned, options)), engine: asked };
-  } catch (error) {
-    return { body: `${(error as Error).constructor.name}: ${(error as Error).message}`, engine: asked };
-  }
-}
+const plan = (sql: string, params: Record<string, string>): Promise<Plan> => harness.plan(sql, params);
+const run = (planned: Plan) => harness.run(planned);
 
 /** An answer's rows in one order, for answers whose order the query leaves open. */
 function sortedRows(body: string): string[] {

@@ -6,7 +6,7 @@ import { kafkaConnection } from '../../shared/kafka-connection.ts';
 import { ensureEventIndexTemplate, eventIndexTemplateName, type StoredEvent } from '../../shared/event-index.ts';
 import { eventPartitioning } from '../../ingest/event-partition.ts';
 import { partitionPeriodOf, retentionDaysOf } from '../../shared/config.ts';
-import { createLogger } from '../../shared/logger.ts';
+import { createLogger, type Logger } from '../../shared/logger.ts';
 import type { SourceName } from '../../shared/sources.ts';
 import { formatMicros } from '../../shared/stored-timestamp.ts';
 import { KeyStore } from '../../src/auth/key-store.ts';
@@ -33,6 +33,8 @@ export async function startEndpointServer(options: {
   now: number;
   overrides?: Record<string, string>;
   elasticsearchUrl?: string;
+  /** Where the access lines go (default: the silent service logger). */
+  accessLogger?: Logger;
 }): Promise<EndpointTestServer> {
   const config = testConfig({ INDEX_PREFIX: `${uniqueName('endpoints')}-`, BOOTSTRAP_API_KEY: BOOTSTRAP_KEY, ...options.overrides });
   const storeClient = createElasticsearchClient(elasticsearchConnection(config));
@@ -41,6 +43,7 @@ export async function startEndpointServer(options: {
   const app = await buildServer({
     config,
     logger: createLogger('query-service', 'silent'),
+    accessLogger: options.accessLogger,
     elasticsearch,
     kafkaBrokers: config.KAFKA_BROKERS!,
     kafkaTls: kafkaConnection(config).tls,

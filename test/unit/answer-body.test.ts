@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeAnswer } from '../../src/endpoints/answer-body.ts';
 import { redactPii } from '../../src/redaction.ts';
+import { loopTurnsDuring } from '../support/loop-turns.ts';
 
 const decoded = (body: Buffer) => JSON.parse(body.toString('utf8')) as { result: unknown[] };
 
@@ -31,15 +32,7 @@ describe('encodeAnswer', () => {
     // 300 rows of 60 KB of address-like text: far more than one slice of work on any machine
     const hostile = ['1.'.repeat(30_000), 'a:'.repeat(30_000), '1:2:3:4:5:6:7:'.repeat(4000)];
     const rows = Array.from({ length: 300 }, (_, i) => ({ id: `h${i}`, event_message: hostile[i % hostile.length], peer: `10.0.${i % 256}.1` }));
-    let turns = 0;
-    let ticking = true;
-    const tick = () => {
-      turns += 1;
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
-    const body = await encodeAnswer(rows, { redact: true });
-    ticking = false;
+    const { result: body, turns } = await loopTurnsDuring(() => encodeAnswer(rows, { redact: true }));
     expect(turns).toBeGreaterThan(1);
     const result = decoded(body).result as Array<{ id: string; peer: string }>;
     expect(result).toHaveLength(300);

@@ -157,5 +157,38 @@ describe('bulk coalescing', () => {
       expect(sent()).toEqual([1, 2]);
       expect(clock.scheduled).toBe(0);
     });
+
+    it('counts the time full bulks wait for a slot and the time no bulk is in flight', async () => {
+      const clock = new ManualClock(0);
+      const { client, sent, answer } = heldClient();
+      const metrics = createIngestMetrics();
+      const seconds = async (counter: 'bulkSlotWait' | 'bulkSlotsIdle') => (await metrics[counter].get()).values[0]?.value ?? 0;
+      const coalescer = new BulkCoalescer(client, metrics, { maxBytes: 1_000_000, maxEvents: 2, lingerMs: 5, maxInFlight: 1 }, clock);
+      await clock.advance(1000);
+      void coalescer.write(entries('a', '1', '2'));
+      void coalescer.write(entries('a', '3', '4'));
+      await clock.advance(2);
+      // (times from the first write) the second bulk is full at 2 ms and waits for the only slot until the first is answered at 20 ms
+      void coalescer.write(entries('a', '5'));
+      await clock.advance(18);
+      answer(0);
+      await settle();
+      expect(sent()).toEqual([2, 2]);
+      expect(await seconds('bulkSlotWait')).toBeCloseTo(0.018, 9);
+      // nothing was in flight only in the second before the first write, which is not counted
+      expect(await seconds('bulkSlotsIdle')).toBe(0);
+      answer(1);
+      await settle();
+      await clock.advance(30);
+      answer(2);
+      await settle();
+      // the last request ended at 50 ms; the next write at 100 ms lingers 5 ms: 55 ms with nothing in flight
+      await clock.advance(50);
+      void coalescer.write(entries('a', '6'));
+      await clock.advance(5);
+      expect(sent()).toEqual([2, 2, 1, 1]);
+      expect(await seconds('bulkSlotsIdle')).toBeCloseTo(0.055, 9);
+      expect(await seconds('bulkSlotWait')).toBeCloseTo(0.018, 9);
+    });
   });
 });

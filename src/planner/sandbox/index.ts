@@ -12,7 +12,7 @@ import { requestValuesRead } from '../../sql/request-values.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
 import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
-import type { Plan, ResidualQuery, Scan, ServiceFinish, ServiceGroupFinish } from '../plan.ts';
+import type { Plan, ResidualQuery, Scan, ServiceFinish, ServiceGroupFinish, ServiceUnionFinish } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
 import { aggregationScan, aggregationShape, type AggregationShape } from './aggregation.ts';
@@ -23,6 +23,7 @@ import { scanEnvironment } from './bind-environment.ts';
 import { SelectScope, type ScannedTable } from './select-scope.ts';
 import { decideServiceFinish, type FinishSource } from './service-finish.ts';
 import { timeBoundsOf } from './time-bounds.ts';
+import { branchLimit, decideUnionFinish, unionQuery, type UnionQuery } from './union-finish.ts';
 
 type QueryDsl = estypes.QueryDslQueryContainer;
 
@@ -68,10 +69,11 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     references.map(({ cte }) => catalogOf(cte)),
   );
   const { environment, bindings, unbound } = bound;
-  const scanReads = readsOf(renamed, bound, scannedBy, context.now);
   // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part), and the conditions the others left
   const whereHeld = new Set<string>();
   const unapplied = new Map<string, Expr[]>();
+  const union = unionQuery(query, bindings);
+  const scanReads = readsOf(renamed, bound, scannedBy, union, context.now);
   const scans: Scan[] = references.map((reference, i) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
@@ -97,7 +99,8 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
       ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), unapplied: unapplied.get(only.table), oneRow: false }
       : undefined;
   const finish = source && keptFinish(bound, () => finishOf(residual, source));
-  const planned = finish ? { ...residual, finish } : residual;
+  const unionFinish = !finish && union ? unionFinishOf(union, residual, references, scans, unapplied) : undefined;
+  const planned = finish ? { ...residual, finish } : unionFinish ? { ...residual, unionFinish } : residual;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
     const grouped = keptGroups(bound, () => {
       const shape = aggregationShape({
@@ -133,6 +136,24 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
 function finishOf(residual: ResidualQuery, source: FinishSource): ServiceFinish | ServiceGroupFinish | undefined {
   const decision = decideServiceFinish(residual.query, residual.bindings, source);
   return 'finish' in decision ? decision.finish : undefined;
+}
+
+/** The service's finish of a union whose every branch reads one event scan, each with the WHERE conditions its scan left. */
+function unionFinishOf(
+  union: UnionQuery,
+  residual: ResidualQuery,
+  references: readonly CteReference[],
+  scans: readonly Scan[],
+  unapplied: ReadonlyMap<string, Expr[]>,
+): ServiceUnionFinish | undefined {
+  const sources = new Map<Select, FinishSource>();
+  for (const [i, reference] of references.entries()) {
+    const scan = scans[i]!;
+    if (scan.kind !== 'events' || sources.has(reference.select)) return undefined;
+    sources.set(reference.select, { table: scan.table, columns: scan.columns, whereHeld: false, unapplied: unapplied.get(scan.table), oneRow: false });
+  }
+  const decision = decideUnionFinish(union, residual.bindings, sources);
+  return 'refused' in decision ? undefined : decision;
 }
 
 interface ScanTables {
@@ -188,7 +209,13 @@ interface ReferenceRead {
 }
 
 /** Each reference's read (undefined for tables other than events), made from the query, its bindings and its catalogs. */
-function readsOf(renamed: ScanTables, bound: Bound, scannedBy: ReadonlyMap<string, ScannedTable>, now: number): (ReferenceRead | undefined)[] {
+function readsOf(
+  renamed: ScanTables,
+  bound: Bound,
+  scannedBy: ReadonlyMap<string, ScannedTable>,
+  union: UnionQuery | undefined,
+  now: number,
+): (ReferenceRead | undefined)[] {
   if (bound.reads) return bound.reads;
   const { query, references } = renamed;
   const reads = references.map((reference, i): ReferenceRead | undefined => {
@@ -199,7 +226,13 @@ function readsOf(renamed: ScanTables, bound: Bound, scannedBy: ReadonlyMap<strin
     const filter: ScanFilter = readsTheScan
       ? scanFilter(reference.select, scope, { scope, catalog: bound.catalogs[i]!, now })
       : { predicates: [], exact: false, within: {}, unapplied: conjuncts(reference.select.where) };
-    const limit = filter.exact && reference.select === topSelect(query) ? pushableLimit(query, scope, filter.split !== undefined) : undefined;
+    const byShape = filter.split !== undefined;
+    const limit =
+      filter.exact && reference.select === topSelect(query)
+        ? pushableLimit(query, scope, byShape)
+        : filter.exact && union
+          ? branchLimit(union, reference.select, scope, byShape)
+          : undefined;
     // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
     const held = filter.exact && reference.select === topSelect(query) && (!filter.split || limit !== undefined);
     const columns = renamed.reads.columnsOf(
