@@ -142,7 +142,7 @@ export async function directPipeline(plan: Plan, elasticsearch: Client, database
 /** Searches a scan sends at least (event scans page on when a page comes back full). */
 function searchesOf(scan: Scan): number {
   if (scan.kind === 'constant') return 0;
-  if (scan.kind === 'aggregation' || (scan.kind === 'events' && scan.take.kind === 'limit' && scan.take.irregular)) return 2;
+  if (scan.kind === 'aggregation' || (scan.kind === 'events' && scan.take.kind === 'limit' && scan.take.irregular && !scan.take.superset)) return 2;
   return 1;
 }
 
@@ -166,6 +166,10 @@ async function scanRows(scan: Scan, elasticsearch: Client): Promise<Rows> {
       const columns = scan.columns.map((column) => column.name);
       const wanted = scan.take.kind === 'limit' ? scan.take.rows : Number.POSITIVE_INFINITY;
       const irregularSearch = scan.take.kind === 'limit' ? scan.take.irregular : undefined;
+      // a split limit reads a superset of both parts first, and sends the two searches only when that page is full
+      const superset = scan.take.kind === 'limit' ? scan.take.superset : undefined;
+      const first = superset ? await eventPages(superset, wanted, columns, elasticsearch) : undefined;
+      if (first && first.length < wanted) return first;
       const irregular = irregularSearch ? eventPages(irregularSearch, Number.POSITIVE_INFINITY, columns, elasticsearch) : Promise.resolve([]);
       const [rows, rest] = await Promise.all([eventPages(scan.search, wanted, columns, elasticsearch), irregular]);
       return [...rows, ...rest];

@@ -1,8 +1,9 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { QueryTooBroad, QueryTooExpensive, SandboxViolation } from '../errors.ts';
-import type { AggregationScan, Plan, ResidualQuery, Scan, SelectedColumn } from '../planner/plan.ts';
+import type { AggregationScan, EventScan, Plan, ResidualQuery, Scan, SelectedColumn } from '../planner/plan.ts';
 import { sandboxScansTotal } from '../metrics.ts';
-import { translateToDuckDb, type DuckDbQuery } from './duckdb-sql/index.ts';
+import type { DuckDbQuery } from './duckdb-sql/index.ts';
+import { translateResidual } from './residual-translations.ts';
 import type { SqlType, TableColumn, TableSchema } from '../sql/types.ts';
 import { search, type StoreOptions } from './elasticsearch.ts';
 import type { EmbeddedEngine, EngineReservation, EngineTable } from './engine/embedded-engine.ts';
@@ -187,16 +188,10 @@ export function translateBeforeScans(
   for (const { scans, residual } of plansItMayRun(plan)) {
     if (!residual) continue;
     const tables = scans.map(declaredSchema);
+    const tablesKey = JSON.stringify(tables);
     try {
-      const translation = translateToDuckDb(residual.query, {
-        tables,
-        bindings: residual.bindings,
-        parameters: residual.parameters,
-        now: residual.now,
-        maxChars,
-        maxValueBytes,
-      });
-      translated.set(residual, { tables: JSON.stringify(tables), translation });
+      const translation = translateResidual(residual, tables, tablesKey, { maxChars, maxValueBytes });
+      translated.set(residual, { tables: tablesKey, translation });
     } catch (error) {
       if (everyError || error instanceof QueryTooExpensive || error instanceof SandboxViolation) throw error;
     }
@@ -229,18 +224,12 @@ async function runResidual(plan: Plan, scanned: ScannedTable[], admission: Engin
   const tables = scanned.map(({ schema, rows }) => ({ schema, rows }));
   const schemas = tables.map((table) => table.schema);
   const trial = options.translated.get(residual);
+  const tablesKey = JSON.stringify(schemas);
   // translated even when the service finishes the query: the printer's errors and output columns are the answer's
   const { sql, columns } =
-    trial && trial.tables === JSON.stringify(schemas)
+    trial && trial.tables === tablesKey
       ? trial.translation
-      : translateToDuckDb(residual.query, {
-          tables: schemas,
-          bindings: residual.bindings,
-          parameters: residual.parameters,
-          now: residual.now,
-          maxChars: options.maxTranslatedChars,
-          maxValueBytes: options.maxValueBytes,
-        });
+      : translateResidual(residual, schemas, tablesKey, { maxChars: options.maxTranslatedChars, maxValueBytes: options.maxValueBytes });
   if (residual.unionFinish) {
     const rows = unionInService({ finish: residual.unionFinish, tables: scanned, columns, maxRows: plan.rowCap, maxBytes: options.maxValueBytes });
     if (rows) return rows;
@@ -370,13 +359,27 @@ async function tableRows(scan: Scan, options: ExecutorOptions, budget: ScanBudge
     const counts = bucketCounts(aggregations, scan.countColumns);
     return { rows: counts.map((row) => ({ ...row, timestamp: row.timestamp * 1000 })), supersetRows: 0 };
   }
-  if (scan.kind === 'events' && scan.take.kind === 'limit' && scan.take.irregular) {
-    // the first rows of the events matched exactly, and every event matched only as a superset
-    const irregular: Scan = { ...scan, search: scan.take.irregular, take: { kind: 'all' } };
-    const [first, rest] = await Promise.all([eventRows(scan, options, budget), eventRows(irregular, options, budget)]);
-    return { rows: [...first, ...rest], supersetRows: rest.length };
-  }
+  if (scan.kind === 'events' && scan.take.kind === 'limit' && scan.take.irregular)
+    return splitRows(scan, { ...scan.take, irregular: scan.take.irregular }, options, budget);
   return { rows: await eventRows(scan, options, budget), supersetRows: 0 };
+}
+
+type SplitTake = Extract<EventScan['take'], { kind: 'limit' }> & { irregular: estypes.SearchRequest };
+
+/**
+ * A limit split by shape: the first rows of the events matched exactly, and every event matched only
+ * as a superset (the rows after the exact ones). A first search of the limit's size over a superset
+ * of both, when it falls short, read every event either part matches: all its rows are checked as a
+ * superset part's. Only a full page sends the two searches, the exact one limited.
+ */
+async function splitRows(scan: EventScan, take: SplitTake, options: ExecutorOptions, budget: ScanBudget): Promise<ScanRows> {
+  if (take.superset) {
+    const first = await eventRows({ ...scan, search: take.superset }, options, budget);
+    if (first.length < take.rows) return { rows: first, supersetRows: first.length };
+  }
+  const irregular: Scan = { ...scan, search: take.irregular, take: { kind: 'all' } };
+  const [exact, rest] = await Promise.all([eventRows(scan, options, budget), eventRows(irregular, options, budget)]);
+  return { rows: [...exact, ...rest], supersetRows: rest.length };
 }
 
 /**

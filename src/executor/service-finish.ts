@@ -25,7 +25,8 @@ export interface FinishInput {
  * kind than its column's type, a string DuckDB might store otherwise, a WHERE condition it cannot
  * evaluate exactly (finish-conditions.ts), ORDER BY ties (the engine
  * orders tied rows its own way), several rows without ORDER BY, an event matched only as a superset
- * that might reach the answer, or an answer over the byte bound (the engine gives its error).
+ * that might reach the answer unless the conditions its scan left are checked here (supersetWhere), or
+ * an answer over the byte bound (the engine gives its error).
  */
 export function finishInService(input: FinishInput): Record<string, unknown>[] | undefined {
   const { finish } = input;
@@ -40,26 +41,42 @@ export function finishInService(input: FinishInput): Record<string, unknown>[] |
   const where = (finish.where ?? []).map((condition) => compileCondition(condition, (path) => reader.compile(path)));
   if (!where.every((condition): condition is RowCondition => condition !== undefined)) return undefined;
 
-  // the rows of events matched only as a superset are the last ones: they must not reach the answer
-  const exactRows = input.rows.length - input.supersetRows;
-  const rows: SortedRow[] = [];
-  for (const row of input.rows.slice(0, exactRows)) {
-    const elements = reader.elements(row);
-    if (elements === DECLINED) return undefined;
-    if (elements === undefined) continue;
-    const passes = passesWhere(where, row, elements);
-    if (passes === DECLINED) return undefined;
-    if (!passes) continue;
-    const values = outputs.map((output) => output.value(row, elements));
-    const keyValues = sortKeys(keys, row, elements);
-    if (values.includes(DECLINED) || keyValues === DECLINED) return undefined;
-    rows.push({ values, keys: keyValues });
-  }
-  if (finish.order.length === 0 && rows.length > 1) return undefined;
   const compare = byKeys(finish.order.map((item, position) => comparator(keys[position]!.type, item)));
-  rows.sort(compare);
-  const end = finish.limit === undefined ? rows.length : finish.offset + finish.limit;
-  if (exactRows < input.rows.length && !supersetRowsAfter(input.rows.slice(exactRows), rows[end - 1], finish, keys, compare)) return undefined;
+  /** The rows passing WHERE, sorted: each row of `table` checked by `conditions`. */
+  const sortedRows = (parts: readonly { table: readonly Record<string, unknown>[]; conditions: readonly RowCondition[] }[]): SortedRow[] | undefined => {
+    const rows: SortedRow[] = [];
+    for (const { table, conditions } of parts) {
+      for (const row of table) {
+        const elements = reader.elements(row);
+        if (elements === DECLINED) return undefined;
+        if (elements === undefined) continue;
+        const passes = passesWhere(conditions, row, elements);
+        if (passes === DECLINED) return undefined;
+        if (!passes) continue;
+        const values = outputs.map((output) => output.value(row, elements));
+        const keyValues = sortKeys(keys, row, elements);
+        if (values.includes(DECLINED) || keyValues === DECLINED) return undefined;
+        rows.push({ values, keys: keyValues });
+      }
+    }
+    return rows.sort(compare);
+  };
+
+  // the rows of events matched only as a superset are the last ones: they must not reach the answer, or pass the conditions the scan left
+  const exactRows = input.rows.length - input.supersetRows;
+  const exact = { table: input.rows.slice(0, exactRows), conditions: where };
+  let rows = sortedRows([exact]);
+  if (!rows) return undefined;
+  if (finish.order.length === 0 && rows.length > 1) return undefined;
+  const endOf = (sorted: readonly SortedRow[]) => (finish.limit === undefined ? sorted.length : finish.offset + finish.limit);
+  if (exactRows < input.rows.length && !supersetRowsAfter(input.rows.slice(exactRows), rows[endOf(rows) - 1], finish, keys, compare)) {
+    if (!finish.supersetWhere) return undefined;
+    const supersetWhere = finish.supersetWhere.map((condition) => compileCondition(condition, (path) => reader.compile(path)));
+    if (!supersetWhere.every((condition): condition is RowCondition => condition !== undefined)) return undefined;
+    rows = sortedRows([exact, { table: input.rows.slice(exactRows), conditions: supersetWhere }]);
+    if (!rows || (finish.order.length === 0 && rows.length > 1)) return undefined;
+  }
+  const end = endOf(rows);
   const answer = rows.slice(finish.offset, end).map((row) => answerRow(finish, row));
   if (tiedInAnswer(rows, compare, answer, finish.offset, end)) return undefined;
   return withinBounds(answer, input.maxRows, input.maxBytes);

@@ -78,8 +78,10 @@ export interface EventScan extends ScanBase {
    * Rows wanted: a limit (the first n in the search's sort), or every matching event. A limit with
    * `irregular` is taken among the events the filter matches exactly (one row each); every event of
    * `irregular` (matched only as a superset: it may give no row, or several) is read besides.
+   * `superset` (with `irregular`) matches both parts and more, in one search: its first n events,
+   * when fewer, hold every event the filter matches (and others, which WHERE drops).
    */
-  take: { kind: 'limit'; rows: number; irregular?: estypes.SearchRequest } | { kind: 'all' };
+  take: { kind: 'limit'; rows: number; irregular?: estypes.SearchRequest; superset?: estypes.SearchRequest } | { kind: 'all' };
 }
 
 /** Request records per time bucket and per path text, counted by Elasticsearch aggregations. */
@@ -173,6 +175,13 @@ export interface ServiceFinish {
    * events): each row must make every one TRUE before it is sorted.
    */
   where?: FinishCondition[];
+  /**
+   * When the scan's filter is WHERE exactly for its exact part only (a record filter with a LIMIT):
+   * the conditions it did not apply exactly, for the rows of the events it matched as a superset, so
+   * those rows are checked here rather than left to the engine (none left: they pass as they are).
+   * Absent where one of them is not a condition the service evaluates.
+   */
+  supersetWhere?: FinishCondition[];
 }
 
 /**

@@ -70,7 +70,9 @@ function searchesOf(scan: Scan): estypes.SearchRequest[] {
     case 'constant':
       return [];
     case 'events':
-      return scan.take.kind === 'limit' && scan.take.irregular ? [scan.search, scan.take.irregular] : [scan.search];
+      return scan.take.kind === 'limit' && scan.take.irregular
+        ? [scan.search, scan.take.irregular, ...(scan.take.superset ? [scan.take.superset] : [])]
+        : [scan.search];
     case 'aggregation':
       return [scan.search, scan.irregular, ...searchesOf(scan.fallback.scan)];
     default:

@@ -26,8 +26,11 @@ export interface EventScanShape {
   columns?: readonly string[];
   /** Where the predicates confine every event in time: narrows the partitions read, never the filter. */
   within?: TimeBounds;
-  /** Of the events the predicates match, those matched exactly and the others: a limit is taken among the first, all others are read. */
-  split?: { regular: estypes.QueryDslQueryContainer; irregular: estypes.QueryDslQueryContainer };
+  /**
+   * Of the events the predicates match, those matched exactly and the others: a limit is taken among the first, all others are read.
+   * `loose`: each condition's own filter, exact or a superset (the cheapest search matching both parts).
+   */
+  split?: { regular: estypes.QueryDslQueryContainer; irregular: estypes.QueryDslQueryContainer; loose: estypes.QueryDslQueryContainer[] };
 }
 
 /** A scan of a CTE's events: its scope, then the pushed-down predicates, in one filter. */
@@ -56,6 +59,8 @@ export function eventScan(cte: Cte, params: ValidatedParameters, context: ScopeC
       ? {
           ...shape.take,
           irregular: { ...search, size: EVENT_PAGE_SIZE, query: { bool: { filter: [...scope.filter, ...shape.predicates, limitSplit.irregular] } } },
+          // both parts under each condition's own filter alone: one regexp each, however often the parts repeat it
+          superset: { ...search, query: { bool: { filter: [...scope.filter, ...limitSplit.loose] } } },
         }
       : shape.take;
   return { kind: 'events', table: shape.table, cte: cte.name, columns, index: scope.index, scope: scope.filter, predicates: shape.predicates, search, take };

@@ -42,6 +42,28 @@ const EVENTS = [
   event('s11', 11, { response: { status_code: 500 } }),
 ];
 const ALL = { project: 'default' };
+
+/** Auth events whose status is text: canonical digits, the same numbers written otherwise, several records, text a CAST refuses. */
+const status = (id: string, minute: number, text: string | string[]) =>
+  event(id, minute, (Array.isArray(text) ? text.map((one) => ({ status: one })) : { status: text }) as unknown as Record<string, unknown>);
+const AUTH_EVENTS = [
+  status('a01', 1, '404'),
+  status('a02', 2, '200'),
+  status('a03', 3, '503'),
+  status('a04', 4, '0404'),
+  status('a05', 5, '401'),
+  status('a06', 6, '+500'),
+  status('a08', 8, ['404', '200']),
+  status('a09', 9, '402'),
+  status('a10', 10, '404'),
+  status('a11', 11, '0405'),
+  // after the first window: read by its superset (a leading 0), and refused by the engine's CAST
+  status('a20', 20, '0abc'),
+];
+const FIRST_WINDOW = { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00Z', iso_timestamp_end: '2024-01-01T00:15:00Z' };
+const WITH_REFUSED = { project: 'default', iso_timestamp_start: '2024-01-01T00:00:00Z', iso_timestamp_end: '2024-01-01T00:30:00Z' };
+const AUTH_SELECT = 'select id, timestamp, metadata.status from auth_logs cross join unnest(metadata) as metadata';
+const CAST_CONDITION = 'cast(metadata.status as int64) between 400 and 499 or cast(metadata.status as int64) between 500 and 599';
 /** Events s01 to s04 only: every one has one element per array, so a limit needs no more than its rows. */
 const REGULAR_ONLY = { project: 'default', iso_timestamp_start: '2024-01-01T00:00:30Z', iso_timestamp_end: '2024-01-01T00:04:30Z' };
 
@@ -51,6 +73,7 @@ beforeAll(async () => {
   await initSqlParser();
   server = await startEndpointServer({ now: Date.UTC(2024, 0, 1, 1) });
   await server.index('edge_logs', EVENTS);
+  await server.index('auth_logs', AUTH_EVENTS);
 }, 120_000);
 
 afterAll(async () => {
@@ -141,14 +164,15 @@ describe('record-field filters pushed down by the stored shape', () => {
     expect(result.map((row) => row.id)).toEqual(['s08', 's04', 's03']);
   });
 
-  it("reads only the limit's events when the scope holds no irregular event, and the engine gives the same rows", async () => {
+  it("reads only the limit's events (a first page, full, then the limited search) when the scope holds no irregular event, and the engine gives the same rows", async () => {
     const [pushed, unpushed] = pair(inner, 'response.status_code >= 200', 'order by timestamp desc, id desc limit 1');
     const limited = await counter('sandbox_scans_total', { kind: 'limited' });
     const scanned = await counter('sandbox_scanned_events_total');
     const result = await rows(pushed, REGULAR_ONLY);
     expect(result.map((row) => row.id)).toEqual(['s02']);
     expect(await counter('sandbox_scans_total', { kind: 'limited' })).toBe(limited + 1);
-    expect(await counter('sandbox_scanned_events_total')).toBe(scanned + 1);
+    // s02 on the first page of both parts (full), then s02 again by the limited search
+    expect(await counter('sandbox_scanned_events_total')).toBe(scanned + 2);
     expect(await rows(unpushed, REGULAR_ONLY)).toEqual(result);
   });
 
@@ -158,7 +182,56 @@ describe('record-field filters pushed down by the stored shape', () => {
     const result = await rows(`${inner} where response.status_code >= 200 order by timestamp desc, id desc limit 1`, ALL);
     expect(result.map((row) => row.id)).toEqual(['n10']);
     expect(await counter('sandbox_scans_total', { kind: 'limited' })).toBe(limited + 1);
-    // s02, the newest regular event with a request and a status; m05, m06, m07, m09 and n10 by their superset
-    expect(await counter('sandbox_scanned_events_total')).toBe(scanned + 6);
+    // n10 on the first page of both parts (full); then s02, the newest regular event with a request and a status; m05, m06, m07, m09 and n10 by their superset
+    expect(await counter('sandbox_scanned_events_total')).toBe(scanned + 7);
+  });
+});
+
+describe('a CAST of text compared with integers, pushed down by the stored shape', () => {
+  const [pushed, unpushed] = pair(AUTH_SELECT, CAST_CONDITION, 'order by timestamp desc limit 2');
+
+  it("takes the limit among events whose text is canonical digits, reads every other form besides, and answers the engine's rows", async () => {
+    const scanned = await counter('sandbox_scanned_events_total');
+    const result = await rows(pushed, FIRST_WINDOW);
+    // a11's 0405 is 405 to the engine: an unsure event, read with the irregular ones, reaches the answer
+    expect(result.map((row) => [row.id, row.status])).toEqual([
+      ['a11', '0405'],
+      ['a10', '404'],
+    ]);
+    // a11 and a10 on the first page of both parts (full); then a10 and a09, the newest two of the exact part; a11, a08, a06 and a04
+    // (unsure or several records) besides; not a01, a03, a05
+    expect(await counter('sandbox_scanned_events_total')).toBe(scanned + 8);
+    expect(await rows(unpushed, FIRST_WINDOW)).toEqual(result);
+  });
+
+  it('sends one search when the first page of both parts holds fewer events than the limit, as many as reading them whole', async () => {
+    const searches = async () => {
+      const stats = await server.elasticsearch.indices.stats({ index: `${server.config.INDEX_PREFIX}auth_logs*`, metric: 'search' });
+      return stats._all.total?.search?.query_total ?? 0;
+    };
+    const [many, manyUnpushed] = pair(AUTH_SELECT, CAST_CONDITION, 'order by timestamp desc limit 50');
+    const before = await searches();
+    const result = await rows(many, FIRST_WINDOW);
+    const pushedSearches = (await searches()) - before;
+    expect(result.map((row) => row.id)).toEqual(['a11', 'a10', 'a09', 'a08', 'a06', 'a05', 'a04', 'a03', 'a01']);
+    const between = await searches();
+    expect(await rows(manyUnpushed, FIRST_WINDOW)).toEqual(result);
+    expect(pushedSearches).toBe((await searches()) - between);
+  });
+
+  it("gives the engine's refusal when an event the limit would pass over holds text the CAST refuses", async () => {
+    const answer = async (sql: string) => {
+      const response = await server.app.inject({
+        method: 'POST',
+        url: '/api/endpoints/query/logs.all',
+        headers: { 'x-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' },
+        payload: { ...WITH_REFUSED, sql },
+      });
+      return { status: response.statusCode, body: response.json() };
+    };
+    const refused = await answer(pushed);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/0abc/);
+    expect(refused).toEqual(await answer(unpushed));
   });
 });

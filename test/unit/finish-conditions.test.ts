@@ -101,8 +101,11 @@ describe('the planner leaves the conditions the store did not apply exactly to t
     "select id, m.status from auth_logs cross join unnest(metadata) as m where regexp_contains(event_message, 'abc') and id != 'x' and " +
     '(cast(m.status as int64) between 400 and 499 or cast(m.status as int64) between 500 and 599) order by timestamp desc limit 5';
 
-  it('the auth panel query: all its events in scope read, the text match and the status ranges checked per row', () => {
-    const planned = plan(auth);
+  // without its LIMIT, so the store's filter is not split by the events' shape (see the next test)
+  const unlimited = auth.replace(' limit 5', '');
+
+  it('the auth panel query without a limit: all its events in scope read, the text match and the status ranges checked per row', () => {
+    const planned = plan(unlimited);
     const scan = planned.scans[0]!;
     expect(scan.kind === 'events' && scan.take).toEqual({ kind: 'all' });
     const where = planned.residual?.finish?.where;
@@ -110,8 +113,16 @@ describe('the planner leaves the conditions the store did not apply exactly to t
     expect(where?.map((condition) => condition.kind)).toEqual(['contains', 'or']);
   });
 
+  it('with its limit: the limit taken among the events the store decides exactly, the others read whole for the engine', () => {
+    const planned = plan(auth);
+    const scan = planned.scans[0]!;
+    expect(scan.kind === 'events' && scan.take).toMatchObject({ kind: 'limit', rows: 5, irregular: {} });
+    expect(planned.residual?.finish).toBeDefined();
+    expect(planned.residual?.finish?.where).toBeUndefined();
+  });
+
   it('a condition the service does not evaluate leaves the query to the engine', () => {
-    expect(plan(auth.replace("'abc'", "'a.c'")).residual?.finish).toBeUndefined();
+    expect(plan(unlimited.replace("'abc'", "'a.c'")).residual?.finish).toBeUndefined();
   });
 
   it('a WHERE the store applies exactly needs no condition in the service', () => {

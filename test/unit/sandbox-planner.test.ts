@@ -394,6 +394,30 @@ describe('record-field filters pushed down by the stored shape', () => {
   });
 });
 
+describe('a CAST of text to INT64 compared with integers (the auth panel)', () => {
+  const auth = studio.find((query) => query.id === 'preview_auth_user_errors')!;
+  type Alternatives = { bool: { should: [{ bool: { filter: unknown[] } }, { bool: { filter: unknown[]; must_not: unknown[] } }] } };
+
+  it('pushes LIMIT onto regular events whose text is canonical digits; every other form is read as irregular', () => {
+    const scan = eventScans(plan(auth.sql, auth.params))[0]!;
+    expect(scan.take).toMatchObject({ kind: 'limit', rows: 5, irregular: {} });
+    const [exact, irregular] = (scan.predicates.at(-1) as Alternatives).bool.should;
+    const canonical = { regexp: { 'metadata.status': { value: '[1-9][0-9]{0,14}', flags: 'NONE', max_determinized_states: 10_000 } } };
+    const text = JSON.stringify(exact.bool.filter);
+    expect(text).toContain(JSON.stringify({ terms: { 'metadata.status': Array.from({ length: 100 }, (_, i) => String(400 + i)) } }));
+    // TRUE only on listed digits, and only where no part is unsure (a sign, a leading 0, any text that is not canonical)
+    const unsure = { bool: { filter: [{ exists: { field: 'metadata.status' } }], must_not: [canonical] } };
+    expect(text).toContain(JSON.stringify(unsure));
+    // the irregular part: the superset, on events that are not regular or that some cast leaves unsure
+    expect(JSON.stringify(irregular.bool.must_not)).toContain(JSON.stringify(unsure));
+  });
+
+  it('is not an exact filter for a pushed-down aggregation, which has no unsure part to read', () => {
+    const counted = plan('select count(*) as n from auth_logs cross join unnest(metadata) as m where cast(m.status as int64) between 400 and 499');
+    expect(aggregationOf(counted)).toBeUndefined();
+  });
+});
+
 describe('usage.api-counts tables', () => {
   it('serves chart_counts from the aggregation, dates as a constant, and edge_logs scoped by window and url pattern', () => {
     const result = plan(

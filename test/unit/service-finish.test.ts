@@ -234,6 +234,23 @@ describe('the service finish over rows', () => {
     expect(finishInService(input([exact[0]!, older], { supersetRows: 1 }))).toBeUndefined();
   });
 
+  it('checks the rows of events matched only as a superset by the conditions the scan left, when it has them', () => {
+    const exact = [event('a', 5, [{ status: 404 }])];
+    // status >= 400, as the scan left it for its superset part
+    const supersetWhere = [
+      { kind: 'compare' as const, operator: '>=' as const, left: { value: { from: 'unnest' as const, unnest: 0, fields: ['status'] } }, right: 400 },
+    ];
+    const superset = [event('s', 6, [{ status: 503 }]), event('t', 7, [{ status: 200 }])];
+    expect(finishInService(input([...exact, ...superset], { supersetRows: 2 }, { supersetWhere }))).toEqual([
+      { id: 's', status: 503 },
+      { id: 'a', status: 404 },
+    ]);
+    // without them such rows might reach the answer: the engine decides
+    expect(finishInService(input([...exact, ...superset], { supersetRows: 2 }))).toBeUndefined();
+    // a superset event with several records gives several rows in the engine's order: declined
+    expect(finishInService(input([...exact, event('u', 8, [{ status: 500 }, { status: 501 }])], { supersetRows: 1 }, { supersetWhere }))).toBeUndefined();
+  });
+
   it('declines a result the printer types otherwise, and one over the byte bound (the engine gives the error)', () => {
     const rows = [event('a', 1, [{ status: 1 }])];
     expect(

@@ -2,6 +2,7 @@ import type { estypes } from '@elastic/elasticsearch';
 import { implicitName } from '../../sql/bindings.ts';
 import { isAggregateCall, pushdownOf } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Select, SelectItem } from '../../sql/syntax.ts';
+import { freezeTree } from '../../sql/frozen-tree.ts';
 import { mapExpression, subqueryOf, walk } from '../../sql/walk.ts';
 import type { SqlType, TableColumn } from '../../sql/types.ts';
 import { nestedAncestor, type FieldCatalog } from '../field-catalog.ts';
@@ -21,10 +22,8 @@ export interface AggregationInput {
   scope: SelectScope;
   catalog: FieldCatalog;
   now: number;
-  /** The scan the query would pull without the pushdown; it also answers when irregular events exist. */
-  fallback: EventScan;
-  fallbackResidual: ResidualQuery;
-  maxGroups: number;
+  /** The table of the event scan the query would pull without the pushdown. */
+  table: string;
 }
 
 /**
@@ -34,9 +33,27 @@ export interface AggregationInput {
  * or none), and every aggregate one the store computes exactly (count, countif, count of a CASE,
  * sum, avg, min, max of integers, count distinct). The
  * residual query is the original SELECT over the aggregation's rows: keys and aggregates replaced
- * by columns, HAVING become WHERE. Undefined when any part does not fit.
+ * by columns, HAVING become WHERE. Undefined when any part does not fit. The shape is what the query,
+ * its bindings and its catalog decide: the same for every request that reads no clock.
  */
-export function planAggregation(input: AggregationInput): { scan: AggregationScan; residual: Query } | undefined {
+export interface AggregationShape {
+  /** The groups' table the residual reads. */
+  table: string;
+  columns: TableColumn[];
+  /** WHERE's filters, the regular events and the arrays an inner unnest needs: the search's filter after the scope. */
+  filters: QueryDsl[];
+  /** The events whose shape lets the store compute the groups exactly. */
+  regular: QueryDsl;
+  aggregations: Record<string, estypes.AggregationsAggregationContainer>;
+  keys: AggregationKey[];
+  groupsAt: string[];
+  metrics: AggregationMetric[];
+  /** The original SELECT over the groups' rows (frozen: shared by the requests of the text). */
+  residual: Query;
+}
+
+/** The aggregation's shape (see AggregationShape), or undefined when any part does not fit. */
+export function aggregationShape(input: AggregationInput): AggregationShape | undefined {
   const { query, select, scope, catalog } = input;
   // ROLLUP's subtotal rows are not buckets of one composite aggregation
   if (query.with.length > 0 || query.body !== select || !scope.readsOnlyTheScan || select.rollup) return undefined;
@@ -91,7 +108,6 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
   const unnests = scope.unnests;
   const regular = regularEvents([...unnests.map((unnest) => unnest.path), ...paths]);
   const present = presentArrays(unnests);
-  const scopeFilter = input.fallback.scope;
   const metricAggregations = Object.assign({}, ...metrics.map((metric) => metric.aggregation)) as Record<string, estypes.AggregationsAggregationContainer>;
   // metrics are computed on the events: under reverse_nested when the groups are nested records
   const composite = (aggs: Record<string, estypes.AggregationsAggregationContainer>): estypes.AggregationsAggregationContainer => ({
@@ -104,44 +120,11 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
       : nested
         ? { records: { nested: { path: nested }, aggs: { groups: composite({ events: { reverse_nested: {}, aggs: metricAggregations } }) } } }
         : { groups: composite(metricAggregations) };
-  const search: estypes.SearchRequest = {
-    index: input.fallback.index,
-    ignore_unavailable: true,
-    allow_no_indices: true,
-    size: 0,
-    track_total_hits: false,
-    query: { bool: { filter: [...scopeFilter, ...filters, regular, ...present] } },
-    aggs: aggregations,
-  };
-  const irregular: estypes.SearchRequest = {
-    index: input.fallback.index,
-    ignore_unavailable: true,
-    allow_no_indices: true,
-    size: 0,
-    track_total_hits: 1,
-    terminate_after: 1,
-    query: { bool: { filter: [...scopeFilter, ...input.fallback.predicates], must_not: [regular] } },
-  };
-  const table = `${input.fallback.table}_groups`;
+  const table = `${input.table}_groups`;
   const columns: TableColumn[] = [
     ...keys.map((key) => ({ name: key.key.column, type: key.type })),
     ...metrics.map((metric) => ({ name: metric.metric.column, type: metric.type })),
   ];
-  const scan: AggregationScan = {
-    kind: 'aggregation',
-    table,
-    cte: input.fallback.cte,
-    columns,
-    index: input.fallback.index,
-    scope: scopeFilter,
-    search,
-    keys: keys.map((key) => key.key),
-    groupsAt: nested ? ['records', 'groups'] : ['groups'],
-    metrics: nested ? metrics.map((metric) => prefixed(metric.metric, 'events')) : metrics.map((metric) => metric.metric),
-    irregular,
-    fallback: { scan: input.fallback, residual: input.fallbackResidual },
-    maxGroups: input.maxGroups,
-  };
 
   const replace = (node: Expr): Expr =>
     replaceExpressions(node, [
@@ -171,7 +154,54 @@ export function planAggregation(input: AggregationInput): { scan: AggregationSca
     ...(query.offset ? { offset: query.offset } : {}),
   };
   if (referencesRawColumns(residual, new Set(columns.map((column) => column.name)))) return undefined;
-  return { scan, residual };
+  return {
+    table,
+    columns,
+    filters: [...filters, regular, ...present],
+    regular,
+    aggregations,
+    keys: keys.map((key) => key.key),
+    groupsAt: nested ? ['records', 'groups'] : ['groups'],
+    metrics: nested ? metrics.map((metric) => prefixed(metric.metric, 'events')) : metrics.map((metric) => metric.metric),
+    residual: freezeTree(residual),
+  };
+}
+
+/** The aggregation's scan for one request: the shape's search within the fallback scan's scope. */
+export function aggregationScan(shape: AggregationShape, fallback: EventScan, fallbackResidual: ResidualQuery, maxGroups: number): AggregationScan {
+  const search: estypes.SearchRequest = {
+    index: fallback.index,
+    ignore_unavailable: true,
+    allow_no_indices: true,
+    size: 0,
+    track_total_hits: false,
+    query: { bool: { filter: [...fallback.scope, ...shape.filters] } },
+    aggs: shape.aggregations,
+  };
+  const irregular: estypes.SearchRequest = {
+    index: fallback.index,
+    ignore_unavailable: true,
+    allow_no_indices: true,
+    size: 0,
+    track_total_hits: 1,
+    terminate_after: 1,
+    query: { bool: { filter: [...fallback.scope, ...fallback.predicates], must_not: [shape.regular] } },
+  };
+  return {
+    kind: 'aggregation',
+    table: shape.table,
+    cte: fallback.cte,
+    columns: shape.columns,
+    index: fallback.index,
+    scope: fallback.scope,
+    search,
+    keys: shape.keys,
+    groupsAt: shape.groupsAt,
+    metrics: shape.metrics,
+    irregular,
+    fallback: { scan: fallback, residual: fallbackResidual },
+    maxGroups,
+  };
 }
 
 /**

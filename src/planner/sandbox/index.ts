@@ -8,13 +8,14 @@ import { environmentOfTables, implicitName, type BindEnvironment, type Bindings 
 import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
 import type { ParameterValue } from '../../sql/types.ts';
+import { requestValuesRead } from '../../sql/request-values.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
 import { subqueryOf, walk } from '../../sql/walk.ts';
 import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
 import type { Plan, ResidualQuery, Scan, ServiceFinish, ServiceGroupFinish, ServiceUnionFinish } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
 import { eventScan, requestCountScan, windowStartScan } from '../tables.ts';
-import { planAggregation } from './aggregation.ts';
+import { aggregationScan, aggregationShape, type AggregationShape } from './aggregation.ts';
 import { ColumnReads } from './column-reads.ts';
 import { conjuncts, pushDown, type PredicateContext } from './predicates.ts';
 import { recordFilter } from './record-filters.ts';
@@ -56,50 +57,37 @@ interface CteReference {
  */
 export function planSandboxQuery(endpoint: EndpointDefinition, params: ValidatedParameters, context: SandboxContext, parsed: Query): Plan {
   const renamed = withScanTables(parsed, endpoint);
-  const { query, references, reads } = renamed;
+  const { query, references } = renamed;
   assertScanCount(references, context.limits.maxScans);
   const scannedBy = new Map<string, ScannedTable>(
     references.map((reference) => [reference.table, { table: reference.table, columns: new Set(reference.cte.columns.map((column) => column.name)) }]),
   );
 
   const catalogOf = (cte: CteReference['cte']) => ('source' in cte ? context.catalogs.get(cte.source) : undefined) ?? EMPTY_CATALOG;
-  const { environment, bindings, unbound } = boundWith(
+  const bound = boundWith(
     renamed,
     references.map(({ cte }) => catalogOf(cte)),
   );
+  const { environment, bindings, unbound } = bound;
   // the event scans whose filter is exactly the top SELECT's WHERE (for the rows of their exact part), and the conditions the others left
   const whereHeld = new Set<string>();
   const unapplied = new Map<string, Expr[]>();
   const union = unionQuery(query, bindings);
-  const scans: Scan[] = references.map((reference) => {
+  const scanReads = readsOf(renamed, bound, scannedBy, union, context.now);
+  const scans: Scan[] = references.map((reference, i) => {
     const { cte, table } = reference;
     if (cte.kind === 'request_counts') return requestCountScan(endpoint, cte, params, context, table);
     if (cte.kind === 'window_start') return windowStartScan(cte, params, context, table);
-    const scope = SelectScope.of(reference.select, scannedBy, bindings);
-    const catalog = catalogOf(cte);
-    const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
-    const filter: ScanFilter = readsTheScan
-      ? scanFilter(reference.select, scope, { scope, catalog, now: context.now })
-      : { predicates: [], exact: false, within: {}, unapplied: conjuncts(reference.select.where) };
-    const byShape = filter.split !== undefined;
-    const limit =
-      filter.exact && reference.select === topSelect(query)
-        ? pushableLimit(query, scope, byShape)
-        : filter.exact && union
-          ? branchLimit(union, reference.select, scope, byShape)
-          : undefined;
-    // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
-    if (filter.exact && reference.select === topSelect(query) && (!filter.split || limit)) whereHeld.add(table);
-    else unapplied.set(table, filter.unapplied);
+    const { filter, limit, held, columns } = scanReads[i]!;
+    if (held) whereHeld.add(table);
+    // held or not, the conditions left are what a superset part's rows (or every row) must still pass
+    unapplied.set(table, filter.unapplied);
     return eventScan(cte, params, context, {
       table,
       predicates: filter.predicates,
       order: limit ? limit.order : 'timestamp_desc',
       take: limit ? { kind: 'limit', rows: limit.rows } : { kind: 'all' },
-      columns: reads.columnsOf(
-        cte.columns.map((column) => column.name),
-        reference.relation.alias ?? cte.name,
-      ),
+      columns,
       within: filter.within,
       ...(filter.split ? { split: filter.split } : {}),
     });
@@ -110,32 +98,32 @@ export function planSandboxQuery(endpoint: EndpointDefinition, params: Validated
     only && scans.length === 1
       ? { table: only.table, columns: only.columns, whereHeld: whereHeld.has(only.table), unapplied: unapplied.get(only.table), oneRow: false }
       : undefined;
-  const finish = source && finishOf(residual, source);
+  const finish = source && keptFinish(bound, () => finishOf(residual, source));
   const unionFinish = !finish && union ? unionFinishOf(union, residual, references, scans, unapplied) : undefined;
   const planned = finish ? { ...residual, finish } : unionFinish ? { ...residual, unionFinish } : residual;
   if (only && only.take.kind === 'all' && references[0]!.select === topSelect(query)) {
-    const catalog = catalogOf(references[0]!.cte);
-    const aggregated = planAggregation({
-      query,
-      select: references[0]!.select,
-      scope: SelectScope.of(references[0]!.select, scannedBy, bindings),
-      catalog,
-      now: context.now,
-      fallback: only,
-      fallbackResidual: planned,
-      maxGroups: context.limits.maxScanEvents,
-    });
-    if (aggregated) {
+    const grouped = keptGroups(bound, () => {
+      const shape = aggregationShape({
+        query,
+        select: references[0]!.select,
+        scope: SelectScope.of(references[0]!.select, scannedBy, bindings),
+        catalog: catalogOf(references[0]!.cte),
+        now: context.now,
+        table: only.table,
+      });
+      if (!shape) return undefined;
       // the rewritten query reads the groups' table: its names are bound again, over that table
-      const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: aggregated.scan.table, columns: aggregated.scan.columns }]).tables] };
-      const rewritten: ResidualQuery = { ...residual, query: aggregated.residual, bindings: bind(aggregated.residual, groups) };
-      const groupsTable = { table: aggregated.scan.table, columns: aggregated.scan.columns };
-      const finish = finishOf(rewritten, { ...groupsTable, whereHeld: false, oneRow: aggregated.scan.keys.length === 0 });
-      if (finish) rewritten.finish = finish;
+      const groups = { tables: [...environment.tables, ...environmentOfTables([{ name: shape.table, columns: shape.columns }]).tables] };
+      const rewritten: ResidualQuery = { ...residual, query: shape.residual, bindings: bind(shape.residual, groups) };
+      const finish = finishOf(rewritten, { table: shape.table, columns: shape.columns, whereHeld: false, oneRow: shape.keys.length === 0 });
+      return { shape, bindings: rewritten.bindings, ...(finish ? { finish } : {}) };
+    });
+    if (grouped) {
+      const { shape, bindings: groupBindings, finish } = grouped;
       return {
         ...unbound,
-        scans: [aggregated.scan],
-        residual: rewritten,
+        scans: [aggregationScan(shape, only, planned, context.limits.maxScanEvents)],
+        residual: { ...residual, query: shape.residual, bindings: groupBindings, ...(finish ? { finish } : {}) },
         answer: { kind: 'residual' },
         rowCap: endpoint.maxRows,
         maxScannedEvents: context.limits.maxScanEvents,
@@ -182,6 +170,79 @@ interface Bound {
   environment: BindEnvironment;
   bindings: Bindings;
   unbound: Pick<Plan, 'unboundNames'>;
+  /** How each reference reads its scan, kept when the query reads no clock (its filters are then the same for every request). */
+  reads?: (ReferenceRead | undefined)[];
+  /** The service's finish of the query over its one event scan, kept with the reads it was decided from. */
+  finish?: { decided: ServiceFinish | ServiceGroupFinish | undefined };
+  /** The groups the store may compute instead (none: undefined), kept with the reads. */
+  groups?: { decided: Groups | undefined };
+}
+
+/** A pushed-down aggregation's shape, the rewritten query's bindings over the groups' table, and its finish. */
+interface Groups {
+  shape: AggregationShape;
+  bindings: Bindings;
+  finish?: ServiceFinish | ServiceGroupFinish;
+}
+
+function keptGroups(bound: Bound, decide: () => Groups | undefined): Groups | undefined {
+  if (bound.groups) return bound.groups.decided;
+  const decided = decide();
+  if (bound.reads) bound.groups = { decided };
+  return decided;
+}
+
+/** The finish decided from the reads: once, when the reads are kept. */
+function keptFinish(bound: Bound, decide: () => ServiceFinish | ServiceGroupFinish | undefined): ServiceFinish | ServiceGroupFinish | undefined {
+  if (bound.finish) return bound.finish.decided;
+  const decided = decide();
+  if (bound.reads) bound.finish = { decided };
+  return decided;
+}
+
+/** What an event reference's scan takes from the query: its filter, a pushed limit, whether WHERE is held, the columns read. */
+interface ReferenceRead {
+  filter: ScanFilter;
+  limit: { rows: number; order: 'timestamp_desc' } | undefined;
+  held: boolean;
+  columns: readonly string[];
+}
+
+/** Each reference's read (undefined for tables other than events), made from the query, its bindings and its catalogs. */
+function readsOf(
+  renamed: ScanTables,
+  bound: Bound,
+  scannedBy: ReadonlyMap<string, ScannedTable>,
+  union: UnionQuery | undefined,
+  now: number,
+): (ReferenceRead | undefined)[] {
+  if (bound.reads) return bound.reads;
+  const { query, references } = renamed;
+  const reads = references.map((reference, i): ReferenceRead | undefined => {
+    const { cte, table } = reference;
+    if (cte.kind === 'request_counts' || cte.kind === 'window_start') return undefined;
+    const scope = SelectScope.of(reference.select, scannedBy, bound.bindings);
+    const readsTheScan = scope.readsOnlyTheScan && scope.scanned?.table === table;
+    const filter: ScanFilter = readsTheScan
+      ? scanFilter(reference.select, scope, { scope, catalog: bound.catalogs[i]!, now })
+      : { predicates: [], exact: false, within: {}, unapplied: conjuncts(reference.select.where) };
+    const byShape = filter.split !== undefined;
+    const limit =
+      filter.exact && reference.select === topSelect(query)
+        ? pushableLimit(query, scope, byShape)
+        : filter.exact && union
+          ? branchLimit(union, reference.select, scope, byShape)
+          : undefined;
+    // without a limit, a split filter's superset part is read with the rest: only the residual WHERE tells its rows apart
+    const held = filter.exact && reference.select === topSelect(query) && (!filter.split || limit !== undefined);
+    const columns = renamed.reads.columnsOf(
+      cte.columns.map((column) => column.name),
+      reference.relation.alias ?? cte.name,
+    );
+    return { filter, limit, held, columns };
+  });
+  if (!requestValuesRead(query).clock) bound.reads = reads;
+  return reads;
 }
 
 /** The names bound (sql/bind.ts) over the scan tables, each read with the catalog of its source: the same while the catalogs are the same objects. */
@@ -242,7 +303,7 @@ interface ScanFilter {
   exact: boolean;
   within: TimeBounds;
   unapplied: Expr[];
-  split?: { regular: QueryDsl; irregular: QueryDsl };
+  split?: { regular: QueryDsl; irregular: QueryDsl; loose: QueryDsl[] };
 }
 
 function scanFilter(select: Select, scope: SelectScope, context: PredicateContext): ScanFilter {
@@ -260,7 +321,13 @@ function scanFilter(select: Select, scope: SelectScope, context: PredicateContex
   const supersets = pushed.filter((predicate) => predicate !== undefined && !predicate.exact).map((predicate) => predicate!.query);
   const record = recordFilter(others, scope.unnests, supersets, context);
   if (!record) return { predicates: all, exact: false, within, unapplied: others };
-  return { predicates: [...exactAlone, record.query], exact: true, within, unapplied: others, split: { regular: record.regular, irregular: record.irregular } };
+  return {
+    predicates: [...exactAlone, record.query],
+    exact: true,
+    within,
+    unapplied: others,
+    split: { regular: record.regular, irregular: record.irregular, loose: all },
+  };
 }
 
 /** Each read of a table that the store serves is at least one search: their number is bounded before any is made. */

@@ -420,12 +420,20 @@ export function timestampConstant(expr: Expr, now: number): string | undefined {
  * A condition in SQL's three-valued logic as two filters: the events on which it is TRUE and those
  * on which it is FALSE (the rest are NULL). Exact for events whose record arrays hold at most one
  * element and whose values were all indexed (the aggregation pushdown checks both); `paths` are
- * the metadata paths it reads, which must not be multi-valued either.
+ * the metadata paths it reads, which must not be multi-valued either. `unsure`, only where asked
+ * for (TruthOptions): the events on which the store cannot tell, because the engine's value may be
+ * any of the three or an error (a CAST of text); they are in neither `whenTrue` nor `whenFalse`.
  */
 export interface Truth {
   whenTrue: Query;
   whenFalse: Query;
   paths: string[];
+  unsure?: Query;
+}
+
+/** `unsureCasts`: a CAST of text to INT64 compared with integers is a truth with an `unsure` part (record filters read those events whole). */
+export interface TruthOptions {
+  unsureCasts?: boolean;
 }
 
 const MATCH_ALL: Query = { match_all: {} };
@@ -435,7 +443,11 @@ function not(query: Query): Query {
   return { bool: { must_not: [query] } };
 }
 
-export function truthOf(expr: Expr, context: PredicateContext): Truth | undefined {
+function negated(truth: Truth): Truth {
+  return { ...truth, whenTrue: truth.whenFalse, whenFalse: truth.whenTrue };
+}
+
+export function truthOf(expr: Expr, context: PredicateContext, options: TruthOptions = {}): Truth | undefined {
   switch (expr.kind) {
     case 'boolean':
       return { whenTrue: expr.value ? MATCH_ALL : MATCH_NONE, whenFalse: expr.value ? MATCH_NONE : MATCH_ALL, paths: [] };
@@ -443,35 +455,43 @@ export function truthOf(expr: Expr, context: PredicateContext): Truth | undefine
       if (expr.operator === 'and')
         return combinedTruth(
           'and',
-          conjuncts(expr).map((conjunct) => truthOf(conjunct, context)),
+          conjuncts(expr).map((conjunct) => truthOf(conjunct, context, options)),
         );
       if (expr.operator === 'or')
         return combinedTruth(
           'or',
-          equalitiesAsLists(operands(expr, 'or'), context).map((disjunct) => truthOf(disjunct, context)),
+          equalitiesAsLists(operands(expr, 'or'), context).map((disjunct) => truthOf(disjunct, context, options)),
         );
+      if (expr.operator === '=' && options.unsureCasts) {
+        const cast = castTruth(expr.left, integerList([expr.right]), context) ?? castTruth(expr.right, integerList([expr.left]), context);
+        if (cast) return cast;
+      }
       return leafTruth(expr.operator, expr.left, expr.right, context);
     }
     case 'unary': {
       if (expr.operator !== 'not') return undefined;
-      const inner = truthOf(expr.operand, context);
-      return inner && { whenTrue: inner.whenFalse, whenFalse: inner.whenTrue, paths: inner.paths };
+      const inner = truthOf(expr.operand, context, options);
+      return inner && negated(inner);
     }
     case 'between': {
-      const range = truthOf(
-        {
-          kind: 'binary',
-          operator: 'and',
-          left: { kind: 'binary', operator: '>=', left: expr.expr, right: expr.low },
-          right: { kind: 'binary', operator: '<=', left: expr.expr, right: expr.high },
-        },
-        context,
-      );
-      return range && expr.negated ? { whenTrue: range.whenFalse, whenFalse: range.whenTrue, paths: range.paths } : range;
+      const cast = options.unsureCasts ? castTruth(expr.expr, integerRange(expr.low, expr.high), context) : undefined;
+      const range =
+        cast ??
+        truthOf(
+          {
+            kind: 'binary',
+            operator: 'and',
+            left: { kind: 'binary', operator: '>=', left: expr.expr, right: expr.low },
+            right: { kind: 'binary', operator: '<=', left: expr.expr, right: expr.high },
+          },
+          context,
+          options,
+        );
+      return range && expr.negated ? negated(range) : range;
     }
     case 'in_list': {
-      const truth = listTruth(expr.expr, expr.list, context);
-      return truth && expr.negated ? { whenTrue: truth.whenFalse, whenFalse: truth.whenTrue, paths: truth.paths } : truth;
+      const truth = (options.unsureCasts ? castTruth(expr.expr, integerList(expr.list), context) : undefined) ?? listTruth(expr.expr, expr.list, context);
+      return truth && expr.negated ? negated(truth) : truth;
     }
     case 'is': {
       if (expr.test !== 'null') return undefined;
@@ -491,6 +511,34 @@ export function truthOf(expr: Expr, context: PredicateContext): Truth | undefine
     default:
       return undefined;
   }
+}
+
+/**
+ * Text the engine's CAST to INT64 reads without error, as its own digits, and the service reads
+ * exactly (finish-conditions.ts): a positive decimal without sign or leading zero, of at most 15 digits.
+ */
+const CANONICAL_POSITIVE_INTEGER = '[1-9][0-9]{0,14}';
+
+/**
+ * `CAST(field AS INT64)` equal to one of `values` (all positive), on a single-valued keyword field:
+ * TRUE where the text is one of their digits, FALSE where it is other canonical digits, and unsure
+ * anywhere else the field has a value (a sign, leading zeros, hexadecimal, or text the cast refuses).
+ */
+function castTruth(target: Expr, values: number[] | undefined, context: PredicateContext): Truth | undefined {
+  if (values === undefined || values.length === 0 || values.length > MAX_INTEGER_TEXTS || values.some((value) => value <= 0)) return undefined;
+  if (target.kind !== 'cast' || target.safe || target.type !== 'INT64' || target.expr.kind !== 'identifier') return undefined;
+  const reference = context.scope.resolve(target.expr);
+  const field = reference?.kind === 'metadata' ? exactField(target.expr, context) : undefined;
+  if (reference?.kind !== 'metadata' || !field || context.catalog.typeOf(reference.path) !== 'keyword') return undefined;
+  const inRecords = (query: Query) => inNestedRecords(reference.path, query, context.catalog);
+  const listed = inRecords({ terms: { [reference.path]: values.map(String) } });
+  const canonical = inRecords({ regexp: { [reference.path]: { value: CANONICAL_POSITIVE_INTEGER, flags: 'NONE' } } });
+  return {
+    whenTrue: listed,
+    whenFalse: { bool: { filter: [canonical], must_not: [listed] } },
+    unsure: { bool: { filter: [field.exists], must_not: [canonical] } },
+    paths: field.paths,
+  };
 }
 
 /** A pattern match's truth: the superset filter without its `_ignored` escape hatch, FALSE where the field has another value. */
@@ -522,17 +570,25 @@ function exactField(expr: Expr, context: PredicateContext): { exists: Query; pat
   return { exists: inNestedRecords(field.path, { exists: { field: field.path } }, context.catalog), paths: [field.path] };
 }
 
-/** AND or OR of several truths, each side one flat bool: AND is true when all are, false when any is; OR the reverse. */
+/**
+ * AND or OR of several truths, each side one flat bool: AND is true when all are, false when any is;
+ * OR the reverse. An event unsure for one part is unsure for the whole, and in neither side: the
+ * engine may evaluate every part, so a part that may fail decides even where another settles the truth.
+ */
 function combinedTruth(operator: 'and' | 'or', truths: readonly (Truth | undefined)[]): Truth | undefined {
   if (truths.length === 0 || truths.some((truth) => truth === undefined)) return undefined;
   const parts = truths as Truth[];
   if (parts.length === 1) return parts[0];
   const all = (queries: Query[]): Query => ({ bool: { filter: queries } });
   const any = (queries: Query[]): Query => ({ bool: { should: queries, minimum_should_match: 1 } });
+  const unsures = parts.flatMap((part) => (part.unsure ? [part.unsure] : []));
+  const unsure = unsures.length === 0 ? undefined : unsures.length === 1 ? unsures[0]! : any(unsures);
+  const sure = (query: Query): Query => (unsure ? { bool: { filter: [query], must_not: [unsure] } } : query);
   const whenTrue = parts.map((part) => part.whenTrue);
   const whenFalse = parts.map((part) => part.whenFalse);
   const paths = parts.flatMap((part) => part.paths);
-  return operator === 'and' ? { whenTrue: all(whenTrue), whenFalse: any(whenFalse), paths } : { whenTrue: any(whenTrue), whenFalse: all(whenFalse), paths };
+  const [truthy, falsy] = operator === 'and' ? [all(whenTrue), any(whenFalse)] : [any(whenTrue), all(whenFalse)];
+  return { whenTrue: sure(truthy), whenFalse: sure(falsy), paths, ...(unsure ? { unsure } : {}) };
 }
 
 /** `field IN (values)` over a single-valued field: true where one value matches (one `terms`), false where the field has another value. */

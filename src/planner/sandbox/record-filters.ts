@@ -41,8 +41,9 @@ export interface RecordFilter {
 /**
  * WHERE over one scan and unnests of its record arrays, as one filter: for a regular event (see
  * regularEvents) it has one row, or none when an inner unnest's array is missing, and the filter is
- * the rows' condition in three-valued logic (`truthOf`); any other event passes when `supersets`
- * (the conditions' filters over any element) do, and the residual WHERE, always applied, decides.
+ * the rows' condition in three-valued logic (`truthOf`); any other event, and a regular one on which
+ * the store cannot tell what the engine would make of a value (a CAST of text: `unsure`), passes when
+ * `supersets` (the conditions' filters over any element) do, and the residual WHERE, always applied, decides.
  * Undefined when some condition has no exact translation.
  */
 export function recordFilter(
@@ -51,10 +52,13 @@ export function recordFilter(
   supersets: readonly Query[],
   context: PredicateContext,
 ): RecordFilter | undefined {
-  const truths = conditions.map((condition) => truthOf(condition, context));
+  const truths = conditions.map((condition) => truthOf(condition, context, { unsureCasts: true }));
   if (truths.some((truth) => truth === undefined)) return undefined;
   const regular = regularEvents([...unnests.map((unnest) => unnest.path), ...truths.flatMap((truth) => truth!.paths)]);
   const exact: Query = { bool: { filter: [regular, ...presentArrays(unnests), ...truths.map((truth) => truth!.whenTrue)] } };
-  const irregular: Query = { bool: { filter: [...supersets], must_not: [regular] } };
+  // a regular event the store cannot decide (a CAST that may fail) is read whole with the irregular ones, so none of them goes unseen
+  const unsure = truths.flatMap((truth) => (truth!.unsure ? [truth!.unsure] : []));
+  const decided: Query = unsure.length === 0 ? regular : { bool: { filter: [regular], must_not: unsure } };
+  const irregular: Query = { bool: { filter: [...supersets], must_not: [decided] } };
   return { query: { bool: { should: [exact, irregular], minimum_should_match: 1 } }, regular: exact, irregular };
 }

@@ -10,7 +10,7 @@ export interface FinishSource {
   columns: readonly TableColumn[];
   /** The scan's filter is the SELECT's WHERE exactly (for the rows of its exact part). */
   whereHeld: boolean;
-  /** Otherwise, the conjuncts of WHERE the scan's filter did not apply exactly (it matched a superset of their rows), when known. */
+  /** The conjuncts of WHERE the scan's filter did not apply exactly on their own (it matched a superset of their rows), when known. */
   unapplied?: readonly Expr[];
   /** The scan gives one row whatever the data (an aggregation without keys). */
   oneRow: boolean;
@@ -24,6 +24,8 @@ export interface ScanReading {
   unnests: ServiceFinish['unnests'];
   unnestTypes: SqlType[];
   where: FinishCondition[];
+  /** The conditions the scan left, for the rows of its superset part when its filter is WHERE exactly for the rest; none when one is not the service's. */
+  supersetWhere: FinishCondition[] | undefined;
 }
 
 /** FROM and WHERE of a SELECT over the scan, as the service reads them, or the reason it cannot. */
@@ -40,6 +42,10 @@ export function readScan(select: Select, bindings: Bindings, source: FinishSourc
       where.push(compiled);
     }
   }
+  // the scan's superset part, when it has one, is checked by the conditions it left; the finish declines those rows without them
+  const left = select.where ? (source.unapplied ?? []) : [];
+  const compiledLeft = left.map((condition) => finishCondition(condition, (expr) => paths.read(expr, ranges.unnests.length)));
+  const supersetWhere = source.whereHeld && compiledLeft.every((condition) => condition !== undefined) ? (compiledLeft as FinishCondition[]) : undefined;
   const unnests: ServiceFinish['unnests'] = [];
   const unnestTypes: SqlType[] = [];
   for (const [index, { relation, join }] of ranges.unnests.entries()) {
@@ -51,7 +57,7 @@ export function readScan(select: Select, bindings: Bindings, source: FinishSourc
     unnestTypes.push(type.kind === 'array' ? type.element : type);
     unnests.push({ array: path, join });
   }
-  return { paths, unnests, unnestTypes, where };
+  return { paths, unnests, unnestTypes, where, supersetWhere };
 }
 
 type UnnestRange = { relation: Extract<Relation, { kind: 'unnest' }>; join: 'inner' | 'left' };

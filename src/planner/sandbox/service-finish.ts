@@ -32,7 +32,7 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
 
   const scan = readScan(select, bindings, source);
   if ('refused' in scan) return scan;
-  const { paths, unnests, unnestTypes, where } = scan;
+  const { paths, unnests, unnestTypes, where, supersetWhere } = scan;
 
   const columns: ServiceFinish['columns'] = [];
   for (const item of select.items) {
@@ -64,7 +64,16 @@ export function decideServiceFinish(query: Query, bindings: Bindings, source: Fi
   if (order.length === 0 && !source.oneRow && !(limit !== undefined && limit <= 1 && offset === 0))
     return refused('the query has no ORDER BY and may answer several rows');
   return {
-    finish: { table: source.table, unnests, columns, order, ...(limit === undefined ? {} : { limit }), offset, ...(where.length > 0 ? { where } : {}) },
+    finish: {
+      table: source.table,
+      unnests,
+      columns,
+      order,
+      ...(limit === undefined ? {} : { limit }),
+      offset,
+      ...(where.length > 0 ? { where } : {}),
+      ...(supersetWhere ? { supersetWhere } : {}),
+    },
   };
 }
 
