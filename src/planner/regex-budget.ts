@@ -82,7 +82,9 @@ function searchesOf(scan: Scan): estypes.SearchRequest[] {
 
 /**
  * Refuses a plan whose regexp queries exceed the request's budget (QueryTooExpensive, naming the
- * limit), and sets each one's state limit. The plan is the planner's own, fresh for this request.
+ * limit), and sets each one's state limit. The regexp bodies can be shared by every request of one
+ * text (planned once per endpoint and field catalogs, which belong to one server and so to one
+ * configuration): each request writes the same value.
  */
 export function boundRegexCost(plan: Plan, limits: RegexLimits): Plan {
   const queries = regexpQueriesIn(plan.scans.flatMap(searchesOf));
