@@ -3,17 +3,17 @@ import { tableNames } from '../../queries/endpoint.ts';
 import { logsAll } from '../../queries/logs-all.ts';
 import { translateBeforeScans } from '../../src/executor/index.ts';
 import { fieldCatalog } from '../../src/planner/field-catalog.ts';
-import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
+import type { Plan } from '../../src/planner/index.ts';
 import { freezeTree } from '../../src/sql/frozen-tree.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
 import type { Query } from '../../src/sql/syntax.ts';
+import { planLogsAllQuery } from '../support/sandbox-plan.ts';
 
 beforeAll(async () => {
   await initSqlParser();
 });
 
 const catalog = fieldCatalog({ id: 'keyword', project: 'keyword', event_message: 'text', 'metadata.status': 'keyword' });
-const catalogs = new Map(logsAll.ctes.map((cte) => ['source' in cte ? cte.source : cte.name, catalog]));
 const limits = { maxTranslatedChars: 100_000, maxValueBytes: 1_000_000 };
 
 /** A text parsed once and shared frozen, as the parsed-query cache shares it. */
@@ -22,13 +22,7 @@ function shared(sql: string): Query {
 }
 
 function plan(query: Query, now: number, params: Record<string, string> = { project: 'default' }): Plan {
-  const validated = logsAll.parameters.parse(params) as Record<string, unknown>;
-  return planEndpointQuery(
-    logsAll,
-    validated,
-    { now, projects: null, indexPrefix: 'lp-' },
-    { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs },
-  );
+  return planLogsAllQuery(query, catalog, { now, params });
 }
 
 function translation(planned: Plan) {

@@ -1,11 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { tableNames } from '../../queries/endpoint.ts';
-import { logsAll } from '../../queries/logs-all.ts';
 import { expressionReads } from '../../shared/partitions.ts';
 import { fieldCatalog } from '../../src/planner/field-catalog.ts';
-import { planEndpointQuery, type Plan } from '../../src/planner/index.ts';
+import type { Plan } from '../../src/planner/index.ts';
 import type { EventScan } from '../../src/planner/plan.ts';
 import { initSqlParser, parseSandboxQuery } from '../../src/sql/index.ts';
+import { logsAllParseOptions, planLogsAllQuery } from '../support/sandbox-plan.ts';
 
 // Monday 2024-01-08 10:00 UTC: a read without an upper bound looks one day ahead, to the 9th
 const now = Date.UTC(2024, 0, 8, 10);
@@ -19,17 +18,9 @@ const catalog = fieldCatalog({
   'metadata.response.status_code': 'long',
   'metadata.level': 'keyword',
 });
-const catalogs = new Map(logsAll.ctes.map((cte) => ['source' in cte ? cte.source : cte.name, catalog]));
 
 function plan(sql: string, params: Record<string, string> = { project: 'default' }): Plan {
-  const query = parseSandboxQuery(sql, { allowedTables: tableNames(logsAll.ctes), parameterNames: logsAll.parameterDocs.map((parameter) => parameter.name) });
-  const validated = logsAll.parameters.parse(params) as Record<string, unknown>;
-  return planEndpointQuery(
-    logsAll,
-    validated,
-    { now, projects: null, indexPrefix: 'lp-' },
-    { language: 'sql', query, limits: { maxScanEvents: 50_000, maxScans: 32 }, catalogs },
-  );
+  return planLogsAllQuery(parseSandboxQuery(sql, logsAllParseOptions), catalog, { now, params });
 }
 
 function eventScans(result: Plan): EventScan[] {
