@@ -73,6 +73,7 @@ export function createElasticsearchClient(options: ElasticsearchClientOptions): 
     tls: tlsOptions(options),
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     maxRetries: options.maxRetries ?? nodes.length - 1,
+    // also keeps responses uncompressed (no accept-encoding): logs.all reads a search's raw text (searchText)
     compression: false,
   });
 }
