@@ -5,12 +5,11 @@ import { SandboxViolation, UnknownTable } from '../../errors.ts';
 import { bind } from '../../sql/bind.ts';
 import { freezeTree } from '../../sql/frozen-tree.ts';
 import { environmentOfTables, implicitName, type BindEnvironment, type Bindings } from '../../sql/bindings.ts';
-import { isAggregateCall } from '../../sql/functions.ts';
-import type { Expr, Query, Relation, Select, SelectItem } from '../../sql/syntax.ts';
+import type { Expr, Query, Relation, Select } from '../../sql/syntax.ts';
 import type { ParameterValue } from '../../sql/types.ts';
 import { requestValuesRead } from '../../sql/request-values.ts';
 import { INTERNAL_TABLE_PREFIX } from '../../sql/validate.ts';
-import { subqueryOf, walk } from '../../sql/walk.ts';
+import { walk } from '../../sql/walk.ts';
 import { EMPTY_CATALOG, type FieldCatalog } from '../field-catalog.ts';
 import type { Plan, ResidualQuery, Scan, ServiceFinish, ServiceGroupFinish, ServiceUnionFinish } from '../plan.ts';
 import type { ScopeContext, ValidatedParameters } from '../scope.ts';
@@ -22,6 +21,7 @@ import { recordFilter } from './record-filters.ts';
 import { scanEnvironment } from './bind-environment.ts';
 import { SelectScope, type ScannedTable } from './select-scope.ts';
 import { decideServiceFinish, type FinishSource } from './service-finish.ts';
+import { isRowWise } from './row-wise.ts';
 import { timeBoundsOf } from './time-bounds.ts';
 import { branchLimit, decideUnionFinish, unionQuery, type UnionQuery } from './union-finish.ts';
 
@@ -353,9 +353,8 @@ function topSelect(query: Query): Select | undefined {
  */
 function pushableLimit(query: Query, scope: SelectScope, byShape: boolean): { rows: number; order: 'timestamp_desc' } | undefined {
   const select = topSelect(query)!;
-  if (select.groupBy.length > 0 || select.having || select.qualify || select.distinct) return undefined;
+  if (!isRowWise(select)) return undefined;
   if (!byShape && scope.unnests.some((unnest) => unnest.join !== 'left')) return undefined;
-  if (hasAggregateOrWindow(select.items)) return undefined;
   const limit = numberLiteral(query.limit);
   const offset = query.offset ? numberLiteral(query.offset) : 0;
   if (limit === undefined || offset === undefined) return undefined;
@@ -380,19 +379,6 @@ function isColumn(expr: Expr, column: string, select: Select, scope: SelectScope
     return isColumn(item.expr.kind === 'cast' && item.expr.type === 'DATETIME' ? item.expr.expr : item.expr, column, select, scope);
   // a column `*` brought in: the scanned table's when it is the first thing FROM reads
   return lower === column && scope.variables[0]?.kind === 'scanned' && select.items.some((candidate) => candidate.kind === 'wildcard' && !candidate.qualifier);
-}
-
-/** Whether an item calls an aggregate or window function outside its subqueries. */
-function hasAggregateOrWindow(items: readonly SelectItem[]): boolean {
-  let found = false;
-  const visitor = {
-    expr: (expr: Expr): boolean => {
-      if (expr.kind === 'call' && (expr.over !== undefined || isAggregateCall(expr))) found = true;
-      return !found && subqueryOf(expr) === undefined;
-    },
-  };
-  for (const item of items) if (item.kind === 'expression') walk(item.expr, visitor);
-  return found;
 }
 
 function numberLiteral(expr: Expr | undefined): number | undefined {

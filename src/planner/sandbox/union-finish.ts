@@ -1,11 +1,10 @@
 import { implicitName, type Bindings } from '../../sql/bindings.ts';
-import { isAggregateCall } from '../../sql/functions.ts';
 import type { Expr, OrderItem, Query, Relation, Select, SetExpression } from '../../sql/syntax.ts';
 import type { SqlType } from '../../sql/types.ts';
-import { subqueryOf, walk } from '../../sql/walk.ts';
 import type { ServiceUnionFinish, UnionBranch, UnionValue, ValuePath } from '../plan.ts';
 import { finishCondition, literalOf } from './finish-conditions.ts';
 import { countLiteral, readScan, staticType, type FinishSource } from './scan-reading.ts';
+import { isRowWise } from './row-wise.ts';
 import type { SelectScope } from './select-scope.ts';
 
 /**
@@ -150,7 +149,7 @@ function sameName(a: string, b: string): boolean {
  */
 export function branchLimit(union: UnionQuery, select: Select, scope: SelectScope, byShape: boolean): { rows: number; order: 'timestamp_desc' } | undefined {
   if (union.limit === undefined || !union.branches.includes(select)) return undefined;
-  if (select.groupBy.length > 0 || select.having || select.qualify || select.distinct || hasAggregateOrWindow(select)) return undefined;
+  if (!isRowWise(select)) return undefined;
   if (!byShape && scope.unnests.some((unnest) => unnest.join !== 'left')) return undefined;
   const [first, second, ...rest] = union.order;
   if (!first || rest.length > 0) return undefined;
@@ -162,18 +161,6 @@ export function branchLimit(union: UnionQuery, select: Select, scope: SelectScop
   if (!first.descending || !reads(first.position, 'timestamp')) return undefined;
   if (second && (!second.descending || !reads(second.position, 'id'))) return undefined;
   return { rows: union.limit + union.offset, order: 'timestamp_desc' };
-}
-
-function hasAggregateOrWindow(select: Select): boolean {
-  let found = false;
-  const visitor = {
-    expr: (expr: Expr): boolean => {
-      if (expr.kind === 'call' && (expr.over !== undefined || isAggregateCall(expr))) found = true;
-      return !found && subqueryOf(expr) === undefined;
-    },
-  };
-  for (const item of select.items) if (item.kind === 'expression') walk(item.expr, visitor);
-  return found;
 }
 
 /** Types a branch's path value may have: converted to the answer's JSON as the engine does (service-finish.ts). */
@@ -212,8 +199,7 @@ function decideAnew(union: UnionQuery, bindings: Bindings, sources: ReadonlyMap<
   for (const select of union.branches) {
     const source = sources.get(select);
     if (!source) return refused('a branch of the union reads no one scan');
-    if (select.distinct || select.groupBy.length > 0 || select.having || select.qualify || hasAggregateOrWindow(select))
-      return refused('a branch of the union groups, filters groups or computes windows');
+    if (!isRowWise(select)) return refused('a branch of the union groups, filters groups or computes windows');
     const scan = readScan(select, bindings, source);
     if ('refused' in scan) return scan;
     const { paths, unnests, unnestTypes, where } = scan;
