@@ -17,7 +17,7 @@ import { probe, runLoad, type LoadTarget } from './load.ts';
 import { BENCH_PROJECT, loadEdgeEvents, loadOtherSources } from './query-data.ts';
 import type { LoadPoint, QueryBenchResult, QuerySeries } from './results.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
-import { productionBuild } from './worker-process.ts';
+import { productionBuild } from './production-build.ts';
 
 export interface QueryPhaseOptions {
   /** Edge events per data set, ascending; each is loaded on top of the one before. */

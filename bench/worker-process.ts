@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
+import { productionBuild } from './production-build.ts';
 
 /** Where a benchmark's worker reads and writes: its own topics, indices and consumer group. */
 export interface BenchLocations {
@@ -55,7 +56,7 @@ export async function startWorkerProcess(options: {
     const value = (options.config as unknown as Record<string, unknown>)[name];
     if (value !== undefined && value !== defaults[name]) tuning[name] = String(value);
   }
-  const main = options.built ? path.join(root, 'dist', 'ingest', 'main.js') : await productionBuild(root);
+  const main = options.built ? path.join(root, 'dist', 'ingest', 'main.js') : path.join(await productionBuild(root), 'ingest', 'main.js');
   const start = await workerStart(root);
   const child = spawn(process.execPath, [...start.nodeArgs, ...(options.nodeOptions ?? []), main], {
     cwd: root,
@@ -99,24 +100,6 @@ async function workerStart(root: string): Promise<{ nodeArgs: readonly string[];
   if (!existsSync(file)) return { nodeArgs: [], env: {} };
   const start = (await import(pathToFileURL(file).href)) as { INGEST_WORKER_NODE_ARGS: readonly string[]; INGEST_WORKER_ENV: Readonly<Record<string, string>> };
   return { nodeArgs: start.INGEST_WORKER_NODE_ARGS, env: start.INGEST_WORKER_ENV };
-}
-
-const builds = new Map<string, Promise<string>>();
-
-/** The checkout's compiled worker, built by its own `npm run build` the first time it is asked for. */
-export function productionBuild(root: string): Promise<string> {
-  let build = builds.get(root);
-  if (build === undefined) {
-    build = new Promise<string>((resolve, reject) => {
-      const child = spawn('npm', ['run', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
-      child.once('error', reject);
-      child.once('exit', (code) =>
-        code === 0 ? resolve(path.join(root, 'dist', 'ingest', 'main.js')) : reject(new Error(`npm run build in ${root} exited with ${code}`)),
-      );
-    });
-    builds.set(root, build);
-  }
-  return build;
 }
 
 /** Where the worker's memory is, from its /metrics (prom-client's process and heap gauges), in bytes. */
