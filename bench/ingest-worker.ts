@@ -22,6 +22,7 @@ import {
   describeMemory,
   minorFaults,
   peakRssBytes,
+  residentMemory,
   sleep,
   startWorkerProcess,
   workerCounter,
@@ -126,6 +127,10 @@ try {
   await client.close();
 }
 
+function mb(bytes: number): string {
+  return (bytes / 1e6).toFixed(0);
+}
+
 /** The monotonic clock V8 stamps profile samples with, in every process on the machine. */
 function nowMicros(): number {
   return Number(process.hrtime.bigint() / 1000n);
@@ -178,6 +183,7 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
   });
   try {
     const pid = worker.child.pid!;
+    const idle = residentMemory(pid);
     while ((await workerCounter(worker.port, 'ingest_events_consumed_total')) === 0) await sleep(10);
     const started = performance.now();
     const from = nowMicros();
@@ -186,11 +192,12 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     const feedAtStart = await readFeed(client, worker.port);
     const pool = { active: 0, queue: 0, samples: 0, threads: 0 };
     // /metrics is read a few times a second only: every read costs the worker CPU that would be counted as its own
-    let atPeak: WorkerMemory | undefined;
+    let atPeak: { memory: WorkerMemory; resident: ReturnType<typeof residentMemory> } | undefined;
     while ((await workerCounter(worker.port, 'ingest_events_indexed_total')) < EVENTS) {
       if (worker.child.exitCode !== null) throw new Error(`the worker exited with ${worker.child.exitCode}`);
       const memory = await workerMemory(worker.port);
-      if (memory && memory.rss > (atPeak?.rss ?? 0)) atPeak = memory;
+      const resident = residentMemory(pid);
+      if (memory && memory.rss > (atPeak?.memory.rss ?? 0)) atPeak = { memory, resident };
       const sample = await writePool(client);
       pool.active += sample.active;
       pool.queue += sample.queue;
@@ -210,7 +217,16 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
       deferred: await workerCounter(worker.port, 'ingest_batches_deferred_total'),
     };
     say(`${name}: ${EVENTS} indexed in ${measured.seconds.toFixed(1)} s, peak RSS ${(measured.rss / 1e6).toFixed(0)} MB`);
-    if (atPeak) say(`${name}: memory at the highest RSS sampled: ${describeMemory(atPeak)}`);
+    say(`${name}: resident before the drain ${mb(idle.rss)} MB (anonymous ${mb(idle.anonymous)}, files ${mb(idle.files)})`);
+    if (atPeak) {
+      const { memory, resident } = atPeak;
+      // anonymous pages V8 does not account for: malloc's arenas (freed memory it keeps included), stacks, the code space
+      const outside = resident.anonymous - memory.heapTotal - memory.external;
+      say(
+        `${name}: memory at the highest RSS sampled: ${describeMemory(memory)}; anonymous ${mb(resident.anonymous)}, files ${mb(resident.files)}, ` +
+          `anonymous outside heap and external ${mb(outside)} MB`,
+      );
+    }
     return measured;
   } finally {
     await worker.stop();

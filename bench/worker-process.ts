@@ -153,7 +153,7 @@ export async function workerBulkTotals(port: number): Promise<{ requests: number
   return { requests: sum('count'), seconds: sum('sum') };
 }
 
-function statusField(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+function statusField(pid: number, field: 'VmHWM' | 'VmRSS' | 'RssAnon' | 'RssFile'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
     .find((entry) => entry.startsWith(`${field}:`));
@@ -166,6 +166,15 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 export const peakRssBytes = (pid: number) => statusField(pid, 'VmHWM');
+
+/**
+ * The kernel's account of a process's resident memory now (/proc/<pid>/status), in bytes: anonymous
+ * pages (V8's heap, malloc's arenas, buffers) and file-backed ones (node's binary, shared libraries).
+ * Read from outside the worker, so sampling it often costs the worker nothing.
+ */
+export function residentMemory(pid: number): { rss: number; anonymous: number; files: number } {
+  return { rss: statusField(pid, 'VmRSS'), anonymous: statusField(pid, 'RssAnon'), files: statusField(pid, 'RssFile') };
+}
 
 /** Minor page faults of a process so far (/proc/<pid>/stat field 10): pages of fresh memory it has touched. */
 export function minorFaults(pid: number): number {
