@@ -26,6 +26,7 @@ import {
   sleep,
   startWorkerProcess,
   workerCounter,
+  workerGc,
   workerMemory,
   type WorkerMemory,
 } from './worker-process.ts';
@@ -105,11 +106,15 @@ try {
   console.log(
     `this checkout: its own start (ingest/worker-start.ts)${nodeArgs.length ? `, then node ${nodeArgs.join(' ')}` : ''}${options.env ? `, with ${options.env}` : ''}`,
   );
-  console.log('| worker | events/s | CPU s per 100k | peak RSS | minor page faults per 100k | partition batches deferred |');
-  console.log('|---|---|---|---|---|---|');
+  console.log(
+    '| worker | events/s | CPU s per 100k | GC pauses s per 100k (major collections) | peak RSS | minor page faults per 100k | partition batches deferred |',
+  );
+  console.log('|---|---|---|---|---|---|---|');
+  const per100k = (value: number) => (value / EVENTS) * 100_000;
   for (const row of rows)
     console.log(
-      `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${((row.cpu / EVENTS) * 100_000).toFixed(2)} | ${(row.rss / 1e6).toFixed(0)} MB | ${Math.round((row.faults / EVENTS) * 100_000)} | ${row.deferred} |`,
+      `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${per100k(row.cpu).toFixed(2)} | ${per100k(row.gc.seconds).toFixed(2)} (${row.gc.major}) | ` +
+        `${(row.rss / 1e6).toFixed(0)} MB | ${Math.round(per100k(row.faults))} | ${row.deferred} |`,
     );
   console.log('\nwho limits the drain (Elasticsearch and the machine are shared: their figures include whatever else ran meanwhile):');
   console.log(FEED_HEADER);
@@ -189,6 +194,7 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     const from = nowMicros();
     const cpuAtStart = cpuSeconds(pid);
     const faultsAtStart = minorFaults(pid);
+    const gcAtStart = await workerGc(worker.port);
     const feedAtStart = await readFeed(client, worker.port);
     const pool = { active: 0, queue: 0, samples: 0, threads: 0 };
     // /metrics is read a few times a second only: every read costs the worker CPU that would be counted as its own
@@ -207,6 +213,7 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     }
     const seconds = (performance.now() - started) / 1000;
     const cpu = cpuSeconds(pid) - cpuAtStart;
+    const gcAtEnd = await workerGc(worker.port);
     const measured = {
       window: { from, to: nowMicros() },
       seconds,
@@ -215,6 +222,7 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
       rss: peakRssBytes(pid),
       faults: minorFaults(pid) - faultsAtStart,
       deferred: await workerCounter(worker.port, 'ingest_batches_deferred_total'),
+      gc: { seconds: gcAtEnd.seconds - gcAtStart.seconds, major: gcAtEnd.major - gcAtStart.major },
     };
     say(`${name}: ${EVENTS} indexed in ${measured.seconds.toFixed(1)} s, peak RSS ${(measured.rss / 1e6).toFixed(0)} MB`);
     say(`${name}: resident before the drain ${mb(idle.rss)} MB (anonymous ${mb(idle.anonymous)}, files ${mb(idle.files)})`);

@@ -142,6 +142,14 @@ export async function workerCounter(
   }
 }
 
+/** The worker's garbage collections so far (prom-client's GC histogram): their pauses summed in seconds, and how many were major. */
+export async function workerGc(port: number): Promise<{ seconds: number; major: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const sum = (pattern: string) =>
+    [...text.matchAll(new RegExp(`^ingest_nodejs_gc_duration_seconds_${pattern} ([0-9.e+-]+)`, 'gm'))].reduce((total, match) => total + Number(match[1]), 0);
+  return { seconds: sum('sum\\{[^}]*\\}'), major: sum('count\\{kind="major"[^}]*\\}') };
+}
+
 /** The worker's bulk requests so far (every outcome): how many, and their summed duration in seconds. */
 export async function workerBulkTotals(port: number): Promise<{ requests: number; seconds: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
