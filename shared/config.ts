@@ -383,8 +383,9 @@ export const configSchema = z
       .min(1024 * 1024)
       .default(32 * 1024 * 1024)
       .describe(
-        'ingest worker: decompressed message bytes held at once: half for chunks queued for or in bulk requests (the fetch loop ' +
-          'waits above it), the rest for the fetch being decoded (a compressed batch past it is fetched again later)',
+        'ingest worker: decompressed message bytes held at once, and 512 bytes of heap per message: half for chunks queued for or ' +
+          'in bulk requests (the fetch loop waits above it), the rest for the fetch being decoded (a compressed batch past it is ' +
+          'fetched again later); the worker refuses to start when its JavaScript heap cannot hold 64 MB plus three times the budget',
       ),
     INGEST_CONCURRENT_PARTITIONS: z.coerce.number().int().min(1).max(64).default(9).describe('ingest worker: Kafka partitions consumed at once'),
     INGEST_RETRY_INITIAL_MS: z.coerce
