@@ -369,13 +369,13 @@ export const configSchema = z
       .number()
       .int()
       .min(1024)
-      .default(4 * 1024 * 1024)
+      .default(2 * 1024 * 1024)
       .describe('ingest worker: bytes of one Kafka fetch at most (compressed bytes: the memory budget bounds what they expand to)'),
     INGEST_FETCH_PARTITION_MAX_BYTES: z.coerce
       .number()
       .int()
       .min(1024)
-      .default(512 * 1024)
+      .default(256 * 1024)
       .describe('ingest worker: bytes of one partition in a Kafka fetch at most'),
     INGEST_MEMORY_BUDGET_BYTES: z.coerce
       .number()
