@@ -35,8 +35,9 @@ answerHelp(`Usage: npx tsx bench/ingest-worker.ts [--events N] [--codec none|gzi
                                   [--node-args=<flags>] [--env NAME=VALUE,...] [--cpu-prof <dir>] [--skip-build]
 The worker's own cost, without the rest of the ingest benchmark: N demo events are produced once by kcat in
 the codec given, then drained by this checkout's production worker (and the baseline's first, when given),
-each into indices and a consumer group of its own; prints CPU s per 100k events, peak RSS and minor page faults
-(pages of fresh memory touched) for each, and who limits the drain: the worker's and Elasticsearch's CPU, the
+each into indices and a consumer group of its own; prints CPU s per 100k events, GC pauses and major collections,
+peak RSS, where the memory is at its highest sample and minor page faults (pages of fresh memory touched) for
+each, and who limits the drain: the worker's and Elasticsearch's CPU, the
 machine's idle CPU, bulks in flight, and the time with no bulk in flight, bulks wait for a slot and the fetch waits.
   --events N        events (default 100000)
   --codec C         the producer's compression (default none)
