@@ -22,9 +22,11 @@ import {
   describeMemory,
   minorFaults,
   peakRssBytes,
+  residentMemory,
   sleep,
   startWorkerProcess,
   workerCounter,
+  workerGc,
   workerMemory,
   type WorkerMemory,
 } from './worker-process.ts';
@@ -33,8 +35,9 @@ answerHelp(`Usage: npx tsx bench/ingest-worker.ts [--events N] [--codec none|gzi
                                   [--node-args=<flags>] [--env NAME=VALUE,...] [--cpu-prof <dir>] [--skip-build]
 The worker's own cost, without the rest of the ingest benchmark: N demo events are produced once by kcat in
 the codec given, then drained by this checkout's production worker (and the baseline's first, when given),
-each into indices and a consumer group of its own; prints CPU s per 100k events, peak RSS and minor page faults
-(pages of fresh memory touched) for each, and who limits the drain: the worker's and Elasticsearch's CPU, the
+each into indices and a consumer group of its own; prints CPU s per 100k events, GC pauses and major collections,
+peak RSS, where the memory is at its highest sample and minor page faults (pages of fresh memory touched) for
+each, and who limits the drain: the worker's and Elasticsearch's CPU, the
 machine's idle CPU, bulks in flight, and the time with no bulk in flight, bulks wait for a slot and the fetch waits.
   --events N        events (default 100000)
   --codec C         the producer's compression (default none)
@@ -104,11 +107,15 @@ try {
   console.log(
     `this checkout: its own start (ingest/worker-start.ts)${nodeArgs.length ? `, then node ${nodeArgs.join(' ')}` : ''}${options.env ? `, with ${options.env}` : ''}`,
   );
-  console.log('| worker | events/s | CPU s per 100k | peak RSS | minor page faults per 100k | partition batches deferred |');
-  console.log('|---|---|---|---|---|---|');
+  console.log(
+    '| worker | events/s | CPU s per 100k | GC pauses s per 100k (major collections) | peak RSS | minor page faults per 100k | partition batches deferred |',
+  );
+  console.log('|---|---|---|---|---|---|---|');
+  const per100k = (value: number) => (value / EVENTS) * 100_000;
   for (const row of rows)
     console.log(
-      `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${((row.cpu / EVENTS) * 100_000).toFixed(2)} | ${(row.rss / 1e6).toFixed(0)} MB | ${Math.round((row.faults / EVENTS) * 100_000)} | ${row.deferred} |`,
+      `| ${row.name} | ${Math.round(EVENTS / row.seconds)} | ${per100k(row.cpu).toFixed(2)} | ${per100k(row.gc.seconds).toFixed(2)} (${row.gc.major}) | ` +
+        `${(row.rss / 1e6).toFixed(0)} MB | ${Math.round(per100k(row.faults))} | ${row.deferred} |`,
     );
   console.log('\nwho limits the drain (Elasticsearch and the machine are shared: their figures include whatever else ran meanwhile):');
   console.log(FEED_HEADER);
@@ -124,6 +131,10 @@ try {
   await admin.deleteTopics({ topics }).catch((error: unknown) => say(`could not delete the topics: ${(error as Error).message}`));
   await admin.disconnect();
   await client.close();
+}
+
+function mb(bytes: number): string {
+  return (bytes / 1e6).toFixed(0);
 }
 
 /** The monotonic clock V8 stamps profile samples with, in every process on the machine. */
@@ -178,19 +189,22 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
   });
   try {
     const pid = worker.child.pid!;
+    const idle = residentMemory(pid);
     while ((await workerCounter(worker.port, 'ingest_events_consumed_total')) === 0) await sleep(10);
     const started = performance.now();
     const from = nowMicros();
     const cpuAtStart = cpuSeconds(pid);
     const faultsAtStart = minorFaults(pid);
+    const gcAtStart = await workerGc(worker.port);
     const feedAtStart = await readFeed(client, worker.port);
     const pool = { active: 0, queue: 0, samples: 0, threads: 0 };
     // /metrics is read a few times a second only: every read costs the worker CPU that would be counted as its own
-    let atPeak: WorkerMemory | undefined;
+    let atPeak: { memory: WorkerMemory; resident: ReturnType<typeof residentMemory> } | undefined;
     while ((await workerCounter(worker.port, 'ingest_events_indexed_total')) < EVENTS) {
       if (worker.child.exitCode !== null) throw new Error(`the worker exited with ${worker.child.exitCode}`);
       const memory = await workerMemory(worker.port);
-      if (memory && memory.rss > (atPeak?.rss ?? 0)) atPeak = memory;
+      const resident = residentMemory(pid);
+      if (memory && memory.rss > (atPeak?.memory.rss ?? 0)) atPeak = { memory, resident };
       const sample = await writePool(client);
       pool.active += sample.active;
       pool.queue += sample.queue;
@@ -200,6 +214,7 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     }
     const seconds = (performance.now() - started) / 1000;
     const cpu = cpuSeconds(pid) - cpuAtStart;
+    const gcAtEnd = await workerGc(worker.port);
     const measured = {
       window: { from, to: nowMicros() },
       seconds,
@@ -208,9 +223,19 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
       rss: peakRssBytes(pid),
       faults: minorFaults(pid) - faultsAtStart,
       deferred: await workerCounter(worker.port, 'ingest_batches_deferred_total'),
+      gc: { seconds: gcAtEnd.seconds - gcAtStart.seconds, major: gcAtEnd.major - gcAtStart.major },
     };
     say(`${name}: ${EVENTS} indexed in ${measured.seconds.toFixed(1)} s, peak RSS ${(measured.rss / 1e6).toFixed(0)} MB`);
-    if (atPeak) say(`${name}: memory at the highest RSS sampled: ${describeMemory(atPeak)}`);
+    say(`${name}: resident before the drain ${mb(idle.rss)} MB (anonymous ${mb(idle.anonymous)}, files ${mb(idle.files)})`);
+    if (atPeak) {
+      const { memory, resident } = atPeak;
+      // anonymous pages V8 does not account for: malloc's arenas (freed memory it keeps included), stacks, the code space
+      const outside = resident.anonymous - memory.heapTotal - memory.external;
+      say(
+        `${name}: memory at the highest RSS sampled: ${describeMemory(memory)}; anonymous ${mb(resident.anonymous)}, files ${mb(resident.files)}, ` +
+          `anonymous outside heap and external ${mb(outside)} MB`,
+      );
+    }
     return measured;
   } finally {
     await worker.stop();

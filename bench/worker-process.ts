@@ -142,6 +142,14 @@ export async function workerCounter(
   }
 }
 
+/** The worker's garbage collections so far (prom-client's GC histogram): their pauses summed in seconds, and how many were major. */
+export async function workerGc(port: number): Promise<{ seconds: number; major: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const sum = (pattern: string) =>
+    [...text.matchAll(new RegExp(`^ingest_nodejs_gc_duration_seconds_${pattern} ([0-9.e+-]+)`, 'gm'))].reduce((total, match) => total + Number(match[1]), 0);
+  return { seconds: sum('sum\\{[^}]*\\}'), major: sum('count\\{kind="major"[^}]*\\}') };
+}
+
 /** The worker's bulk requests so far (every outcome): how many, and their summed duration in seconds. */
 export async function workerBulkTotals(port: number): Promise<{ requests: number; seconds: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -153,7 +161,7 @@ export async function workerBulkTotals(port: number): Promise<{ requests: number
   return { requests: sum('count'), seconds: sum('sum') };
 }
 
-function statusField(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+function statusField(pid: number, field: 'VmHWM' | 'VmRSS' | 'RssAnon' | 'RssFile'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8')
     .split('\n')
     .find((entry) => entry.startsWith(`${field}:`));
@@ -166,6 +174,15 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 export const peakRssBytes = (pid: number) => statusField(pid, 'VmHWM');
+
+/**
+ * The kernel's account of a process's resident memory now (/proc/<pid>/status), in bytes: anonymous
+ * pages (V8's heap, malloc's arenas, buffers) and file-backed ones (node's binary, shared libraries).
+ * Read from outside the worker, so sampling it often costs the worker nothing.
+ */
+export function residentMemory(pid: number): { rss: number; anonymous: number; files: number } {
+  return { rss: statusField(pid, 'VmRSS'), anonymous: statusField(pid, 'RssAnon'), files: statusField(pid, 'RssFile') };
+}
 
 /** Minor page faults of a process so far (/proc/<pid>/stat field 10): pages of fresh memory it has touched. */
 export function minorFaults(pid: number): number {

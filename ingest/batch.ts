@@ -4,6 +4,7 @@ import { bulkEntry, chunkBySize, releaseEntries, type BulkEntry } from './bulk.t
 import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
 import { decompressionBudget } from './decompression-budget.ts';
+import { MESSAGE_HEAP_BYTES } from './heap-budget.ts';
 import { isDeferredStandIn } from './deferred-batch.ts';
 import type { DeadLetterTransactions } from './dead-letter-transactions.ts';
 import { decodeMessage } from './event.ts';
@@ -84,11 +85,12 @@ export async function processBatch(payload: EachBatchPayload, dependencies: Batc
   for (const chunk of chunks) {
     if (!payload.isRunning() || payload.isStale() || pipeline.isStopping) return;
     const decoded = decodeChunk(chunk, batch.topic, batch.partition, route, dependencies);
-    const bytes = chunk.reduce((sum, message) => sum + (message.value?.length ?? 0) + 64, 0);
-    const queued: QueuedChunk = { decoded, bytes };
+    const valueBytes = chunk.reduce((sum, message) => sum + (message.value?.length ?? 0), 0);
+    const queued: QueuedChunk = { decoded, bytes: valueBytes + chunk.length * 64 };
+    // held against the memory budget: the messages' bytes and the heap each one keeps until its chunk ends
     pipeline.enqueueJoining(
       key,
-      bytes,
+      valueBytes + chunk.length * MESSAGE_HEAP_BYTES,
       queued,
       (open) => joinChunk(open, queued, settings),
       (item, work) => writeChunk(payload, route, item.decoded, work, dependencies),

@@ -1,3 +1,5 @@
+import { MESSAGE_HEAP_BYTES } from './heap-budget.ts';
+
 /**
  * The worker's bound on decompressed message bytes (INGEST_MEMORY_BUDGET_BYTES). kafkajs's fetch
  * limits count compressed bytes, and it decompresses every record batch of a fetch response before
@@ -23,16 +25,20 @@ export class DecompressionBudget {
     private readonly queuedBytes: () => number,
   ) {}
 
-  /** Whether the batch whose compressed records are `data` may be decompressed now. */
-  admits(codec: string, data: Buffer): boolean {
+  /**
+   * Whether the batch of `records` records whose compressed bytes are `data` may be decompressed now.
+   * Each record counts with the heap kafkajs's message object takes (MESSAGE_HEAP_BYTES): a batch
+   * of tiny records is mostly objects, not bytes.
+   */
+  admits(codec: string, data: Buffer, records: number): boolean {
     if (this.decoded === 0) return true;
-    const estimate = data.length * (this.ratios.get(codec) ?? 1);
+    const estimate = data.length * (this.ratios.get(codec) ?? 1) + records * MESSAGE_HEAP_BYTES;
     return this.queuedBytes() + this.decoded + estimate <= this.maxBytes;
   }
 
-  /** Counts a batch decompressed from `data` into `bytes`. */
-  decompressed(codec: string, data: Buffer, bytes: number): void {
-    this.decoded += bytes;
+  /** Counts a batch of `records` records decompressed from `data` into `bytes`. */
+  decompressed(codec: string, data: Buffer, bytes: number, records: number): void {
+    this.decoded += bytes + records * MESSAGE_HEAP_BYTES;
     if (data.length > 0) this.ratios.set(codec, bytes / data.length);
   }
 

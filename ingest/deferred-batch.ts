@@ -14,12 +14,12 @@ export const DEFERRED_BATCH_HEADER = 'logplatform-deferred-batch';
 export function budgetedDecompress(codec: string, decompress: (data: Buffer) => Promise<Buffer>): (data: Buffer) => Promise<Buffer> {
   return async (data) => {
     const budget = decompressionBudget();
-    if (budget && !budget.admits(codec, data)) {
-      const header = recordBatchHeaderBefore(data);
-      if (header) return deferredStandIns(header);
-    }
+    if (!budget) return decompress(data);
+    const header = recordBatchHeaderBefore(data);
+    const records = header?.records ?? 0;
+    if (header && !budget.admits(codec, data, records)) return deferredStandIns(header);
     const decoded = await decompress(data);
-    budget?.decompressed(codec, data, decoded.length);
+    budget.decompressed(codec, data, decoded.length, records);
     return decoded;
   };
 }

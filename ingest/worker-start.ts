@@ -5,7 +5,12 @@
  * responses, decompressed batches and bulk bodies are all native) lowered the worker's peak RSS by
  * 26-41 MB in three of four paired runs (docs/operations.md); a smaller or larger young generation
  * (--max-semi-space-size=4 or 32) showed no gain in RSS or CPU there.
+ *
+ * A 128 MB old generation: V8 collects when the buffers it has handed out (fetch responses, bulk
+ * bodies, decompressed batches) grow by half its old generation since the last full collection, so
+ * with Node's default (some 4 GB here) dead buffers pile up for tens of megabytes before a
+ * collection starts. The worker checks at start that its memory budget fits this heap (heap-budget.ts).
  */
-export const INGEST_WORKER_NODE_ARGS: readonly string[] = [];
+export const INGEST_WORKER_NODE_ARGS: readonly string[] = ['--max-old-space-size=128'];
 
 export const INGEST_WORKER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };

@@ -18,6 +18,7 @@ import { WritePipeline } from './write-pipeline.ts';
 import { DeadLetterTransactions } from './dead-letter-transactions.ts';
 import { OffsetCommits } from './offset-commits.ts';
 import { DecompressionBudget, decompressionBudget, useDecompressionBudget } from './decompression-budget.ts';
+import { heapLimitIssue } from './heap-budget.ts';
 import { startConsumerLagPoll, type ConsumerLagPoll } from './consumer-lag.ts';
 import { CONSUMER_RESTART_BUDGET, ConsumerRestarts, isTransientCrash } from './consumer-restarts.ts';
 import { startStatusServer, type HealthReport } from './http.ts';
@@ -55,6 +56,8 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
       ...(elasticsearchUrl ? [] : ['ELASTICSEARCH_URL: required by the ingest worker']),
     ]);
   }
+  const heapIssue = heapLimitIssue(config.INGEST_MEMORY_BUDGET_BYTES);
+  if (heapIssue) throw new ConfigError([heapIssue]);
   const routes = sourceRoutes(config);
   const kafkaServer = kafkaConnection(config);
   const store = elasticsearchConnection(config);

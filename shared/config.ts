@@ -369,13 +369,13 @@ export const configSchema = z
       .number()
       .int()
       .min(1024)
-      .default(4 * 1024 * 1024)
+      .default(2 * 1024 * 1024)
       .describe('ingest worker: bytes of one Kafka fetch at most (compressed bytes: the memory budget bounds what they expand to)'),
     INGEST_FETCH_PARTITION_MAX_BYTES: z.coerce
       .number()
       .int()
       .min(1024)
-      .default(512 * 1024)
+      .default(256 * 1024)
       .describe('ingest worker: bytes of one partition in a Kafka fetch at most'),
     INGEST_MEMORY_BUDGET_BYTES: z.coerce
       .number()
@@ -383,8 +383,9 @@ export const configSchema = z
       .min(1024 * 1024)
       .default(32 * 1024 * 1024)
       .describe(
-        'ingest worker: decompressed message bytes held at once: half for chunks queued for or in bulk requests (the fetch loop ' +
-          'waits above it), the rest for the fetch being decoded (a compressed batch past it is fetched again later)',
+        'ingest worker: decompressed message bytes held at once, and 512 bytes of heap per message: half for chunks queued for or ' +
+          'in bulk requests (the fetch loop waits above it), the rest for the fetch being decoded (a compressed batch past it is ' +
+          'fetched again later); the worker refuses to start when its JavaScript heap cannot hold 64 MB plus three times the budget',
       ),
     INGEST_CONCURRENT_PARTITIONS: z.coerce.number().int().min(1).max(64).default(9).describe('ingest worker: Kafka partitions consumed at once'),
     INGEST_RETRY_INITIAL_MS: z.coerce

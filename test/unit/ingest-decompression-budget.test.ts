@@ -3,6 +3,7 @@ import { CompressionTypes } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
 import '../../ingest/codecs.ts';
 import { DecompressionBudget, useDecompressionBudget } from '../../ingest/decompression-budget.ts';
+import { MESSAGE_HEAP_BYTES } from '../../ingest/heap-budget.ts';
 import { DEFERRED_BATCH_HEADER, deferredStandIns, isDeferredStandIn } from '../../ingest/deferred-batch.ts';
 import { encodeRecord, PROCESS_TOKEN } from '../../ingest/undecodable-batch.ts';
 
@@ -77,6 +78,15 @@ describe('ingest: the decompression budget', () => {
     budget.handedOver();
     const next = await decodeAll(await fetchedBatches());
     expect(next.filter((message) => !isDeferredStandIn(message))).toHaveLength(RECORDS);
+  });
+
+  it('counts each record with the heap its message object takes: a batch of tiny records is deferred by its count', async () => {
+    // the bytes of all three batches fit many times over, but not three batches' worth of message objects
+    const bytes = 3 * RECORDS * value(0).length;
+    useDecompressionBudget(new DecompressionBudget(bytes + Math.floor(1.5 * RECORDS * MESSAGE_HEAP_BYTES), () => 0));
+    const messages = await decodeAll(await fetchedBatches());
+    expect(messages.filter(isDeferredStandIn)).toHaveLength(RECORDS);
+    expect(messages.slice(2 * RECORDS).every(isDeferredStandIn)).toBe(true);
   });
 
   it('writes the stand-ins of a large batch as records encoded one by one would be', () => {
