@@ -20,6 +20,7 @@ import {
 import { exportRequest } from '../export/export-request.ts';
 import type { RequestCounts } from '../plugins/metrics.ts';
 import { plainQuery } from './lane-query.ts';
+import { AnsweredLine } from './request-log.ts';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.ts';
 import { timingEntry } from './server-timing.ts';
 
@@ -71,12 +72,16 @@ interface Proof {
 export class CachedLane {
   private closing = false;
   private readonly proofs = new Map<string, Proof>();
+  private readonly answeredLine: AnsweredLine;
 
-  constructor(private readonly options: CachedLaneOptions) {}
+  constructor(private readonly options: CachedLaneOptions) {
+    this.answeredLine = new AnsweredLine(options.accessLogger);
+  }
 
   /** From fastify's preClose: fastify then answers 503 to new requests, so the lane stops answering. */
   close(): void {
     this.closing = true;
+    this.answeredLine.flush();
   }
 
   /** Whether the lane answered the request; false: nothing was sent or counted, and fastify must handle it. */
@@ -121,7 +126,7 @@ export class CachedLane {
     options.counts.request(endpointName, '200', seconds);
     options.counts.usage(endpointName, principal.keyId, '200', seconds, answerRowCount(body) ?? 0, body.length);
     const path = url.slice(0, QUERY_PATH.length + proof.segment.length);
-    options.accessLogger.info({ reqId, method: 'GET', path, status: 200, ms: Math.round(elapsedMs) }, 'request answered');
+    this.answeredLine.write(reqId, 'GET', path, 200, Math.round(elapsedMs));
     return true;
   }
 
