@@ -18,7 +18,7 @@ import {
   validateParameters,
 } from '../endpoints/request.ts';
 import { exportRequest } from '../export/export-request.ts';
-import type { RequestCounts } from '../plugins/metrics.ts';
+import type { AnsweredCounts, RequestCounts } from '../plugins/metrics.ts';
 import { plainQuery } from './lane-query.ts';
 import { AnsweredLine } from './request-log.ts';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.ts';
@@ -57,6 +57,10 @@ interface Proof {
   entry: CatalogEntry;
   principal: Principal;
   key: string;
+  /** The access line's path: the URL without its query string. */
+  path: string;
+  /** The series its hits move, found on its first hit. */
+  counts?: AnsweredCounts;
 }
 
 /**
@@ -121,12 +125,9 @@ export class CachedLane {
     response.writeHead(200, sent);
     response.end(body);
     const elapsedMs = performance.now() - started;
-    const seconds = elapsedMs / 1000;
-    const endpointName = proof.entry.record.name;
-    options.counts.request(endpointName, '200', seconds);
-    options.counts.usage(endpointName, principal.keyId, '200', seconds, answerRowCount(body) ?? 0, body.length);
-    const path = url.slice(0, QUERY_PATH.length + proof.segment.length);
-    this.answeredLine.write(reqId, 'GET', path, 200, Math.round(elapsedMs));
+    proof.counts ??= options.counts.answered(proof.entry.record.name, principal.keyId);
+    proof.counts.count(elapsedMs / 1000, answerRowCount(body) ?? 0, body.length);
+    this.answeredLine.write(reqId, 'GET', proof.path, 200, Math.round(elapsedMs));
     return true;
   }
 
@@ -163,7 +164,8 @@ export class CachedLane {
         endpoint,
       );
       const callerQuery = endpoint.sandboxable ? sandboxRequest(supplied) : undefined;
-      return { segment, entry, principal, key: cacheKey(endpoint, validateParameters(endpoint, supplied), redact, principal, callerQuery) };
+      const key = cacheKey(endpoint, validateParameters(endpoint, supplied), redact, principal, callerQuery);
+      return { segment, entry, principal, key, path: url.slice(0, QUERY_PATH.length + segment.length) };
     } catch {
       // a refusal is the full path's to word, count and log
       return undefined;
