@@ -24,6 +24,10 @@ interface MetricData {
 // a character no label value of ours holds (endpoint names, routes, key ids, status codes)
 const SEPARATOR = '\u0000';
 
+/** Resets of any counted metric so far: a series a caller kept (seriesFor) is no longer its metric's once this moves. */
+let resets = 0;
+export const seriesResets = (): number => resets;
+
 /** The series key of `labels`: their values in the metric's label order. */
 function seriesKey(labelNames: readonly string[], labels: Labels): string {
   let key = '';
@@ -53,6 +57,7 @@ abstract class CountedMetric<Series> {
 
   reset(): void {
     this.series.clear();
+    resets += 1;
   }
 }
 
@@ -63,7 +68,12 @@ export class CountedCounter extends CountedMetric<{ labels: Labels; value: numbe
   /** Adds `by` (default 1); a negative or non-finite amount is no count and is left out. */
   inc(labels: Labels, by = 1): void {
     if (!(by >= 0 && by < Infinity)) return;
-    this.seriesOf(labels, () => ({ labels: { ...labels }, value: 0 })).value += by;
+    this.seriesFor(labels).value += by;
+  }
+
+  /** The series of `labels` itself, for a caller that adds to it on every request: kept until seriesResets() moves. */
+  seriesFor(labels: Labels): { labels: Labels; value: number } {
+    return this.seriesOf(labels, () => ({ labels: { ...labels }, value: 0 }));
   }
 
   async get(): Promise<MetricData> {
@@ -72,7 +82,7 @@ export class CountedCounter extends CountedMetric<{ labels: Labels; value: numbe
   }
 }
 
-interface HistogramSeries {
+export interface HistogramSeries {
   labels: Labels;
   /** Observations per bucket, not cumulative; the last one past every bound. */
   counts: number[];
@@ -94,8 +104,16 @@ export class CountedHistogram extends CountedMetric<HistogramSeries> {
   }
 
   observe(labels: Labels, value: number): void {
-    if (!Number.isFinite(value)) return;
-    const series = this.seriesOf(labels, () => ({ labels: { ...labels }, counts: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 }));
+    if (Number.isFinite(value)) this.observeIn(this.seriesFor(labels), value);
+  }
+
+  /** The series of `labels` itself, for observeIn: kept until seriesResets() moves. */
+  seriesFor(labels: Labels): HistogramSeries {
+    return this.seriesOf(labels, () => ({ labels: { ...labels }, counts: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 }));
+  }
+
+  /** Counts a finite `value` in a series seriesFor gave. */
+  observeIn(series: HistogramSeries, value: number): void {
     let bucket = 0;
     while (bucket < this.bounds.length && value > this.bounds[bucket]!) bucket += 1;
     series.counts[bucket]! += 1;

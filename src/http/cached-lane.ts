@@ -18,8 +18,9 @@ import {
   validateParameters,
 } from '../endpoints/request.ts';
 import { exportRequest } from '../export/export-request.ts';
-import type { RequestCounts } from '../plugins/metrics.ts';
+import type { AnsweredCounts, RequestCounts } from '../plugins/metrics.ts';
 import { plainQuery } from './lane-query.ts';
+import { AnsweredLine } from './request-log.ts';
 import { REQUEST_ID_HEADER, requestIdOf } from './request-id.ts';
 import { timingEntry } from './server-timing.ts';
 
@@ -56,6 +57,10 @@ interface Proof {
   entry: CatalogEntry;
   principal: Principal;
   key: string;
+  /** The access line's path: the URL without its query string. */
+  path: string;
+  /** The series its hits move, found on its first hit. */
+  counts?: AnsweredCounts;
 }
 
 /**
@@ -71,12 +76,16 @@ interface Proof {
 export class CachedLane {
   private closing = false;
   private readonly proofs = new Map<string, Proof>();
+  private readonly answeredLine: AnsweredLine;
 
-  constructor(private readonly options: CachedLaneOptions) {}
+  constructor(private readonly options: CachedLaneOptions) {
+    this.answeredLine = new AnsweredLine(options.accessLogger);
+  }
 
   /** From fastify's preClose: fastify then answers 503 to new requests, so the lane stops answering. */
   close(): void {
     this.closing = true;
+    this.answeredLine.flush();
   }
 
   /** Whether the lane answered the request; false: nothing was sent or counted, and fastify must handle it. */
@@ -116,12 +125,9 @@ export class CachedLane {
     response.writeHead(200, sent);
     response.end(body);
     const elapsedMs = performance.now() - started;
-    const seconds = elapsedMs / 1000;
-    const endpointName = proof.entry.record.name;
-    options.counts.request(endpointName, '200', seconds);
-    options.counts.usage(endpointName, principal.keyId, '200', seconds, answerRowCount(body) ?? 0, body.length);
-    const path = url.slice(0, QUERY_PATH.length + proof.segment.length);
-    options.accessLogger.info({ reqId, method: 'GET', path, status: 200, ms: Math.round(elapsedMs) }, 'request answered');
+    proof.counts ??= options.counts.answered(proof.entry.record.name, principal.keyId);
+    proof.counts.count(elapsedMs / 1000, answerRowCount(body) ?? 0, body.length);
+    this.answeredLine.write(reqId, 'GET', proof.path, 200, Math.round(elapsedMs));
     return true;
   }
 
@@ -158,7 +164,8 @@ export class CachedLane {
         endpoint,
       );
       const callerQuery = endpoint.sandboxable ? sandboxRequest(supplied) : undefined;
-      return { segment, entry, principal, key: cacheKey(endpoint, validateParameters(endpoint, supplied), redact, principal, callerQuery) };
+      const key = cacheKey(endpoint, validateParameters(endpoint, supplied), redact, principal, callerQuery);
+      return { segment, entry, principal, key, path: url.slice(0, QUERY_PATH.length + segment.length) };
     } catch {
       // a refusal is the full path's to word, count and log
       return undefined;

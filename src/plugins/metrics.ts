@@ -13,6 +13,7 @@ import {
   httpRequestsTotal,
   metricsRegistry,
 } from '../metrics.ts';
+import { seriesResets, type HistogramSeries } from '../metrics-series.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -74,6 +75,61 @@ export class RequestCounts {
     endpointRequestDurationSeconds.observe(usage, seconds);
     endpointRowsReturnedTotal.inc(usage, rows);
     endpointBytesReturnedTotal.inc(usage, bytes);
+  }
+
+  /**
+   * What `request` and `usage` count for a 200 of `endpoint` to `keyId`, as series found on the first
+   * count and kept: the cached lane counts every hit of a proven URL this way, with no label objects
+   * or series keys per request.
+   */
+  answered(endpoint: string, keyId: string): AnsweredCounts {
+    return new AnsweredCounts(() => {
+      const usage = { endpoint: this.endpointLabels.valueOf(endpoint), key_id: this.keyLabels.valueOf(keyId) };
+      return {
+        requests: httpRequestsTotal.seriesFor({ endpoint, status: OK }),
+        duration: httpRequestDurationSeconds.seriesFor({ endpoint }),
+        usageRequests: endpointRequestsTotal.seriesFor({ endpoint: usage.endpoint, key_id: usage.key_id, status: OK }),
+        usageDuration: endpointRequestDurationSeconds.seriesFor(usage),
+        rows: endpointRowsReturnedTotal.seriesFor(usage),
+        bytes: endpointBytesReturnedTotal.seriesFor(usage),
+      };
+    });
+  }
+}
+
+const OK = '200';
+
+interface AnsweredSeries {
+  requests: { value: number };
+  duration: HistogramSeries;
+  usageRequests: { value: number };
+  usageDuration: HistogramSeries;
+  rows: { value: number };
+  bytes: { value: number };
+}
+
+/** The six series of one endpoint's 200s to one key (RequestCounts.answered), found again after a reset of the metrics. */
+export class AnsweredCounts {
+  private series: AnsweredSeries | undefined;
+  private foundAt = -1;
+
+  constructor(private readonly find: () => AnsweredSeries) {}
+
+  /** One answer: what request(endpoint, '200', seconds) and usage(endpoint, keyId, '200', seconds, rows, bytes) count. */
+  count(seconds: number, rows: number, bytes: number): void {
+    if (this.series === undefined || this.foundAt !== seriesResets()) {
+      this.series = this.find();
+      this.foundAt = seriesResets();
+    }
+    const { series } = this;
+    series.requests.value += 1;
+    if (Number.isFinite(seconds)) {
+      httpRequestDurationSeconds.observeIn(series.duration, seconds);
+      endpointRequestDurationSeconds.observeIn(series.usageDuration, seconds);
+    }
+    series.usageRequests.value += 1;
+    if (rows >= 0 && rows < Infinity) series.rows.value += rows;
+    if (bytes >= 0 && bytes < Infinity) series.bytes.value += bytes;
   }
 }
 
