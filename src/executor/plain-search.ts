@@ -54,9 +54,10 @@ function clientError(error: unknown): Error {
  * `request` sent on the undici pool of a connection the client's pool offers, with that connection's
  * headers (credentials); undefined when the client should send it: the request holds parameters
  * plainSearchRequest does not place, the connection is not undici's, or it failed before an answer
- * (the client tries the other nodes and marks this one dead). The time limit is undici's: until the
- * answer's headers (Elasticsearch writes a search's answer whole once it is ready), then between its
- * chunks. A refusal (status 400 and up) is the caller's to read.
+ * (the client tries the other nodes and marks this one dead). The time limit is undici's, as for the
+ * client's own default timeout: until the answer's headers (Elasticsearch writes a search's answer
+ * whole once it is ready), then between its chunks, checked on undici's coarse clock (up to about a
+ * second late). A refusal (status 400 and up) is the caller's to read.
  */
 export async function plainSearch(
   client: Client,
@@ -91,7 +92,7 @@ export async function plainSearch(
   }
 }
 
-/** The error the client throws for a refusal (status 400 and up) of `request`, with the store's body parsed where it is JSON. */
+/** The error the client throws for a refusal (status 400 and up), with the store's body parsed where it is JSON. */
 export function refusal(statusCode: number, text: string): errors.ResponseError {
   let body: unknown = text;
   try {
