@@ -21,8 +21,9 @@ import { withBenchStore } from './query-store.ts';
  * Where logs.all's time goes beside its direct request, one step at a time, each the p50 of
  * sequential runs: the plan's search sent as raw HTTP (the benchmark's direct side), sent through the
  * Elasticsearch client, through our store wrapper (src/executor/elasticsearch.ts), then with the rows
- * made (columnRows) and encoded, the store's text (searchText) and the rows written from it (the service's
- * path since issue 20's text rows), then our service over HTTP (auth, route, plan, execution, answer).
+ * made (columnRows) and encoded, the store's text (searchText: a plain request on the client's undici pool,
+ * src/executor/plain-search.ts) and the rows written from it (the service's path since issue 20's text
+ * rows), then our service over HTTP (auth, route, plan, execution, answer).
  *
  * With --baseline <checkout> (the code before a change, with node_modules), that checkout's service
  * takes its turns too, as the last row.
@@ -139,7 +140,7 @@ async function main(): Promise<void> {
           ['through our store wrapper (search)', () => search(request, store)],
           ['+ rows made (columnRows)', rowsOf],
           ['+ answer encoded (encodeAnswer)', async () => encodeAnswer(await rowsOf(), { redact: false })],
-          ["the store's text through our store wrapper (searchText)", () => searchText(request, store)],
+          ["the store's text as a plain request (searchText)", () => searchText(request, store)],
           [
             '+ rows written from the text (hitTexts, encodeAnswer)',
             async () => encodeAnswer(hitTexts(await searchText(request, store)) ?? [], { redact: false }),

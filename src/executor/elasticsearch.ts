@@ -3,6 +3,7 @@ import { errors, type Client, type estypes, type TransportResult } from '@elasti
 import { BadParameter, InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
 import { expressionReads, partitionStartOf } from '../../shared/partitions.ts';
 import { regexpQueriesIn } from '../planner/regex-budget.ts';
+import { plainSearch, refusal, type PlainAnswer } from './plain-search.ts';
 import type { StoreReads } from './store-reads.ts';
 
 export interface StoreOptions {
@@ -295,21 +296,31 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
 /**
  * One search whose answer is the store's response text, not parsed: for answers written from the
  * text (logs.all's rows, src/executor/rows/log-row-text.ts); not for a run collecting statistics, which
- * read the parsed response. Failures mean what they mean for search; a 502-504 is asked again as an
- * ordinary request, which the client retries on another node.
+ * read the parsed response. Sent as a plain request on the client's connection (plain-search.ts);
+ * the client sends it instead where that cannot, and again where it would retry: a connection that
+ * failed (it tries the other nodes) and a 502-504. Failures mean what they mean for search.
  */
 export async function searchText(request: estypes.SearchRequest, options: StoreOptions): Promise<string> {
   return searchWith(request, options, async (sent, transport) => {
-    // the service registers no tracer, so the client's span around each request records nothing and only costs
-    const raw = { ...transport, asStream: true, meta: true, openTelemetry: { enabled: false } };
-    const response = (await options.elasticsearch.search(sent, raw)) as unknown as TransportResult<Readable>;
-    const text = await bodyText(response.body);
-    if (response.statusCode === 502 || response.statusCode === 503 || response.statusCode === 504) {
+    const answer = (await plainSearch(options.elasticsearch, sent, transport)) ?? (await clientSearchText(sent, transport, options));
+    if (answer.statusCode === 502 || answer.statusCode === 503 || answer.statusCode === 504) {
       return JSON.stringify(await options.elasticsearch.search(sent, transport));
     }
-    if (response.statusCode !== null && response.statusCode >= 400) throw new errors.ResponseError({ ...response, body: errorBody(text) });
-    return text;
+    if (answer.statusCode >= 400) throw refusal(answer.statusCode, answer.text);
+    return answer.text;
   });
+}
+
+/** The search's text through the client (its transport, retries and node choice). */
+async function clientSearchText(
+  sent: estypes.SearchRequest,
+  transport: { requestTimeout: number; signal?: AbortSignal },
+  options: StoreOptions,
+): Promise<PlainAnswer> {
+  // the service registers no tracer, so the client's span around each request records nothing and only costs
+  const raw = { ...transport, asStream: true, meta: true, openTelemetry: { enabled: false } };
+  const response = (await options.elasticsearch.search(sent, raw)) as unknown as TransportResult<Readable>;
+  return { statusCode: response.statusCode ?? 200, text: await bodyText(response.body) };
 }
 
 async function bodyText(body: Readable): Promise<string> {
@@ -321,14 +332,6 @@ async function bodyText(body: Readable): Promise<string> {
     throw new errors.ConnectionError(error instanceof Error ? error.message : String(error));
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-function errorBody(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
 
 type SearchSender<T> = (sent: estypes.SearchRequest, transport: { requestTimeout: number; signal?: AbortSignal }) => Promise<T>;
