@@ -79,15 +79,21 @@ export interface DecodedRecord {
   batchContext: BatchContext & { magicByte: number };
 }
 
-/** kafkajs's own decoder, which this module replaces: the tests compare the two. */
-export let kafkajsDecodeRecordBatch: typeof decodeRecordBatch | undefined;
-
-/** Batches decoded by this module: the start-up check sees it rise. */
-let decodedBatches = 0;
+/**
+ * What the hook keeps for the whole process: kafkajs's own decoder, and how many batches decoders of
+ * this module decoded (the check sees it rise). Process-wide, not per module: a test runner may load
+ * this module again in a new module graph while kafkajs's CommonJS modules, hook included, stay loaded.
+ */
+const installed = ((globalThis as Record<symbol, unknown>)[Symbol.for('logplatform.ingest.record-batches')] ??= {
+  kafkajs: undefined,
+  batches: 0,
+}) as { kafkajs: typeof decodeRecordBatch | undefined; batches: number };
+/** Marks this module's decoder, whichever copy of the module it comes from. */
+const RECORD_BATCHES_DECODER = Symbol.for('logplatform.ingest.record-batches.decoder');
 
 /** One record batch from the fetch response, as kafkajs's recordBatch/v0/decoder.js decodes it. */
 export async function decodeRecordBatch(fetchDecoder: KafkajsDecoder): Promise<BatchContext & { records: DecodedRecord[] }> {
-  decodedBatches += 1;
+  installed.batches += 1;
   const firstOffset = fetchDecoder.readInt64().toString();
   const length = fetchDecoder.readInt32();
   const start = fetchDecoder.offset;
@@ -250,18 +256,29 @@ export function installRecordBatchDecoder(): void {
     );
   }
   const decoderPath = kafkajsModule.resolve(BATCH_DECODER);
-  kafkajsDecodeRecordBatch ??= kafkajsModule(decoderPath) as typeof decodeRecordBatch;
+  const current = kafkajsModule(decoderPath) as typeof decodeRecordBatch & { [RECORD_BATCHES_DECODER]?: true };
   const cached = kafkajsModule.cache[decoderPath];
   if (cached === undefined) throw new Error(`kafkajs's record batch decoder (${BATCH_DECODER}) is not in the module cache`);
-  cached.exports = decodeRecordBatch;
+  // another copy of this module installed already: its decoder (the same code) stays in place
+  if (current[RECORD_BATCHES_DECODER] !== true) {
+    installed.kafkajs = current;
+    Object.defineProperty(decodeRecordBatch, RECORD_BATCHES_DECODER, { value: true });
+    cached.exports = decodeRecordBatch;
+  }
   // decodeMessages loaded before the swap holds kafkajs's own decoder; an uncompressed batch is decoded before its first await
   const decodeMessages = kafkajsModule(DECODE_MESSAGES) as (decoder: unknown) => Promise<unknown>;
   const Decoder = kafkajsModule('kafkajs/src/protocol/decoder.js') as new (buffer: Buffer) => unknown;
-  const before = decodedBatches;
+  const before = installed.batches;
   void decodeMessages(new Decoder(sampleMessageSet()));
-  if (decodedBatches !== before + 1) {
+  if (installed.batches !== before + 1) {
     throw new Error(`kafkajs's fetch decoding (${DECODE_MESSAGES}) does not use ingest/record-batches.ts: was it loaded before the hook?`);
   }
+}
+
+/** kafkajs's own record batch decoder, which this module replaces: the tests compare the two. */
+export function kafkajsRecordBatchDecoder(): typeof decodeRecordBatch {
+  if (installed.kafkajs === undefined) throw new Error('the record batch decoder is not installed');
+  return installed.kafkajs;
 }
 
 /** A fetch's message set of one uncompressed v2 batch holding one record, value `check`, at offset 7. */

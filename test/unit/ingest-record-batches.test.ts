@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import '../../ingest/codecs.ts';
-import { decodeRecordBatch, kafkajsDecodeRecordBatch } from '../../ingest/record-batches.ts';
+import { decodeRecordBatch, kafkajsRecordBatchDecoder } from '../../ingest/record-batches.ts';
 import { UNDECODABLE_BATCH_HEADER } from '../../ingest/undecodable-batch.ts';
 
 const require = createRequire(import.meta.url);
@@ -65,7 +65,7 @@ async function bothDecoders(bytes: Buffer): Promise<{ ours: unknown; theirs: unk
   const oursDecoder = new Decoder(Buffer.from(bytes));
   const theirsDecoder = new Decoder(Buffer.from(bytes));
   const ours = await decodeRecordBatch(oursDecoder as never);
-  const theirs = await kafkajsDecodeRecordBatch!(theirsDecoder as never);
+  const theirs = await kafkajsRecordBatchDecoder()(theirsDecoder as never);
   return { ours, theirs, oursAt: oursDecoder.offset, theirsAt: theirsDecoder.offset };
 }
 
@@ -78,7 +78,16 @@ function withAttributes(batch: Buffer, bits: number): Buffer {
 
 describe("the worker's record batch decoder gives what kafkajs's own gives", () => {
   it('is the decoder kafkajs fetches with', () => {
-    expect(kafkajsDecodeRecordBatch).toBeTypeOf('function');
+    expect(kafkajsRecordBatchDecoder()).not.toBe(decodeRecordBatch);
+    expect(require('kafkajs/src/protocol/recordBatch/v0/decoder')).toBe(decodeRecordBatch);
+  });
+
+  it('stays in place when a second copy of the module is loaded in the process (a new module graph, kafkajs already loaded)', async () => {
+    // importing the copy runs its start-up check, which failed here before the hook was kept process-wide
+    const copyUrl = `../../ingest/record-batches.ts?copy=${Date.now()}`;
+    const copy = (await import(copyUrl)) as typeof import('../../ingest/record-batches.ts');
+    expect(copy.decodeRecordBatch).not.toBe(decodeRecordBatch);
+    expect(copy.kafkajsRecordBatchDecoder()).toBe(kafkajsRecordBatchDecoder());
     expect(require('kafkajs/src/protocol/recordBatch/v0/decoder')).toBe(decodeRecordBatch);
   });
 
