@@ -27,7 +27,8 @@ const OUR_FLOW = /\/ingest\/(batch|writer|write-pipeline|offset-commits|dead-let
 /** The group of a frame; undefined for builtins and Buffer methods, which take their caller's group. */
 function groupOfUrl(url: string): IngestProfileGroup | undefined {
   if (url === '' || url === 'node:buffer' || url === 'node:internal/buffer') return undefined;
-  if (url.includes('/node_modules/kafkajs/src/protocol/')) return 'kafkajs: record decoding';
+  // ingest/record-batches.ts decodes record batches in kafkajs's place
+  if (url.includes('/node_modules/kafkajs/src/protocol/') || /\/ingest\/record-batches\.[jt]s$/.test(url)) return 'kafkajs: record decoding';
   if (url.includes('/node_modules/kafkajs/')) return 'kafkajs: fetch, group, network';
   if (/\/node_modules\/(fzstd|lz4-napi|snappy)\//.test(url) || url === 'node:zlib' || /\/ingest\/(codecs|deferred-batch|undecodable-batch)\.[jt]s$/.test(url))
     return 'decompression (codecs, deferred stand-ins)';

@@ -1,4 +1,5 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -12,7 +13,8 @@ import { demoEvents } from '../scripts/demo-events.ts';
 /**
  * `npx tsx bench/ingest-stages.ts`: the ingest worker's CPU per stage, without Kafka or Elasticsearch.
  * N demo events become Kafka record batches (kafkajs's own encoder, in the codec given), then go
- * through the worker's code stage by stage: kafkajs decoding the batches (decompression included),
+ * through the worker's code stage by stage: kafkajs decoding the batches (decompression included; with
+ * the worker's record batch decoder, ingest/record-batches.ts, where the checkout has it),
  * decoding each message into its stored document (JSON.parse alone is shown for reference), the
  * bulk coalescer building the NDJSON body, and the Elasticsearch client sending it to a stub server
  * in another process (which answers every item 201), so only the worker's side is counted.
@@ -137,6 +139,8 @@ async function measureChild(root: string): Promise<void> {
     load('ingest/bulk-coalescer.ts'),
   ]);
   const batchModule = await load('ingest/batch.ts');
+  // the worker's own record batch decoder, where the checkout has one, takes kafkajs's place before it is required
+  if (existsSync(path.join(root, 'ingest', 'record-batches.ts'))) await load('ingest/record-batches.ts');
   const requireFromRoot = createRequire(path.join(root, 'package.json'));
   const { RecordBatch } = requireFromRoot('kafkajs/src/protocol/recordBatch/v0');
   const Record = requireFromRoot('kafkajs/src/protocol/recordBatch/record/v0');

@@ -11,6 +11,7 @@ import { checkElasticsearch, checkKafka, elasticsearchFailure, ServerAccessError
 import { processBatch } from './batch.ts';
 import { backoffMs } from './bulk.ts';
 import './codecs.ts';
+import './record-batches.ts';
 import { eventFieldNames } from './event-fields.ts';
 import { eventPartitioning } from './event-partition.ts';
 import { BulkCoalescer } from './bulk-coalescer.ts';
