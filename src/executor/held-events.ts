@@ -4,6 +4,11 @@ import { Wakeups } from './wakeups.ts';
 
 /** What an event is reckoned to weigh before any page has been weighed: an edge event with its metadata, as rows in the heap. */
 const FIRST_BYTES_PER_EVENT = 4096;
+/**
+ * A page in flight costs more than the rows it becomes: the response's text (about 0.6 of the rows'
+ * bytes) and its parsed hits (the rows and their _index, _id and sort) are in the heap at once.
+ */
+export const IN_FLIGHT_FACTOR = 2;
 
 /**
  * The events the sandboxed queries of this process hold in memory together, from the page that
@@ -11,7 +16,8 @@ const FIRST_BYTES_PER_EVENT = 4096;
  * `maxBytes` of their rows in the heap (SANDBOX_MAX_HELD_BYTES). Each query's own budget bounds
  * one query; this bounds their sum, so a burst of broad queries waits its turn instead of filling the
  * heap. A page is granted against its bytes as reckoned from the pages weighed before it (the query's
- * own, else the last one weighed), and charged what it weighs once it arrives. A query that finds
+ * own, else the last one weighed), times IN_FLIGHT_FACTOR while it is in flight, and charged what its
+ * rows weigh once it arrives. A query that finds
  * nothing left waits while another holder is still at work (its events come back when it ends), and
  * is refused with 503 when every other holder is waiting too, which would otherwise wait for each
  * other until their deadlines; a query whose own rows would pass `maxBytes` is refused as too broad.
@@ -40,7 +46,7 @@ export class HeldEvents {
   grant(hold: EventHold, wanted: number): number | 'wait' | 'refuse' | 'too_broad' {
     const perEvent = hold.bytesPerEvent(this.lastBytesPerEvent);
     if (hold.bytes + perEvent > this.maxBytes) return 'too_broad';
-    const free = Math.min(this.capacity - this.held, Math.floor((this.maxBytes - this.heldBytes) / perEvent));
+    const free = Math.min(this.capacity - this.held, Math.floor((this.maxBytes - this.heldBytes) / (perEvent * IN_FLIGHT_FACTOR)));
     if (free > 0) {
       const granted = Math.min(wanted, free);
       this.held += granted;
@@ -166,7 +172,7 @@ export class EventHold {
 
   private recharge(weighed?: { events: number; bytes: number }): void {
     const inFlight = Math.max(0, this.count - this.keptEvents);
-    const bytes = this.keptBytes + inFlight * this.bytesPerEvent(this.pool.reckoning());
+    const bytes = this.keptBytes + inFlight * this.bytesPerEvent(this.pool.reckoning()) * IN_FLIGHT_FACTOR;
     const change = bytes - this.bytes;
     this.bytes = bytes;
     this.pool.charge(change, weighed);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { QueryTimeout, QueryTooBroad, StoreUnavailable } from '../../src/errors.ts';
-import { HeldEvents } from '../../src/executor/held-events.ts';
+import { HeldEvents, IN_FLIGHT_FACTOR } from '../../src/executor/held-events.ts';
 import { ScanBudget } from '../../src/executor/scan-budget.ts';
 
 const later = () => performance.now() + 60_000;
@@ -97,14 +97,15 @@ describe('the bytes the scanned rows of sandboxed queries take together (SANDBOX
     const pool = new HeldEvents(1_000_000, 100_000);
     const hold = pool.open(later());
     const budget = new ScanBudget(1_000_000, hold);
-    // nothing weighed yet: an event is reckoned at 4096 bytes, so 24 fit
+    // nothing weighed yet: an event is reckoned at 4096 bytes, twice that in flight, so 12 fit
     const first = await budget.reserve(1_000);
-    expect(first).toBe(24);
-    expect(pool.bytes).toBe(24 * 4096);
-    budget.settle(edge, first, first, 24 * 1_000);
-    expect(pool.bytes).toBe(24_000);
-    // its own pages weigh 1000 bytes an event: what is left (76,000 bytes) is 76 events
-    expect(await budget.reserve(1_000)).toBe(76);
+    expect(first).toBe(12);
+    expect(pool.bytes).toBe(12 * 4096 * IN_FLIGHT_FACTOR);
+    budget.settle(edge, first, first, 12_000);
+    expect(pool.bytes).toBe(12_000);
+    // its own pages weigh 1000 bytes an event, 2000 in flight: what is left (88,000 bytes) is 44 events
+    expect(await budget.reserve(1_000)).toBe(44);
+    expect(pool.bytes).toBe(100_000);
     hold.close();
     expect(pool.bytes).toBe(0);
     expect(pool.count).toBe(0);
@@ -122,8 +123,8 @@ describe('the bytes the scanned rows of sandboxed queries take together (SANDBOX
     events.push('working query ends');
     working.close();
     await taken;
-    // the last page weighed 1,800 bytes an event: 5 fit in 10,000
-    expect(events).toEqual(['working query ends', 'waiting query took 5']);
+    // the last page weighed 1,800 bytes an event, 3,600 in flight: 2 fit in 10,000
+    expect(events).toEqual(['working query ends', 'waiting query took 2']);
   });
 
   it('refuses as too broad, naming the bytes, the query whose own rows pass them, and gives every event and byte back', async () => {
