@@ -44,9 +44,10 @@ export class HeldEvents {
 
   /** @internal EventHold's side. */
   grant(hold: EventHold, wanted: number): number | 'wait' | 'refuse' | 'too_broad' {
-    const perEvent = hold.bytesPerEvent(this.lastBytesPerEvent);
-    if (hold.bytes + perEvent > this.maxBytes) return 'too_broad';
-    const free = Math.min(this.capacity - this.held, Math.floor((this.maxBytes - this.heldBytes) / (perEvent * IN_FLIGHT_FACTOR)));
+    const inFlight = hold.bytesPerEvent(this.lastBytesPerEvent) * IN_FLIGHT_FACTOR;
+    // no other query's end would make room for one more event of this one
+    if (hold.bytes + inFlight > this.maxBytes) return 'too_broad';
+    const free = Math.min(this.capacity - this.held, Math.floor((this.maxBytes - this.heldBytes) / inFlight));
     if (free > 0) {
       const granted = Math.min(wanted, free);
       this.held += granted;

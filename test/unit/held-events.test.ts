@@ -147,11 +147,12 @@ describe('the bytes the scanned rows of sandboxed queries take together (SANDBOX
     expect(pool.count).toBe(0);
   });
 
-  it('refuses the next page of a query that already holds all the bytes one more event would pass', async () => {
+  it('refuses as too broad (not 503: no other query holds anything) the next page of a query alone whose one more event in flight would pass the bytes', async () => {
     const pool = new HeldEvents(1_000_000, 10_000);
     const hold = pool.open(later());
     const budget = new ScanBudget(1_000_000, hold);
-    budget.settle(edge, await budget.reserve(2), 2, 9_000);
+    // 3,000 bytes an event, 6,000 in flight: 6,000 + 6,000 pass 10,000
+    budget.settle(edge, await budget.reserve(2), 2, 6_000);
     await expect(budget.reserve(10)).rejects.toBeInstanceOf(QueryTooBroad);
     hold.close();
     expect(pool.bytes).toBe(0);
