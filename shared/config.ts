@@ -179,7 +179,7 @@ export const configSchema = z
       .number()
       .int()
       .min(64 * 1024)
-      .default(64 * 1024 * 1024)
+      .default(48 * 1024 * 1024)
       .describe(
         "sandboxed sql / lql: bytes the scanned rows of the queries in flight take in the service's heap together (reckoned per page); more wait, or get 503 when all holders wait; a query over it alone gets 400",
       ),

@@ -6,7 +6,7 @@
  * measurable cost in p50; a 1 MB semi-space promotes whole search pages to the old generation and
  * costs more than it saves. --optimize-for-size makes V8 collect the old generation sooner instead of
  * letting it grow to several times what is live: with sandboxed queries holding rows at their bounds
- * (bench/service-memory.ts --mix heavy, 16 clients) the peak fell 583 -> 293 MB and 512 -> 255 MB,
+ * (bench/service-memory.ts --mix heavy, 16 clients) the peak fell 583 -> 293 MB (96 MiB held) and 512 -> 255 MB (64 MiB),
  * under the quick mix 207 -> 181 and 224 -> 196 MB; its latency cost could not be told from the shared
  * machine's noise in two paired runs (docs/operations.md, the query service's memory).
  */
