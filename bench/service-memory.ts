@@ -7,9 +7,15 @@
  * /proc, heap/external/array buffers by the probe. Prints a table.
  *
  *   npx tsx bench/service-memory.ts [--events 200000] [--seconds 30] [--concurrency 8] [--variants node-defaults,shipped]
- *                                   [--data-prefix bench-query-...-] [--keep-data] [--compiled]
+ *                                   [--data-prefix bench-query-...-] [--keep-data] [--compiled] [--mix quick|heavy]
+ *                                   [--baseline /path/to/other/checkout] [--env NAME=value,...]
  *
- * --compiled runs dist/src/main.js (npm run build first), as production does; default: the sources under tsx.
+ * --compiled runs dist/src/main.js (npm run build first) with plain node, as production does; default: the sources under tsx.
+ * --mix heavy sends only the queries (studio queries and two that pull whole events) that read more events than
+ * SANDBOX_MAX_SCAN_EVENTS over the whole loaded day (each ends 400 query_too_broad once it holds its cap: the most a query
+ * holds, as at 10M events), found by sending each once first.
+ * --baseline measures that checkout's service too (its own build), alternating with ours variant by variant, in one run.
+ * --env sets more of the service's variables (e.g. SANDBOX_MAX_HELD_BYTES=...).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
@@ -61,6 +67,8 @@ const VARIANTS: Variant[] = [
   { name: 'semi-space-4', nodeArgs: ['--max-semi-space-size=4'], env: {} },
   { name: 'arena-2', nodeArgs: [], env: { MALLOC_ARENA_MAX: '2' } },
   { name: 'semi-space-4+arena-2', nodeArgs: ['--max-semi-space-size=4'], env: { MALLOC_ARENA_MAX: '2' } },
+  // the start shipped before --optimize-for-size, and a hard old-generation cap (a crash when what is live passes it)
+  { name: 'semi-space-4+arena-2+old-space-192', nodeArgs: ['--max-semi-space-size=4', '--max-old-space-size=192'], env: { MALLOC_ARENA_MAX: '2' } },
 ];
 
 const PARSER_IDLE_MS = 5000;
@@ -83,15 +91,51 @@ function rssMbOf(pid: number): number {
 const probeOf = (pid: number) => JSON.parse(readFileSync(probeFileOf(pid), 'utf8')) as MemoryProbeFile;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The mix's i-th request path: every studio query, logs.all (7 days and 1 hour), usage cached and never cached, LQL. */
-function mixPaths(endMs: number): (i: number) => string {
-  const studio = (
+function studioQueries(endMs: number) {
+  return (
     JSON.parse(readFileSync(path.join(repositoryRoot, 'test/fixtures/examples/studio-queries.json'), 'utf8')) as {
       id: string;
       sql: string;
       params: Record<string, string>;
     }[]
   ).map((query) => shiftStudioQuery(query, endMs));
+}
+
+/**
+ * Queries whose filter the store cannot run, so every event in scope is pulled whole (metadata too)
+ * and held until the answer: the most memory a query can hold, which no studio query reaches since
+ * their filters, sorts and limits are pushed down.
+ */
+const PULLING_QUERIES = [
+  'select id, timestamp, event_message, metadata from edge_logs where length(event_message) > 100000',
+  'select id, timestamp, metadata from edge_logs cross join unnest(metadata) as m where length(m.request[0].path) > 100000',
+];
+
+/** Each studio query and each pulling query over the whole loaded week: as broad as its SQL lets it be. */
+function wholeDayPaths(endMs: number): string[] {
+  const window = { iso_timestamp_start: new Date(endMs - 8 * 86_400_000).toISOString(), iso_timestamp_end: new Date(endMs).toISOString() };
+  const pulling = PULLING_QUERIES.map((sql) => ({ params: { project: BENCH_PROJECT }, sql }));
+  return [...studioQueries(endMs), ...pulling].map((query) => encodePath('logs.all', { ...query.params, ...window, sql: query.sql }));
+}
+
+/** The paths of `candidates` the service refuses as too broad: they hold their whole scan budget before the answer. */
+async function capHitters(origin: string, key: string, candidates: string[]): Promise<string[]> {
+  const hitters: string[] = [];
+  for (const candidate of candidates) {
+    const started = performance.now();
+    const response = await fetch(`${origin}${candidate}`, { headers: { 'x-api-key': key } });
+    const body = await response.text();
+    say(
+      `  ${response.status} ${Math.round(performance.now() - started)} ms ${body.length} B: ${decodeURIComponent(candidate).slice(0, 160).replace(/\s+/g, ' ')}`,
+    );
+    if (response.status === 400 && body.includes('query_too_broad')) hitters.push(candidate);
+  }
+  return hitters;
+}
+
+/** The mix's i-th request path: every studio query, logs.all (7 days and 1 hour), usage cached and never cached, LQL. */
+function mixPaths(endMs: number): (i: number) => string {
+  const studio = studioQueries(endMs);
   const hour = { iso_timestamp_start: new Date(endMs - 3600_000).toISOString(), iso_timestamp_end: new Date(endMs).toISOString() };
   const pattern = `${BENCH_PROJECT}\\.supabase\\.co`;
   const fixed = [
@@ -135,6 +179,9 @@ interface MeasureSettings {
   seconds: number;
   concurrency: number;
   script: string;
+  compiled: boolean;
+  /** Another checkout whose service is measured (a baseline); default this one. */
+  root?: string;
 }
 
 async function measure(
@@ -145,6 +192,8 @@ async function measure(
 ): Promise<VariantResult> {
   const service = await startBenchProcess({
     script: settings.script,
+    compiled: settings.compiled,
+    root: settings.root,
     env: { ...env, ...variant.env },
     nodeArgs: [...variant.nodeArgs, '--import', path.join(repositoryRoot, 'bench/memory-probe.mjs')],
     announces: /^query: (http:\/\/\S+)$/,
@@ -155,7 +204,10 @@ async function measure(
     await sleep(2000);
     const idleRss = rssMbOf(service.pid);
     say(`${variant.name}: idle ${idleRss} MB`);
-    await probe(load, 0);
+    // a heavy mix's queries all end 400 query_too_broad: the first one starts the parser thread all the same
+    await probe(load, 0).catch((error: Error) => {
+      if (!/status 400: .*query_too_broad/.test(error.message)) throw error;
+    });
     await sleep(2000);
     const afterParseRss = rssMbOf(service.pid);
     say(`${variant.name}: after the first sandboxed query (parser thread started) ${afterParseRss} MB`);
@@ -217,11 +269,30 @@ function printTable(results: VariantResult[]): void {
   for (const [label, cell] of rows) console.log(`| ${label.padEnd(width)} | ${results.map((result, i) => cell(result).padEnd(columns[i]!)).join(' | ')} |`);
 }
 
+/** The heavy mix's paths, found with a service of this checkout started for the purpose. */
+async function capHittersOf(env: Record<string, string>, key: string, candidates: string[], script: string, compiled: boolean): Promise<string[]> {
+  const service = await startBenchProcess({ script, compiled, env, announces: /^query: (http:\/\/\S+)$/ });
+  try {
+    return await capHitters(service.address, key, candidates);
+  } finally {
+    await service.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const events = Number(argument('--events') ?? 200_000);
   const seconds = Number(argument('--seconds') ?? 30);
   const concurrency = Number(argument('--concurrency') ?? 8);
-  const script = process.argv.includes('--compiled') ? 'dist/src/main.js' : 'src/main.ts';
+  const compiled = process.argv.includes('--compiled');
+  const script = compiled ? 'dist/src/main.js' : 'src/main.ts';
+  const baseline = argument('--baseline');
+  const heavy = argument('--mix') === 'heavy';
+  const extraEnv = Object.fromEntries(
+    (argument('--env') ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((pair) => pair.split('=', 2) as [string, string]),
+  );
   const chosen = (argument('--variants') ?? VARIANTS.map((variant) => variant.name).join(',')).split(',');
   const variants = chosen.map((name) => VARIANTS.find((variant) => variant.name === name) ?? { name, nodeArgs: name.split(' ').filter(Boolean), env: {} });
   const base = loadConfig(process.env);
@@ -253,12 +324,25 @@ async function main(): Promise<void> {
       SANDBOX_ENGINE_QUEUE_MAX: '1000',
       // short, so the reading after the load shows what the parser thread gives back when it ends
       SANDBOX_PARSER_IDLE_MS: String(PARSER_IDLE_MS),
+      ...extraEnv,
     };
-    const paths = mixPaths(endMs);
+    let paths = mixPaths(endMs);
+    if (heavy) {
+      const hitters = await capHittersOf(env, key, wholeDayPaths(endMs), script, compiled);
+      if (hitters.length === 0) throw new Error('no studio query reads more than its scan budget here: load more events or lower SANDBOX_MAX_SCAN_EVENTS');
+      say(`heavy mix: ${hitters.length} studio queries reach their scan budget`);
+      paths = (i) => hitters[i % hitters.length]!;
+    }
     const target = (origin: string): LoadTarget => ({ origin, method: 'GET', headers: { 'x-api-key': key }, request: (i) => ({ path: paths(i) }) });
     const results: VariantResult[] = [];
-    for (const variant of variants) results.push(await measure(variant, env, target, { seconds, concurrency, script }));
-    console.log(`\n${events.toLocaleString('en')} edge events, mix at c=${concurrency} for ${seconds} s per variant, ${script}\n`);
+    const settings = { seconds, concurrency, script, compiled };
+    for (const variant of variants) {
+      if (baseline) results.push({ ...(await measure(variant, env, target, { ...settings, root: baseline })), name: `baseline ${variant.name}` });
+      results.push(await measure(variant, env, target, settings));
+    }
+    const mix = heavy ? 'heavy mix (studio queries at their scan budget)' : 'mix';
+    const extra = Object.keys(extraEnv).length > 0 ? `, ${argument('--env')}` : '';
+    console.log(`\n${events.toLocaleString('en')} edge events, ${mix} at c=${concurrency} for ${seconds} s per variant, ${script}${extra}\n`);
     printTable(results);
   } finally {
     if (process.argv.includes('--keep-data') || reused) {

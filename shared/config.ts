@@ -175,6 +175,14 @@ export const configSchema = z
       .describe(
         'sandboxed sql / lql: events the queries in flight hold in the service together (more than SANDBOX_MAX_SCAN_EVENTS); more wait, or get 503 when all holders wait',
       ),
+    SANDBOX_MAX_HELD_BYTES: z.coerce
+      .number()
+      .int()
+      .min(64 * 1024)
+      .default(48 * 1024 * 1024)
+      .describe(
+        "sandboxed sql / lql: bytes the scanned rows of the queries in flight take in the service's heap together (reckoned per page); more wait, or get 503 when all holders wait; a query over it alone gets 400",
+      ),
     SANDBOX_MAX_TRANSLATED_CHARS: z.coerce
       .number()
       .int()

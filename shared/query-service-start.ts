@@ -4,8 +4,12 @@
  * mix: a young generation of at most 2 x 4 MB (V8's default grows to 2 x 16 MB) and two malloc arenas
  * (glibc's default is 8 per core, each holding freed native memory) lower peak and steady RSS with no
  * measurable cost in p50; a 1 MB semi-space promotes whole search pages to the old generation and
- * costs more than it saves.
+ * costs more than it saves. --optimize-for-size makes V8 collect the old generation sooner instead of
+ * letting it grow to several times what is live: with sandboxed queries holding rows at their bounds
+ * (bench/service-memory.ts --mix heavy, 16 clients) the peak fell 583 -> 293 MB (96 MiB held) and 512 -> 255 MB (64 MiB),
+ * under the quick mix 207 -> 181 and 224 -> 196 MB; its latency cost could not be told from the shared
+ * machine's noise in two paired runs (docs/operations.md, the query service's memory).
  */
-export const QUERY_SERVICE_NODE_ARGS: readonly string[] = ['--max-semi-space-size=4'];
+export const QUERY_SERVICE_NODE_ARGS: readonly string[] = ['--max-semi-space-size=4', '--optimize-for-size'];
 
 export const QUERY_SERVICE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };

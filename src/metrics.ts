@@ -224,3 +224,9 @@ export const sandboxHeldEvents = new Gauge({
   help: 'Events the sandboxed queries in flight hold in memory together (bounded by SANDBOX_MAX_HELD_EVENTS)',
   registers: [metricsRegistry],
 });
+
+export const sandboxHeldBytes = new Gauge({
+  name: 'sandbox_held_bytes',
+  help: 'Bytes of rows the sandboxed queries in flight hold in the heap together, pages in flight as reckoned (bounded by SANDBOX_MAX_HELD_BYTES)',
+  registers: [metricsRegistry],
+});

@@ -205,7 +205,7 @@ export async function buildServer(deps: ServerDependencies): Promise<FastifyInst
       fieldCatalogs: new FieldCatalogs(deps.elasticsearch, deps.config.FIELD_CATALOG_SECONDS * 1000, clock, deps.config.QUERY_TIMEOUT_MS),
       engine: startedEngine,
       parseSql: (text, options) => parsedQueries.get(text, options),
-      heldEvents: new HeldEvents(config.SANDBOX_MAX_HELD_EVENTS),
+      heldEvents: new HeldEvents(config.SANDBOX_MAX_HELD_EVENTS, config.SANDBOX_MAX_HELD_BYTES),
     },
   };
   const exporting = { budget: new RowBudget(config.EXPORT_ROWS_PER_MINUTE, clock), cursors: new CursorSigner(config.EXPORT_CURSOR_SECRET), logger };

@@ -12,6 +12,7 @@ import { columnRows } from './rows/logs.ts';
 import { logHitRows } from './log-hits.ts';
 import { bucketCounts, usageRows } from './rows/usage.ts';
 import type { HeldEvents } from './held-events.ts';
+import { rowBytes } from './row-bytes.ts';
 import { ScanBudget } from './scan-budget.ts';
 import { serviceAnswer } from './service-groups.ts';
 import { unionInService } from './service-union.ts';
@@ -405,10 +406,11 @@ async function eventRows(scan: Scan, options: ExecutorOptions, budget?: ScanBudg
       budget?.release(granted);
       throw error;
     }
-    budget?.settle(scan, granted, hits.length);
+    const page = columnRows(hits, columns);
+    budget?.settle(scan, granted, hits.length, budget.weighsPages ? rowBytes(page) : 0);
     options.reads?.scanned(scan.search.index, hits.length);
     if (scan.take.kind === 'limit') options.reads?.pushed.add('limit');
-    rows.push(...columnRows(hits, columns));
+    rows.push(...page);
     if (hits.length < granted || rows.length >= wanted) return rows;
     after = hits[hits.length - 1]!.sort;
   }

@@ -55,10 +55,24 @@ export class ScanBudget {
     }
   }
 
-  /** A page of `scan` arrived with `received` of its `granted` events; the rest is free again. Throws once the request has read more than its total. */
-  settle(scan: { table: string; cte: string }, granted: number, received: number): void {
+  /** Whether settle wants each page's rows weighed (their bytes count against SANDBOX_MAX_HELD_BYTES). */
+  get weighsPages(): boolean {
+    return this.hold !== undefined;
+  }
+
+  /**
+   * A page of `scan` arrived with `received` of its `granted` events, its rows weighing `bytes`; the
+   * rest is free again. Throws once the request has read more than its total, or holds more bytes than all queries may.
+   */
+  settle(scan: { table: string; cte: string }, granted: number, received: number, bytes = 0): void {
     this.reserved -= granted;
     this.hold?.giveBack(granted - received);
+    try {
+      this.hold?.keep(received, bytes);
+    } catch (error) {
+      this.cancel(error);
+      throw error;
+    }
     this.used += received;
     sandboxScannedEventsTotal.inc(received);
     this.byCte.set(scan.cte, (this.byCte.get(scan.cte) ?? 0) + received);
