@@ -288,9 +288,33 @@ async function leavingNewPartitionsOut<T>(
   }
 }
 
-/** One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning. */
+/**
+ * One search request; with fieldTypes below, the only places the query path talks to Elasticsearch, and where failures get their meaning.
+ * Sent as a plain request on the client's connection and parsed with JSON.parse, as the client parses (its prototype-poisoning
+ * protection is off); the client sends it where the plain request cannot, again where it would retry (a connection that failed,
+ * a 502-504), and where the answer is not JSON, so that one is read as the client reads it.
+ */
 export async function search(request: estypes.SearchRequest, options: StoreOptions): Promise<estypes.SearchResponse<Record<string, unknown>>> {
-  return searchWith(request, options, (sent, transport) => options.elasticsearch.search<Record<string, unknown>>(sent, transport));
+  return searchWith(request, options, async (sent, transport) => {
+    const byClient = () => options.elasticsearch.search<Record<string, unknown>>(sent, transport);
+    const answer = await plainSearch(options.elasticsearch, sent, transport);
+    if (!answer || isRetried(answer.statusCode)) return byClient();
+    if (answer.statusCode >= 400) throw refusal(answer.statusCode, answer.text);
+    return (parsedJson(answer.text) as estypes.SearchResponse<Record<string, unknown>> | undefined) ?? byClient();
+  });
+}
+
+/** The statuses the client asks again (another node, another moment): a gateway's 502-504. */
+function isRetried(statusCode: number): boolean {
+  return statusCode === 502 || statusCode === 503 || statusCode === 504;
+}
+
+function parsedJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -303,7 +327,7 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
 export async function searchText(request: estypes.SearchRequest, options: StoreOptions): Promise<string> {
   return searchWith(request, options, async (sent, transport) => {
     const answer = (await plainSearch(options.elasticsearch, sent, transport)) ?? (await clientSearchText(sent, transport, options));
-    if (answer.statusCode === 502 || answer.statusCode === 503 || answer.statusCode === 504) {
+    if (isRetried(answer.statusCode)) {
       return JSON.stringify(await options.elasticsearch.search(sent, transport));
     }
     if (answer.statusCode >= 400) throw refusal(answer.statusCode, answer.text);

@@ -14,8 +14,11 @@ import { errors, type Client, type estypes, type UndiciConnection } from '@elast
 /** The parameters the client sends in the query string, as the search API of @elastic/elasticsearch 8 does for these. */
 const URL_PARAMETERS = new Set(['allow_no_indices', 'allow_partial_search_results', 'expand_wildcards', 'filter_path', 'ignore_unavailable', 'preference']);
 
-/** The parameters the client sends in the body; a request holding any other is left to the client. */
-const BODY_PARAMETERS = new Set(['_source', 'aggs', 'query', 'search_after', 'size', 'sort', 'track_total_hits']);
+/**
+ * The parameters the client sends in the body (the sandbox's checks for irregular events stop early: terminate_after); a request
+ * holding any other is left to the client.
+ */
+const BODY_PARAMETERS = new Set(['_source', 'aggs', 'query', 'search_after', 'size', 'sort', 'terminate_after', 'track_total_hits']);
 
 /** What the store answered: its status and the body's text, not parsed. */
 export interface PlainAnswer {

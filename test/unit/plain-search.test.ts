@@ -4,7 +4,7 @@ import { errors, type estypes } from '@elastic/elasticsearch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createElasticsearchClient } from '../../shared/elasticsearch.ts';
 import { QueryTimeout, StoreUnavailable } from '../../src/errors.ts';
-import { searchText, storeError } from '../../src/executor/elasticsearch.ts';
+import { search, searchText, storeError } from '../../src/executor/elasticsearch.ts';
 import { plainSearch } from '../../src/executor/plain-search.ts';
 
 /** What a node received: the request line, its headers and body. */
@@ -109,6 +109,42 @@ describe('a search as a plain request on the client connection', () => {
     const ok = createElasticsearchClient({ url: store.url });
     expect(await searchText(REQUEST, { elasticsearch: ok, timeoutMs: 5000 })).toBe(ANSWER);
     await ok.close();
+  });
+
+  it('answers search with the plain answer parsed, and a refusal as the client reports it, each in one request', async () => {
+    const client = createElasticsearchClient({ url: store.url });
+    store.received.length = 0;
+    expect(await search(REQUEST, { elasticsearch: client, timeoutMs: 5000 })).toEqual(JSON.parse(ANSWER));
+    expect(store.received).toHaveLength(1);
+    await client.close();
+    const refusing = await node((_, response) => {
+      response.writeHead(400, ELASTICSEARCH);
+      response.end(JSON.stringify({ error: { type: 'parsing_exception', reason: 'unknown query [nope]' }, status: 400 }));
+    });
+    const refused = createElasticsearchClient({ url: refusing.url });
+    const error = await search(REQUEST, { elasticsearch: refused, timeoutMs: 5000 }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: 'invalid_query', message: 'the log store refused the query: unknown query [nope]; change the query' });
+    expect(refusing.received).toHaveLength(1);
+    await refused.close();
+    refusing.close();
+  });
+
+  it('leaves to the client a search answered with what is not JSON, and one answered 502', async () => {
+    let turn = 0;
+    const odd = await node((_, response) => {
+      turn += 1;
+      if (turn <= 2) response.writeHead(200, { ...ELASTICSEARCH, 'content-type': 'text/plain' }).end('not json');
+      else if (turn === 3) response.writeHead(502, { 'content-type': 'text/plain' }).end('bad gateway');
+      else response.writeHead(200, ELASTICSEARCH).end(ANSWER);
+    });
+    const client = createElasticsearchClient({ url: odd.url });
+    // asked again through the client, which reads a text answer as its text
+    expect(await search(REQUEST, { elasticsearch: client, timeoutMs: 5000 })).toBe('not json');
+    // the 502 asked again through the client, which the store then answers
+    expect(await search(REQUEST, { elasticsearch: client, timeoutMs: 5000 })).toEqual(JSON.parse(ANSWER));
+    expect(odd.received).toHaveLength(4);
+    await client.close();
+    odd.close();
   });
 
   it('times out as the client does: a store that never answers is a query timeout', async () => {

@@ -59,6 +59,8 @@ describe('what a search sends and collects', () => {
   const aggregation = { index: 'p-edge_logs*', size: 0, track_total_hits: false, query: { match_all: {} }, aggs: { n: { value_count: { field: 'id' } } } };
   const storeAnswering = (sent: estypes.SearchRequest[]) =>
     ({
+      // no connection to send a plain request on: the search is the client's
+      transport: { getConnection: () => null },
       search: async (request: estypes.SearchRequest) => (sent.push(request), { hits: { total: { value: 4 }, hits: [] }, aggregations: {} }),
     }) as unknown as Client;
 
