@@ -49,6 +49,12 @@ export class BulkCoalescer {
   private inFlight = 0;
   /** Since when no bulk is in flight; undefined before the first write (nothing was ever there to send). */
   private idleSince: number | undefined;
+  /**
+   * Bodies of bulks Elasticsearch has answered, filled again by the next ones: a fresh body per bulk
+   * is megabytes of native memory that only a full collection gives back, and under the worker's
+   * small old generation (worker-start.ts) that churn is what brings the full collections on.
+   */
+  private readonly spareBodies: Buffer[] = [];
 
   constructor(
     private readonly client: Client,
@@ -92,9 +98,11 @@ export class BulkCoalescer {
       if (this.inFlight === 0 && this.idleSince !== undefined) this.metrics.bulkSlotsIdle.inc((now - this.idleSince) / 1000);
       this.inFlight += 1;
       const timer = this.metrics.bulkDuration.startTimer();
-      const body = bodyOf(batch);
+      const { body, backing } = bodyOf(batch, this.spareBodies.pop(), this.limits.maxBytes);
       this.client.bulk({ body, refresh: false, filter_path: BULK_RESPONSE_FILTER } as estypes.BulkRequest).then(
         (response) => {
+          // answered, so the request's bytes were all sent; a failed one may still be on its way out and is left to the collector
+          if (this.spareBodies.length < this.limits.maxInFlight) this.spareBodies.push(backing);
           timer({ outcome: response.errors ? 'partial' : 'ok' });
           let start = 0;
           for (const waiting of batch) {
@@ -120,11 +128,15 @@ export class BulkCoalescer {
   }
 }
 
-/** The entries' bytes one after the other: nothing is serialised again, and entries adjoining in their slab are copied as one. */
-function bodyOf(batch: readonly Waiting[]): Buffer {
+/**
+ * The entries' bytes one after the other: nothing is serialised again, and entries adjoining in their slab are copied as one.
+ * Written into `spare` when it is large enough, else into a new buffer of at least a full bulk's bytes (kept as a spare later).
+ */
+function bodyOf(batch: readonly Waiting[], spare: Buffer | undefined, fullBytes: number): { body: Buffer; backing: Buffer } {
   let length = 0;
   for (const waiting of batch) for (const entry of waiting.entries) length += entry.length;
-  const body = Buffer.allocUnsafe(length);
+  const backing = spare !== undefined && spare.length >= length ? spare : Buffer.allocUnsafeSlow(Math.max(length, fullBytes));
+  const body = backing.subarray(0, length);
   let at = 0;
   let run: BulkEntry | undefined;
   let runEnd = 0;
@@ -140,5 +152,5 @@ function bodyOf(batch: readonly Waiting[]): Buffer {
     }
   }
   if (run !== undefined) run.slab.bytes.copy(body, at, run.start, runEnd);
-  return body;
+  return { body, backing };
 }

@@ -62,6 +62,34 @@ describe('bulk coalescing', () => {
     expect(requests.map((operations) => operations.length / 2)).toEqual([2, 2, 1]);
   });
 
+  it("writes the next bulk into an answered bulk's body, never into one whose request failed", async () => {
+    const backings: ArrayBuffer[] = [];
+    let failNext = false;
+    const client = {
+      bulk: async ({ body }: { body: Buffer }) => {
+        backings.push(body.buffer as ArrayBuffer);
+        const actions = operationsOf(body).filter((_, position) => position % 2 === 0) as { index: { _index: string; _id: string } }[];
+        if (failNext) {
+          failNext = false;
+          throw new Error('connect ECONNREFUSED');
+        }
+        return { errors: false, items: actions.map(({ index }) => ({ index: { _index: index._index, _id: index._id, status: 201 } })) };
+      },
+    } as unknown as Client;
+    const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 4096, maxEvents: 100, lingerMs: 1, maxInFlight: 1 });
+    await coalescer.write(entries('a', '1', '2'));
+    // a shorter bulk in the same bytes: its body is exactly its own entries, whatever the spare held
+    const second = await coalescer.write(entries('a', '3'));
+    expect(second.map((item) => item._id)).toEqual(['3']);
+    failNext = true;
+    await expect(coalescer.write(entries('a', '4'))).rejects.toThrow('ECONNREFUSED');
+    await coalescer.write(entries('a', '5'));
+    expect(backings[1]).toBe(backings[0]);
+    expect(backings[2]).toBe(backings[0]);
+    // the failed request's body may still be on its way out: the next bulk gets new bytes
+    expect(backings[3]).not.toBe(backings[2]);
+  });
+
   it('fails every caller of a failed request, so each retries its own events', async () => {
     const client = { bulk: async () => Promise.reject(new Error('connect ECONNREFUSED')) } as unknown as Client;
     const coalescer = new BulkCoalescer(client, createIngestMetrics(), { maxBytes: 1000, maxEvents: 10, lingerMs: 5, maxInFlight: 2 });
