@@ -1,3 +1,4 @@
+import { answerHelp } from '../shared/command-help.ts';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -20,6 +21,10 @@ import { rateLimitPlugin } from '../src/plugins/rate-limit.ts';
 import { requestIdPlugin } from '../src/plugins/request-id.ts';
 import { buildServer } from '../src/server.ts';
 import { percentile } from './latency.ts';
+
+answerHelp(`Usage: npx tsx bench/cached-path.ts [--requests 2000] [--rounds 15] [--baseline <checkout>]
+Where a cached answer's time goes, one cost at a time, beside a bare fastify route sending the same bytes.
+Needs KAFKA_BROKERS and ELASTICSEARCH_URL.`);
 
 /**
  * Where a cached answer's time goes, one cost at a time: a bare fastify route sending the cached

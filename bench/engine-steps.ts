@@ -1,3 +1,4 @@
+import { answerHelp } from '../shared/command-help.ts';
 import { createLogger } from '../shared/logger.ts';
 import { translateToDuckDb } from '../src/executor/duckdb-sql/index.ts';
 import { EmbeddedEngine, type EngineTable } from '../src/executor/engine/embedded-engine.ts';
@@ -14,6 +15,9 @@ import { parseSandboxQuery } from '../src/sql/index.ts';
 import type { Query } from '../src/sql/syntax.ts';
 import { initSqlParser } from '../src/sql/parse.ts';
 import { percentile } from './latency.ts';
+
+answerHelp(`Usage: npx tsx bench/engine-steps.ts [--requests 40]
+Where the SQL engine's time goes, step by step.`);
 
 const p50 = (times: number[]) =>
   percentile(

@@ -9,6 +9,10 @@ import { Client } from '@elastic/elasticsearch';
 import { Serializer } from '@elastic/transport';
 import { repositoryRoot } from '../shared/config.ts';
 import { demoEvents } from '../scripts/demo-events.ts';
+import { answerHelp } from '../shared/command-help.ts';
+
+answerHelp(`Usage: npx tsx bench/ingest-stages.ts [--events 100000] [--codec none|gzip|snappy|lz4|zstd] [--rounds 3] [--baseline <checkout>]
+The ingest worker's CPU per stage (decoding, documents, bulk body, client), without Kafka or Elasticsearch.`);
 
 /**
  * `npx tsx bench/ingest-stages.ts`: the ingest worker's CPU per stage, without Kafka or Elasticsearch.

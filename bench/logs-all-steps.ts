@@ -1,3 +1,4 @@
+import { answerHelp } from '../shared/command-help.ts';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
@@ -16,6 +17,9 @@ import { percentile } from './latency.ts';
 import { BENCH_PROJECT, loadEdgeEvents } from './query-data.ts';
 import { searchHttpRequest } from './query-phase.ts';
 import { withBenchStore } from './query-store.ts';
+
+answerHelp(`Usage: npx tsx bench/logs-all-steps.ts [--events 20000] [--requests 200] [--baseline <checkout>]
+logs.all's steps timed one by one beside its direct request. Needs KAFKA_BROKERS and ELASTICSEARCH_URL.`);
 
 /**
  * Where logs.all's time goes beside its direct request, one step at a time, each the p50 of

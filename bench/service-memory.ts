@@ -17,6 +17,7 @@
  * --baseline measures that checkout's service too (its own build), alternating with ours variant by variant, in one run.
  * --env sets more of the service's variables (e.g. SANDBOX_MAX_HELD_BYTES=...).
  */
+import { answerHelp } from '../shared/command-help.ts';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +31,12 @@ import { BENCH_PROJECT, loadEdgeEvents, loadOtherSources } from './query-data.ts
 import { shiftStudioQuery } from './query-phase.ts';
 import { benchServers } from './servers.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
+
+answerHelp(`Usage: npx tsx bench/service-memory.ts [--events 200000] [--seconds 30] [--concurrency 8] [--variants node-defaults,shipped,...]
+                                   [--data-prefix bench-query-...-] [--keep-data] [--compiled] [--mix quick|heavy]
+                                   [--baseline <checkout>] [--env NAME=value,...]
+The query service's memory for each start variant (idle, after the first sandboxed query, peak and steady under a mix of
+requests). With KAFKA_BROKERS and ELASTICSEARCH_URL it uses those servers; without them it starts a stack of its own.`);
 
 /** What bench/memory-probe.mjs samples, in bytes. */
 interface MemorySample {
