@@ -20,6 +20,7 @@ import { ingestProfileGroups, ingestProfileRows } from './ingest-profile.ts';
 import {
   cpuSeconds,
   describeMemory,
+  mb,
   minorFaults,
   peakRssBytes,
   residentMemory,
@@ -131,10 +132,6 @@ try {
   await admin.deleteTopics({ topics }).catch((error: unknown) => say(`could not delete the topics: ${(error as Error).message}`));
   await admin.disconnect();
   await client.close();
-}
-
-function mb(bytes: number): string {
-  return (bytes / 1e6).toFixed(0);
 }
 
 /** The monotonic clock V8 stamps profile samples with, in every process on the machine. */

@@ -127,7 +127,18 @@ export async function workerMemory(port: number): Promise<WorkerMemory | undefin
 
 export const describeMemory = (memory: WorkerMemory) =>
   `rss ${mb(memory.rss)}, heap used ${mb(memory.heapUsed)} of ${mb(memory.heapTotal)}, external ${mb(memory.external)} MB`;
-const mb = (bytes: number) => (bytes / 1e6).toFixed(0);
+/** Bytes as whole (decimal) megabytes, as the bench tables print them. */
+export const mb = (bytes: number) => (bytes / 1e6).toFixed(0);
+
+/** The worker's /metrics text. */
+async function metricsText(port: number): Promise<string> {
+  return (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+}
+
+/** The sum of every sample in `text` whose line starts with `series` (a regular expression: the name and its labels). */
+function sumOf(text: string, series: string): number {
+  return [...text.matchAll(new RegExp(`^${series} ([0-9.e+-]+)`, 'gm'))].reduce((total, match) => total + Number(match[1]), 0);
+}
 
 /** Sum over sources of one of the worker's counters, read from its /metrics (0 while it does not answer). */
 export async function workerCounter(
@@ -135,8 +146,7 @@ export async function workerCounter(
   name: 'ingest_events_consumed_total' | 'ingest_events_indexed_total' | 'ingest_batches_deferred_total',
 ): Promise<number> {
   try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    return [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\d+)`, 'gm'))].reduce((sum, match) => sum + Number(match[1]), 0);
+    return sumOf(await metricsText(port), `${name}\\{[^}]*\\}`);
   } catch {
     return 0;
   }
@@ -144,21 +154,17 @@ export async function workerCounter(
 
 /** The worker's garbage collections so far (prom-client's GC histogram): their pauses summed in seconds, and how many were major. */
 export async function workerGc(port: number): Promise<{ seconds: number; major: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const sum = (pattern: string) =>
-    [...text.matchAll(new RegExp(`^ingest_nodejs_gc_duration_seconds_${pattern} ([0-9.e+-]+)`, 'gm'))].reduce((total, match) => total + Number(match[1]), 0);
-  return { seconds: sum('sum\\{[^}]*\\}'), major: sum('count\\{kind="major"[^}]*\\}') };
+  const text = await metricsText(port);
+  return {
+    seconds: sumOf(text, 'ingest_nodejs_gc_duration_seconds_sum\\{[^}]*\\}'),
+    major: sumOf(text, 'ingest_nodejs_gc_duration_seconds_count\\{kind="major"[^}]*\\}'),
+  };
 }
 
 /** The worker's bulk requests so far (every outcome): how many, and their summed duration in seconds. */
 export async function workerBulkTotals(port: number): Promise<{ requests: number; seconds: number }> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const sum = (series: string) =>
-    [...text.matchAll(new RegExp(`^ingest_bulk_duration_seconds_${series}\\{[^}]*\\} ([0-9.e+-]+)`, 'gm'))].reduce(
-      (total, match) => total + Number(match[1]),
-      0,
-    );
-  return { requests: sum('count'), seconds: sum('sum') };
+  const text = await metricsText(port);
+  return { requests: sumOf(text, 'ingest_bulk_duration_seconds_count\\{[^}]*\\}'), seconds: sumOf(text, 'ingest_bulk_duration_seconds_sum\\{[^}]*\\}') };
 }
 
 function statusField(pid: number, field: 'VmHWM' | 'VmRSS' | 'RssAnon' | 'RssFile'): number {
