@@ -67,8 +67,12 @@ export class CountedCounter extends CountedMetric<{ labels: Labels; value: numbe
 
   /** Adds `by` (default 1); a negative or non-finite amount is no count and is left out. */
   inc(labels: Labels, by = 1): void {
-    if (!(by >= 0 && by < Infinity)) return;
-    this.seriesFor(labels).value += by;
+    this.addIn(this.seriesFor(labels), by);
+  }
+
+  /** Adds `by` to a series seriesFor gave; a negative or non-finite amount is no count and is left out. */
+  addIn(series: { value: number }, by: number): void {
+    if (by >= 0 && by < Infinity) series.value += by;
   }
 
   /** The series of `labels` itself, for a caller that adds to it on every request: kept until seriesResets() moves. */

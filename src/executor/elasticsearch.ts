@@ -3,7 +3,7 @@ import { errors, type Client, type estypes, type TransportResult } from '@elasti
 import { BadParameter, InvalidQuery, QueryTimeout, QueryTooExpensive, StoreUnavailable } from '../errors.ts';
 import { expressionReads, partitionStartOf } from '../../shared/partitions.ts';
 import { regexpQueriesIn } from '../planner/regex-budget.ts';
-import { plainSearch, refusal, type PlainAnswer } from './plain-search.ts';
+import { parsedJson, plainSearch, refusal, type PlainAnswer } from './plain-search.ts';
 import type { StoreReads } from './store-reads.ts';
 
 export interface StoreOptions {
@@ -307,14 +307,6 @@ export async function search(request: estypes.SearchRequest, options: StoreOptio
 /** The statuses the client asks again (another node, another moment): a gateway's 502-504. */
 function isRetried(statusCode: number): boolean {
   return statusCode === 502 || statusCode === 503 || statusCode === 504;
-}
-
-function parsedJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -97,12 +97,8 @@ export async function plainSearch(
 
 /** The error the client throws for a refusal (status 400 and up), with the store's body parsed where it is JSON. */
 export function refusal(statusCode: number, text: string): errors.ResponseError {
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // a refusal that is not JSON (a proxy's page) is kept as its text
-  }
+  // a refusal that is not JSON (a proxy's page) is kept as its text
+  const body = parsedJson(text) ?? text;
   const request = { params: { method: 'POST', path: '/_search' }, options: {}, id: 0 };
   return new errors.ResponseError({
     body,
@@ -111,4 +107,13 @@ export function refusal(statusCode: number, text: string): errors.ResponseError 
     warnings: null,
     meta: { context: null, name: 'plain-search', request, connection: null, attempts: 0, aborted: false },
   });
+}
+
+/** `text` parsed as JSON; undefined where it is not JSON. */
+export function parsedJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

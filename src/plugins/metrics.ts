@@ -128,8 +128,8 @@ export class AnsweredCounts {
       endpointRequestDurationSeconds.observeIn(series.usageDuration, seconds);
     }
     series.usageRequests.value += 1;
-    if (rows >= 0 && rows < Infinity) series.rows.value += rows;
-    if (bytes >= 0 && bytes < Infinity) series.bytes.value += bytes;
+    endpointRowsReturnedTotal.addIn(series.rows, rows);
+    endpointBytesReturnedTotal.addIn(series.bytes, bytes);
   }
 }
 
