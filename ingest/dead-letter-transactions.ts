@@ -39,14 +39,17 @@ export class PartitionTakenOver extends Error {}
  * (StableOffsets). That offset is the partition's floor for the assignment: no commit at or below it
  * (the previous owner committed that far), no letter below it (the previous owner sent those). After
  * the fence only this worker commits the partition: the previous owner's plain commits carry an old
- * generation and its transactions an old producer epoch. Making the producer for the first letters
+ * generation (this worker settles only once the new one has formed) and its transactions an old
+ * producer epoch. Making the producer for the first letters
  * fences again, so the floor is read again then.
  *
  * A transaction that fails may still have committed (its answer lost to a broker restart): the
  * partition is settled anew before the chunk's retry. A transaction refused as fenced means another
  * worker settled the partition since: it is left alone until the next assignment (or the session
  * timeout, after which a worker the group dropped knows it), since a dropped worker that fenced it
- * back could commit behind the new owner's floor.
+ * back could commit behind the new owner's floor. Still open: a worker the group dropped without
+ * noticing it, settling a partition (a first commit, or a retry), fences the new owner and can commit
+ * letters behind its floor; a commit checked against the group's generation after each fence would close it.
  */
 export class DeadLetterTransactions {
   private readonly settlements = new Map<string, Settlement>();
@@ -64,7 +67,7 @@ export class DeadLetterTransactions {
     private readonly options: DeadLetterTransactionsOptions = { reclaimAfterMs: 30_000 },
   ) {}
 
-  /** The group handed out partitions again: every partition is settled anew at its next commit. */
+  /** The group is handing out partitions again (a rebalance began, or ended): every partition is settled anew at its next commit. */
   newAssignment(): void {
     this.assignment += 1;
     this.takenOver.clear();
@@ -144,6 +147,8 @@ export class DeadLetterTransactions {
       assignment: this.assignment,
       floor: this.fenced(key, async () => {
         if (current) await release(current);
+        // a rebalance began while this fence waited: the partition may be another worker's already
+        if (settlement.assignment !== this.assignment) throw new Error(`the assignment changed while ${topic}/${partition} was being settled`);
         await this.offsets.fence(this.transactionalId(topic, partition));
         return await this.offsets.committed(topic, partition);
       }),

@@ -130,7 +130,10 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   });
   const decompression = new DecompressionBudget(config.INGEST_MEMORY_BUDGET_BYTES, () => pipeline.bytes);
   useDecompressionBudget(decompression);
-  consumer.on(consumer.events.REBALANCING, () => pipeline.reassigned());
+  consumer.on(consumer.events.REBALANCING, () => {
+    pipeline.reassigned();
+    deadLetters.newAssignment();
+  });
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     pipeline.reassigned();
     status = 'consuming';
