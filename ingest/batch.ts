@@ -285,7 +285,7 @@ export async function commitChunk(
   if (!work.mayCommit()) return undefined;
   if (letters.length === 0) {
     // never behind the offset the partition's previous owner committed (DeadLetterTransactions explains why)
-    const floor = await dependencies.deadLetters.settled(source.topic, source.partition);
+    const floor = await dependencies.deadLetters.settled(source.topic, source.partition, commitOffsets);
     if (!work.mayCommit()) return undefined;
     if (BigInt(nextOffset) > floor) await dependencies.commits.commit(commitOffsets, source.topic, source.partition, nextOffset);
     return [];
@@ -295,6 +295,7 @@ export async function commitChunk(
     deadLetterTopic,
     letters.map((letter) => ({ offset: letter.source.offset, message: deadLetterMessage(letter), letter })),
     nextOffset,
+    commitOffsets,
   );
   return sent.map((entry) => entry.letter);
 }

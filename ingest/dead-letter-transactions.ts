@@ -1,5 +1,6 @@
 import { Partitioners, type Kafka, type Message, type Producer } from 'kafkajs';
 import type { Logger } from '../shared/logger.ts';
+import type { CommitOffsets } from './offset-commits.ts';
 import type { StableOffsets } from './stable-offsets.ts';
 
 export interface DeadLetterTransactionsOptions {
@@ -35,21 +36,22 @@ export class PartitionTakenOver extends Error {}
  * letters would be sent again. So before its first commit of any kind in an assignment, a partition is
  * settled: its transactional id is initialised (the broker aborts the previous owner's open
  * transaction, or first completes one it has ended, and refuses that owner's transactions from then
- * on), and then its committed offset is read once every transactional commit has settled
- * (StableOffsets). That offset is the partition's floor for the assignment: no commit at or below it
- * (the previous owner committed that far), no letter below it (the previous owner sent those). After
- * the fence only this worker commits the partition: the previous owner's plain commits carry an old
- * generation (this worker settles only once the new one has formed) and its transactions an old
- * producer epoch. Making the producer for the first letters
- * fences again, so the floor is read again then.
+ * on), its committed offset is read once every transactional commit has settled (StableOffsets), and
+ * that offset is committed again through the consumer, which the broker checks against the group's
+ * generation. The offset read is the partition's floor for the assignment: no commit at or below it
+ * (the previous owner committed that far), no letter below it (the previous owner sent those).
+ * After a settlement only this worker commits the partition. The previous owner's plain commits carry
+ * an old generation, and its transactions an old producer epoch, unless it initialises the id again
+ * (a retry, or its own first commit of the partition): then its generation check fails, before it has
+ * committed anything, if the group has moved on; and if it has not, this worker settles only later,
+ * once the new generation has formed, and fences it. Making the producer for the first letters is a
+ * fence too, and is settled the same way.
  *
  * A transaction that fails may still have committed (its answer lost to a broker restart): the
  * partition is settled anew before the chunk's retry. A transaction refused as fenced means another
  * worker settled the partition since: it is left alone until the next assignment (or the session
- * timeout, after which a worker the group dropped knows it), since a dropped worker that fenced it
- * back could commit behind the new owner's floor. Still open: a worker the group dropped without
- * noticing it, settling a partition (a first commit, or a retry), fences the new owner and can commit
- * letters behind its floor; a commit checked against the group's generation after each fence would close it.
+ * timeout, after which a worker the group dropped has heard of it), so as not to fence that worker
+ * back again and again.
  */
 export class DeadLetterTransactions {
   private readonly settlements = new Map<string, Settlement>();
@@ -77,8 +79,8 @@ export class DeadLetterTransactions {
    * The partition's floor in this assignment: the offset committed before this worker's first commit
    * of it. A chunk ending at or below it is not committed again.
    */
-  settled(topic: string, partition: number): Promise<bigint> {
-    return this.settlementOf(topic, partition).floor;
+  settled(topic: string, partition: number, member: CommitOffsets): Promise<bigint> {
+    return this.settlementOf(topic, partition, member).floor;
   }
 
   /**
@@ -91,10 +93,11 @@ export class DeadLetterTransactions {
     deadLetterTopic: string,
     letters: T[],
     nextOffset: string,
+    member: CommitOffsets,
   ): Promise<T[]> {
-    const settlement = this.settlementOf(source.topic, source.partition);
+    const settlement = this.settlementOf(source.topic, source.partition, member);
     await settlement.floor;
-    settlement.producer ??= this.claim(settlement, source.topic, source.partition);
+    settlement.producer ??= this.claim(settlement, source.topic, source.partition, member);
     let producer: Producer;
     try {
       producer = await settlement.producer;
@@ -134,7 +137,7 @@ export class DeadLetterTransactions {
   }
 
   /** This assignment's settlement of the partition, begun now (fence, then read the floor) at its first commit. */
-  private settlementOf(topic: string, partition: number): Settlement {
+  private settlementOf(topic: string, partition: number, member: CommitOffsets): Settlement {
     const key = `${topic}\u0000${partition}`;
     const until = this.takenOver.get(key);
     if (until !== undefined && Date.now() < until) {
@@ -150,7 +153,9 @@ export class DeadLetterTransactions {
         // a rebalance began while this fence waited: the partition may be another worker's already
         if (settlement.assignment !== this.assignment) throw new Error(`the assignment changed while ${topic}/${partition} was being settled`);
         await this.offsets.fence(this.transactionalId(topic, partition));
-        return await this.offsets.committed(topic, partition);
+        const floor = await this.offsets.committed(topic, partition);
+        await confirmMembership(member, topic, partition, floor);
+        return floor;
       }),
     };
     // a settlement that failed is begun again by the chunk's retry
@@ -160,7 +165,7 @@ export class DeadLetterTransactions {
   }
 
   /** The partition's transactional producer: initialising it fences again, so the floor is read again after it. */
-  private claim(settlement: Settlement, topic: string, partition: number): Promise<Producer> {
+  private claim(settlement: Settlement, topic: string, partition: number, member: CommitOffsets): Promise<Producer> {
     return this.fenced(`${topic}\u0000${partition}`, async () => {
       if (settlement.assignment !== this.assignment) throw new Error(`the assignment changed while ${topic}/${partition} was being claimed`);
       const producer = this.kafka.producer({
@@ -176,6 +181,7 @@ export class DeadLetterTransactions {
         await fence.abort();
         const floor = await settlement.floor;
         const committed = await this.offsets.committed(topic, partition);
+        await confirmMembership(member, topic, partition, committed);
         if (committed > floor) settlement.floor = Promise.resolve(committed);
       } catch (error) {
         await producer.disconnect().catch(() => undefined);
@@ -220,6 +226,16 @@ export class DeadLetterTransactions {
     this.settlements.clear();
     await Promise.all(settlements.map(release));
   }
+}
+
+/**
+ * Commits again the offset just read, through the consumer: the broker checks the group's generation, so a
+ * worker the group has dropped (whose fence may have just fenced the new owner) learns it here, before it
+ * commits anything behind the new owner's floor. Nothing else commits the partition meanwhile: this worker
+ * commits it only once settled, and a previous owner's commits end at the fence (see the class comment).
+ */
+async function confirmMembership(member: CommitOffsets, topic: string, partition: number, committed: bigint): Promise<void> {
+  await member({ topics: [{ topic, partitions: [{ partition, offset: String(committed) }] }] });
 }
 
 async function release(settlement: Settlement): Promise<void> {

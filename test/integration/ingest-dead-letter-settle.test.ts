@@ -40,13 +40,12 @@ describe('dead letters across a change of owner: committed once, and the committ
     value: Buffer.from(`p${partition}-letter-${offset}`),
     source: { topic: source, partition, offset: String(offset) },
   });
-  const notPlain: CommitOffsets = async () => {
-    throw new Error('the previous owner commits only letters here');
-  };
-  /** Chunk [from, to) of a partition, its letters at the given offsets, committed by A (the previous owner). */
+  // A is no consumer here: it stands for the group's member before B joins, so its membership checks pass
+  const previousMember: CommitOffsets = async () => undefined;
+  /** A chunk of a partition ending before `to`, its letters at the given offsets, committed by A (the previous owner). */
   const previousCommits = (partition: number, to: number, letters: number[]) =>
     commitChunk(
-      notPlain,
+      previousMember,
       { topic: source, partition },
       deadLetterTopic,
       letters.map((offset) => letter(partition, offset)),
@@ -143,5 +142,104 @@ describe('dead letters across a change of owner: committed once, and the committ
     expect(await nextOwnerCommits(1, 4, [3])).toHaveLength(1);
     expect(await committed(1)).toBe('4');
     expect(await lettersOf(1)).toEqual(['p1-letter-0', 'p1-letter-3']);
+  });
+});
+
+describe('a worker the group dropped without noticing it, settling a partition again', () => {
+  const config = ingestTestConfig('dead-letter-dropped');
+  const brokers = config.KAFKA_BROKERS!;
+  const source = `${config.TOPIC_PREFIX}source`;
+  const deadLetterTopic = `${config.TOPIC_PREFIX}source.dead-letter`;
+  const groupId = config.INGEST_GROUP_ID;
+  const kafkaA = testKafka(config);
+  const kafkaB = testKafka(config);
+  const offsetsA = new StableOffsets(kafkaA, groupId);
+  const offsetsB = new StableOffsets(kafkaB, groupId);
+  // the dropped worker has not heard of it within the wait a fenced partition gets: it may settle again at once
+  const dropped = new DeadLetterTransactions(kafkaA, offsetsA, groupId, silentLogger, { reclaimAfterMs: 0 });
+  const next = new DeadLetterTransactions(kafkaB, offsetsB, groupId, silentLogger, { reclaimAfterMs: 600_000 });
+  const mayCommit = { mayCommit: () => true };
+  const consumers: Consumer[] = [];
+  let release!: () => void;
+  const stalled = new Promise<void>((resolve) => (release = resolve));
+
+  afterAll(async () => {
+    release();
+    await Promise.all(consumers.map((consumer) => consumer.disconnect()));
+    await Promise.all([dropped.close(), next.close()]);
+    await Promise.all([offsetsA.close(), offsetsB.close()]);
+    await removeKafkaTestData(config);
+  });
+
+  /** Joins the group and hands back the first batch's payload; a stalled member sends no heartbeat after it. */
+  async function member(stall: boolean): Promise<EachBatchPayload> {
+    const consumer = (stall ? kafkaA : kafkaB).consumer({ groupId, sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 20_000 });
+    consumers.push(consumer);
+    await consumer.connect();
+    await consumer.subscribe({ topic: source, fromBeginning: true });
+    let first: EachBatchPayload | undefined;
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async (payload) => {
+        first ??= payload;
+        if (stall) await stalled;
+      },
+    });
+    return await waitFor('the first batch', async () => first);
+  }
+
+  it('cannot fence its way back in: its commits are checked against the group generation first', async () => {
+    const admin = kafkaA.admin();
+    await admin.connect();
+    try {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [
+          { topic: source, numPartitions: 1 },
+          { topic: deadLetterTopic, numPartitions: 1 },
+        ],
+      });
+      const producer = kafkaA.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+      await producer.connect();
+      await producer.send({ topic: source, acks: -1, messages: Array.from({ length: 8 }, (_, n) => ({ partition: 0, value: `event ${n}` })) });
+      await producer.disconnect();
+      const letter = (offset: number): DeadLetter => ({
+        reason: 'invalid_json',
+        detail: 'test',
+        key: null,
+        value: Buffer.from(`letter-${offset}`),
+        source: { topic: source, partition: 0, offset: String(offset) },
+      });
+      const commit = (payload: EachBatchPayload, deadLetters: DeadLetterTransactions, to: number, letters: number[]) =>
+        commitChunk(payload.commitOffsetsIfNecessary, { topic: source, partition: 0 }, deadLetterTopic, letters.map(letter), String(to), mayCommit, {
+          deadLetters,
+          commits: new OffsetCommits(),
+        });
+      const committed = async () => (await admin.fetchOffsets({ groupId, topics: [source] }))[0]!.partitions[0]!.offset;
+
+      // A owns the partition, dead-letters offset 0, and then stalls: no heartbeat, so the group drops it
+      const a = await member(true);
+      expect(await commit(a, dropped, 2, [0])).toHaveLength(1);
+      // B joins; once A's session has expired the partition is B's, from the committed offset 2
+      const b = await member(false);
+      expect(b.batch.firstOffset()).toBe('2');
+      // B's first chunk [2, 3) settles the partition (fencing A) and commits
+      await commit(b, next, 3, []);
+
+      // A, not told, tries its chunk [2, 5) with a letter at 4: fenced; settling again, it fences B back, but
+      // the group refuses its commit of the offset it read (an old generation), so it sends nothing
+      await expect(commit(a, dropped, 5, [4])).rejects.toThrow();
+      await expect(commit(a, dropped, 5, [4])).rejects.toThrow();
+      expect(await committed()).toBe('3');
+
+      // B writes [3, 4) and [4, 5): the letter once
+      await commit(b, next, 4, []);
+      expect(await commit(b, next, 5, [4])).toHaveLength(1);
+      expect(await committed()).toBe('5');
+      expect((await readCommitted(brokers, deadLetterTopic)).map((record) => record.value)).toEqual(['letter-0', 'letter-4']);
+    } finally {
+      await admin.disconnect();
+    }
   });
 });
