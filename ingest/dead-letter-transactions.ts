@@ -136,7 +136,7 @@ export class DeadLetterTransactions {
     return fresh;
   }
 
-  /** This assignment's settlement of the partition, begun now (fence, then read the floor) at its first commit. */
+  /** This assignment's settlement of the partition, begun at its first commit: fence, read the floor, commit it again as a member. */
   private settlementOf(topic: string, partition: number, member: CommitOffsets): Settlement {
     const key = `${topic}\u0000${partition}`;
     const until = this.takenOver.get(key);
