@@ -11,7 +11,7 @@ import { decodeMessage } from './event.ts';
 import type { EventFieldNames } from './event-fields.ts';
 import type { EventPartitioning } from './event-partition.ts';
 import type { IngestMetrics } from './metrics.ts';
-import type { OffsetCommits } from './offset-commits.ts';
+import type { CommitOffsets, OffsetCommits } from './offset-commits.ts';
 import { undecodableBatchOf, type UndecodableBatch } from './undecodable-batch.ts';
 import { WriteAbandoned, writeEvents } from './writer.ts';
 import type { ChunkWork, WritePipeline } from './write-pipeline.ts';
@@ -223,20 +223,8 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
     }
 
     const nextOffset = (BigInt(chunk.lastOffset) + 1n).toString();
-    if (!work.mayCommit()) return;
-    if (letters.length === 0) {
-      await dependencies.commits.commit(payload.commitOffsetsIfNecessary, batch.topic, batch.partition, nextOffset);
-      return;
-    }
-    // the letters and the chunk's commit are one transaction: a chunk delivered again cannot write its letters twice
-    const sent = (
-      await dependencies.deadLetters.send(
-        { topic: batch.topic, partition: batch.partition },
-        route.deadLetterTopic,
-        letters.map((letter) => ({ offset: letter.source.offset, message: deadLetterMessage(letter), letter })),
-        nextOffset,
-      )
-    ).map((entry) => entry.letter);
+    const sent = await commitChunk(payload.commitOffsetsIfNecessary, batch, route.deadLetterTopic, letters, nextOffset, work, dependencies);
+    if (sent === undefined || letters.length === 0) return;
     for (const letter of sent) metrics.deadLettered.inc({ source: route.source, reason: letter.reason }, letter.records ?? 1);
     if (sent.length > 0)
       logger.warn(
@@ -277,6 +265,39 @@ async function writeChunk(payload: EachBatchPayload, route: SourceRoute, chunk: 
     // every bulk request holding these entries has been sent and answered (or none was made)
     releaseEntries(chunk.events);
   }
+}
+
+/**
+ * Commits a chunk's last offset: with its dead letters in one transaction (a chunk delivered again cannot
+ * write its letters twice), or, without letters, with the other chunks committing at the same moment.
+ * Returns the letters sent, or undefined when the chunk may no longer commit (a rebalance or an earlier
+ * failure in its partition).
+ */
+export async function commitChunk(
+  commitOffsets: CommitOffsets,
+  source: { topic: string; partition: number },
+  deadLetterTopic: string,
+  letters: DeadLetter[],
+  nextOffset: string,
+  work: Pick<ChunkWork, 'mayCommit'>,
+  dependencies: Pick<BatchDependencies, 'deadLetters' | 'commits'>,
+): Promise<DeadLetter[] | undefined> {
+  if (!work.mayCommit()) return undefined;
+  if (letters.length === 0) {
+    // never behind the offset the partition's previous owner committed (DeadLetterTransactions explains why)
+    const floor = await dependencies.deadLetters.settled(source.topic, source.partition, commitOffsets);
+    if (!work.mayCommit()) return undefined;
+    if (BigInt(nextOffset) > floor) await dependencies.commits.commit(commitOffsets, source.topic, source.partition, nextOffset);
+    return [];
+  }
+  const sent = await dependencies.deadLetters.send(
+    source,
+    deadLetterTopic,
+    letters.map((letter) => ({ offset: letter.source.offset, message: deadLetterMessage(letter), letter })),
+    nextOffset,
+    commitOffsets,
+  );
+  return sent.map((entry) => entry.letter);
 }
 
 interface UndecodableGroup {

@@ -7,6 +7,14 @@ const kafkajsModule = createRequire(import.meta.url);
 const Encoder = kafkajsModule('kafkajs/src/protocol/encoder.js') as new () => KafkajsEncoder;
 const Decoder = kafkajsModule('kafkajs/src/protocol/decoder.js') as new (buffer: Buffer) => KafkajsDecoder;
 const { createErrorFromCode } = kafkajsModule('kafkajs/src/protocol/error.js') as { createErrorFromCode: (code: number) => Error & { retriable?: boolean } };
+// kafkajs's own transactional-id initialisation (coordinator lookup, InitProducerId, its retries while an ended
+// transaction completes), run on the shared cluster: a fence needs no producer of its own
+const createEosManager = kafkajsModule('kafkajs/src/producer/eosManager/index.js') as (options: {
+  logger: unknown;
+  cluster: KafkajsCluster;
+  transactional: true;
+  transactionalId: string;
+}) => { initProducerId(): Promise<void> };
 
 interface KafkajsEncoder {
   writeInt32(value: number): KafkajsEncoder;
@@ -141,6 +149,15 @@ export class StableOffsets {
       }
       await new Promise((resolve) => setTimeout(resolve, this.options.retryMs));
     }
+  }
+
+  /**
+   * Initialises a transactional id without keeping a producer: the broker aborts the transaction its
+   * previous holder has open (or first completes one it has ended) and refuses that holder from then on.
+   */
+  async fence(transactionalId: string): Promise<void> {
+    const cluster = await this.connected();
+    await createEosManager({ logger: this.kafka.logger(), cluster, transactional: true, transactionalId }).initProducerId();
   }
 
   private connected(): Promise<KafkajsCluster> {

@@ -108,9 +108,9 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   });
   let status: HealthReport['status'] = 'starting';
   let heldPartitions = 0;
-  // kept connected: a partition's first dead letters after an assignment read its committed offset
+  // kept connected: each partition is fenced and its committed offset read at its first commit after an assignment
   const stableOffsets = new StableOffsets(kafka, config.INGEST_GROUP_ID);
-  const deadLetters = new DeadLetterTransactions(kafka, stableOffsets, config.INGEST_GROUP_ID, logger);
+  const deadLetters = new DeadLetterTransactions(kafka, stableOffsets, config.INGEST_GROUP_ID, logger, { reclaimAfterMs: config.INGEST_SESSION_TIMEOUT_MS });
   const commits = new OffsetCommits();
   const consumer = kafka.consumer({
     groupId: config.INGEST_GROUP_ID,
@@ -130,7 +130,10 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   });
   const decompression = new DecompressionBudget(config.INGEST_MEMORY_BUDGET_BYTES, () => pipeline.bytes);
   useDecompressionBudget(decompression);
-  consumer.on(consumer.events.REBALANCING, () => pipeline.reassigned());
+  consumer.on(consumer.events.REBALANCING, () => {
+    pipeline.reassigned();
+    deadLetters.newAssignment();
+  });
   consumer.on(consumer.events.GROUP_JOIN, (event) => {
     pipeline.reassigned();
     status = 'consuming';
