@@ -1,9 +1,9 @@
 /**
  * Why V8 collected in full, read from a worker's GC trace (node --trace-gc --trace-gc-verbose
  * --trace-incremental-marking). V8 starts a full collection when the old generation plus the external
- * memory (Buffers) allocated since the last one nears its limit, or when external memory alone grows
- * past its own limit; the trace says which, and the heap statistics printed after every collection
- * say how much of each grew in between.
+ * memory (Buffers) grown since the last one nears its limit, or when external memory alone grows past
+ * its own limit; the trace says which, and the heap statistics printed after every collection say how
+ * much of each grew in between. Buffers that die young are freed by scavenges and count for nothing there.
  */
 export const GC_TRACE_FLAGS: readonly string[] = ['--trace-gc', '--trace-gc-verbose', '--trace-incremental-marking'];
 
@@ -16,7 +16,7 @@ export interface FullCollection {
   finished: string;
   /** Old generation (old and large object spaces) grown since the previous full collection: objects promoted, bytes. */
   promotedBytes: number;
-  /** External memory risen between collections since the previous full one: at least this much was allocated, bytes. */
+  /** External memory above its lowest since the previous full collection, as V8 counts it toward the limit, bytes. */
   externalBytes: number;
   /** The old generation's limit V8 set after this collection, bytes. */
   limitBytes: number;
@@ -75,8 +75,8 @@ export function fullCollections(trace: string): FullCollection[] {
     const between = samples.slice(previous, at);
     const before = samples[at - 1]!;
     const after = samples[previous]!;
-    let externalBytes = 0;
-    for (let index = 1; index < between.length; index += 1) externalBytes += Math.max(0, between[index]!.external - between[index - 1]!.external);
+    // V8's own measure: external memory now above its lowest since the last full collection (scavenges free young Buffers)
+    const externalBytes = Math.max(0, before.external - Math.min(...between.map((sample) => sample.external)));
     // the limit line comes just before its collection's own line
     const limit = limits.get(at) ?? { limit: NaN, factor: NaN };
     return {
@@ -101,8 +101,8 @@ export function fullCollectionRows(collections: FullCollection[]): string[] {
   const external = collections.reduce((sum, collection) => sum + collection.externalBytes, 0);
   return [
     `${collections.length} full collections after the first; marking started by: ${[...byStart].map(([why, count]) => `${why} ${count}`).join(', ')}`,
-    `between them: ${mb(promoted)} MB promoted into the old generation, at least ${mb(external)} MB of external memory allocated`,
-    '| at ms | marking started by | finished | promoted MB | external allocated MB (at least) | scavenges | limit after MB (factor) |',
+    `between them: ${mb(promoted)} MB promoted into the old generation, external memory grown by ${mb(external)} MB (above its lowest since)`,
+    '| at ms | marking started by | finished | promoted MB | external grown MB | scavenges | limit after MB (factor) |',
     '|---|---|---|---|---|---|---|',
     ...collections.map(
       (c) =>

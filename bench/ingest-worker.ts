@@ -51,7 +51,7 @@ machine's idle CPU, bulks in flight, and the time with no bulk in flight, bulks 
                     CPU per group (kafkajs decoding, our decoding, JSON, bulk, Elasticsearch client, GC ...)
   --skip-build      run each checkout's dist/ as built already (npm run build), to repeat a measurement sooner
   --gc-trace FILE    run this checkout's worker with V8's GC trace, kept in FILE, and print why each full
-                    collection started, with the objects promoted and external memory allocated before it
+                    collection started, with the objects promoted and external memory grown before it
 Needs KAFKA_BROKERS and ELASTICSEARCH_URL.`);
 
 /**
