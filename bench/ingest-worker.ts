@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,6 +15,7 @@ import { demoEvents } from '../scripts/demo-events.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import { readProfile } from './cpu-profile.ts';
+import { fullCollectionRows, fullCollections, GC_TRACE_FLAGS } from './gc-trace.ts';
 import { FEED_HEADER, feedCells, readFeed, writePool } from './ingest-feed.ts';
 import { ingestProfileGroups, ingestProfileRows } from './ingest-profile.ts';
 import {
@@ -34,6 +35,7 @@ import {
 
 answerHelp(`Usage: npx tsx bench/ingest-worker.ts [--events N] [--codec none|gzip|snappy|lz4|zstd] [--baseline <checkout>]
                                   [--node-args=<flags>] [--env NAME=VALUE,...] [--cpu-prof <dir>] [--skip-build]
+                                  [--gc-trace <file>]
 The worker's own cost, without the rest of the ingest benchmark: N demo events are produced once by kcat in
 the codec given, then drained by this checkout's production worker (and the baseline's first, when given),
 each into indices and a consumer group of its own; prints CPU s per 100k events, GC pauses and major collections,
@@ -48,6 +50,8 @@ machine's idle CPU, bulks in flight, and the time with no bulk in flight, bulks 
   --cpu-prof DIR    run this checkout's worker with node --cpu-prof, its profile written under DIR, and print its
                     CPU per group (kafkajs decoding, our decoding, JSON, bulk, Elasticsearch client, GC ...)
   --skip-build      run each checkout's dist/ as built already (npm run build), to repeat a measurement sooner
+  --gc-trace FILE    run this checkout's worker with V8's GC trace, kept in FILE, and print why each full
+                    collection started, with the objects promoted and external memory grown before it
 Needs KAFKA_BROKERS and ELASTICSEARCH_URL.`);
 
 /**
@@ -64,6 +68,7 @@ const { values: options } = parseArgs({
     env: { type: 'string', default: '' },
     'cpu-prof': { type: 'string' },
     'skip-build': { type: 'boolean', default: false },
+    'gc-trace': { type: 'string' },
   },
 });
 const EVENTS = Number(options.events);
@@ -82,7 +87,11 @@ const env = Object.fromEntries(
 const run = `bench${randomBytes(3).toString('hex')}`;
 // a folder of this run's own: the profile read back is this worker's, not an earlier run's
 const profileFolder = options['cpu-prof'] ? path.resolve(options['cpu-prof'], run) : undefined;
-const nodeArgs = [...options['node-args']!.split(' ').filter(Boolean), ...(profileFolder ? ['--cpu-prof', `--cpu-prof-dir=${profileFolder}`] : [])];
+const nodeArgs = [
+  ...options['node-args']!.split(' ').filter(Boolean),
+  ...(profileFolder ? ['--cpu-prof', `--cpu-prof-dir=${profileFolder}`] : []),
+  ...(options['gc-trace'] ? GC_TRACE_FLAGS : []),
+];
 
 const config = loadConfig(process.env);
 const brokers = config.KAFKA_BROKERS;
@@ -100,10 +109,10 @@ try {
   await produce();
   const rows: ({ name: string } & Awaited<ReturnType<typeof drain>>)[] = [];
   const roots = [
-    ...(options.baseline ? [{ name: 'baseline', root: path.resolve(options.baseline), nodeArgs: [], env: {} }] : []),
-    { name: 'this checkout', root: undefined, nodeArgs, env },
+    ...(options.baseline ? [{ name: 'baseline', root: path.resolve(options.baseline), nodeArgs: [], env: {}, output: undefined }] : []),
+    { name: 'this checkout', root: undefined, nodeArgs, env, output: options['gc-trace'] },
   ];
-  for (const { name, root, nodeArgs, env } of roots) rows.push({ name, ...(await drain(name, root, nodeArgs, env)) });
+  for (const { name, root, nodeArgs, env, output } of roots) rows.push({ name, ...(await drain(name, root, nodeArgs, env, output)) });
   console.log(`\n${EVENTS} events, codec ${options.codec}, load average at the end ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores`);
   console.log(
     `this checkout: its own start (ingest/worker-start.ts)${nodeArgs.length ? `, then node ${nodeArgs.join(' ')}` : ''}${options.env ? `, with ${options.env}` : ''}`,
@@ -126,6 +135,11 @@ try {
     const { window } = rows[rows.length - 1]!;
     console.log(`\nthis checkout's worker under --cpu-prof (${profileFolder}), from its first consumed event to the last indexed:`);
     for (const line of ingestProfileRows(ingestProfileGroups(readProfile(profileFolder), window.from, window.to), EVENTS)) console.log(line);
+  }
+  if (options['gc-trace']) {
+    // the whole life of the worker: its start-up's few collections included
+    console.log(`\nthis checkout's worker's full collections (${options['gc-trace']}):`);
+    for (const line of fullCollectionRows(fullCollections(readFileSync(options['gc-trace'], 'utf8')))) console.log(line);
   }
 } finally {
   const topics = (await admin.listTopics()).filter((topic) => topic.startsWith(run));
@@ -171,7 +185,7 @@ function kcat(topic: string, file: string): Promise<void> {
   });
 }
 
-async function drain(name: string, root: string | undefined, nodeArgs: string[], env: Record<string, string>) {
+async function drain(name: string, root: string | undefined, nodeArgs: string[], env: Record<string, string>, output?: string) {
   const label = name.replace(/[^a-z]/g, '');
   const indexPrefix = `${run}-${label}-`;
   const worker = await startWorkerProcess({
@@ -183,6 +197,7 @@ async function drain(name: string, root: string | undefined, nodeArgs: string[],
     env: { ...env, INGEST_GROUP_ID: `${run}.${label}`, RETENTION_INTERVAL_SECONDS: '0' },
     nodeOptions: nodeArgs,
     built: options['skip-build'],
+    stdoutFile: output,
   });
   try {
     const pid = worker.child.pid!;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, repositoryRoot, type Config } from '../shared/config.ts';
@@ -47,6 +47,8 @@ export async function startWorkerProcess(options: {
   nodeOptions?: string[];
   /** Run the checkout's dist/ as it is (built already) instead of building it first. */
   built?: boolean;
+  /** A file that receives the worker's stdout too (its logs, and V8's traces when asked for with --trace-gc). */
+  stdoutFile?: string;
 }): Promise<WorkerProcess> {
   const root = options.root ?? repositoryRoot;
   // only what this run set: a worker of another checkout keeps its own defaults
@@ -77,6 +79,7 @@ export async function startWorkerProcess(options: {
   });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  if (options.stdoutFile) child.stdout!.pipe(createWriteStream(options.stdoutFile));
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
