@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { estypes } from '@elastic/elasticsearch';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { encodeAnswer } from '../../src/endpoints/answer-body.ts';
 import { hitTexts, LogHitText } from '../../src/executor/rows/log-row-text.ts';
 import { columnRows } from '../../src/executor/rows/logs.ts';
@@ -55,6 +55,26 @@ describe('logs.all rows written from the store text', () => {
     await expectSameBytes(response(CORPUS.map((source, i) => hit(source, `doc-${i}`))));
     await expectSameBytes('{}');
     await expectSameBytes('{"hits":{"hits":[]}}');
+  });
+
+  it('copies records held in an array and keys that start with a digit from the text, parsing nothing', async () => {
+    const text = response([
+      hit(`{"id":"a","timestamp":${TS},"event_message":"m","metadata":[{"10.0.0.1":5,"2xx":{"a":[1,{"b":"c"}]},"k":"v"},{"r":{"s":-0.5e1}}]}`),
+      hit(`{"id":"b","timestamp":${TS},"metadata":{"10.0.0.1":5,"1st":{"x":"y"},"k":"v"}}`, 'doc-2'),
+      hit(`{"id":"c","timestamp":${TS},"metadata":{"1st":{"x":"y"},"0":"index key: parsed"}}`, 'doc-3'),
+    ]);
+    await expectSameBytes(text);
+    const hits = hitTexts(text)!;
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      await encodeAnswer(hits.slice(0, 2), { redact: false });
+      expect(parse).not.toHaveBeenCalled();
+      // an array-index key ("0") moves first in a parsed object: that hit still takes the parsed path
+      await encodeAnswer(hits.slice(2), { redact: false });
+      expect(parse).toHaveBeenCalledTimes(1);
+    } finally {
+      parse.mockRestore();
+    }
   });
 
   it('leaves a response it cannot read to the parser', () => {

@@ -109,6 +109,36 @@ class JsonWalk {
     return redacted === value && !escaped ? this.text.slice(start, end + 1) : JSON.stringify(redacted);
   }
 
+  /** At an opening quote: moves past the string and returns whether it holds an escape (no copy of it made). */
+  skipString(): boolean {
+    const start = this.pos;
+    const end = this.stringEnd();
+    this.pos = end + 1;
+    return this.escapedBefore(start, end);
+  }
+
+  /**
+   * A number, true, false or null: moves past it and returns it as JSON.stringify writes the parsed value where that
+   * differs from the text, else undefined; a short integer (most of a record's numbers) is read without a copy of it.
+   */
+  literalRewrite(): string | undefined {
+    const { text } = this;
+    const start = this.pos;
+    let position = text.charCodeAt(start) === 45 ? start + 1 : start;
+    const digits = position;
+    for (let code = text.charCodeAt(position); code >= DIGIT_0 && code <= DIGIT_9; code = text.charCodeAt(++position));
+    const count = position - digits;
+    const next = text.charCodeAt(position);
+    const ends = next === COMMA || next === CLOSE_OBJECT || next === CLOSE_ARRAY;
+    // CANONICAL_INTEGER's form: a lone 0, or 1-15 digits without a leading zero after an optional minus
+    if (ends && count > 0 && count <= 15 && (text.charCodeAt(digits) !== DIGIT_0 ? true : count === 1 && digits === start)) {
+      this.pos = position;
+      return undefined;
+    }
+    const json = this.literalJson();
+    return this.rewritten ? json : undefined;
+  }
+
   /** Whether the literal literalJson read last is written otherwise than the text has it. */
   rewritten = false;
 
@@ -205,11 +235,11 @@ function copiedRecord(walk: JsonWalk): string {
         if (first >= DIGIT_0 && first <= DIGIT_9) {
           const name = walk.stringValue();
           if (ARRAY_INDEX.test(name) && Number(name) < 4294967295) throw new NeedsParsing();
+          walk.pos = position;
         }
       }
-      const json = walk.stringJson(false);
-      if (walk.escaped) {
-        out += text.slice(copied, position) + json;
+      if (walk.skipString()) {
+        out += text.slice(copied, position) + JSON.stringify(JSON.parse(text.slice(position, walk.pos)) as string);
         copied = walk.pos;
       }
       position = walk.pos;
@@ -243,8 +273,8 @@ function copiedRecord(walk: JsonWalk): string {
       previous = code;
     } else {
       walk.pos = position;
-      const json = walk.literalJson();
-      if (walk.rewritten) {
+      const json = walk.literalRewrite();
+      if (json !== undefined) {
         out += text.slice(copied, position) + json;
         copied = walk.pos;
       }
@@ -350,12 +380,14 @@ class RowWriter {
       walk.skipValue();
       return '[]';
     }
-    const records: string[] = [];
+    // records held in an array (the BigQuery shape producers send) are copied as a lone record is
+    let records = '';
     walk.members(() => {
-      if (walk.code() === OPEN_OBJECT) records.push(this.record());
-      else walk.skipValue();
+      if (walk.code() !== OPEN_OBJECT) return walk.skipValue();
+      const record = this.redact ? this.record() : copiedRecord(walk);
+      records = records === '' ? record : `${records},${record}`;
     });
-    return `[${records.join(',')}]`;
+    return `[${records}]`;
   }
 
   /** A record whose record values become arrays of one record; arrays keep their elements, their records converted the same way. */
