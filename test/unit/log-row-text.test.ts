@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { estypes } from '@elastic/elasticsearch';
 import { describe, expect, it, vi } from 'vitest';
 import { encodeAnswer } from '../../src/endpoints/answer-body.ts';
-import { hitTexts, LogHitText } from '../../src/executor/rows/log-row-text.ts';
+import { hitSort, hitTexts, LogHitText, writtenRows } from '../../src/executor/rows/log-row-text.ts';
 import { columnRows } from '../../src/executor/rows/logs.ts';
 import { loopTurnsDuring } from '../support/loop-turns.ts';
 
@@ -18,8 +18,19 @@ async function textAnswer(text: string, redact: boolean): Promise<string> {
   return (await encodeAnswer(hits!, { redact })).toString();
 }
 
+/** The answer of the rows writtenRows writes in one walk over the text as it is read. */
+async function writtenAnswer(text: string, redact: boolean): Promise<string> {
+  const page = await writtenRows(text, redact);
+  expect(page, text).toBeDefined();
+  return (await encodeAnswer(page!.rows, { redact })).toString();
+}
+
 async function expectSameBytes(text: string): Promise<void> {
-  for (const redact of [false, true]) expect(await textAnswer(text, redact), `redact ${redact}: ${text}`).toBe(await parsedAnswer(text, redact));
+  for (const redact of [false, true]) {
+    const parsed = await parsedAnswer(text, redact);
+    expect(await textAnswer(text, redact), `redact ${redact}: ${text}`).toBe(parsed);
+    expect(await writtenAnswer(text, redact), `written, redact ${redact}: ${text}`).toBe(parsed);
+  }
 }
 
 const response = (hits: string[]) => `{"hits":{"hits":[${hits.join(',')}]}}`;
@@ -77,9 +88,34 @@ describe('logs.all rows written from the store text', () => {
     }
   });
 
-  it('leaves a response it cannot read to the parser', () => {
+  it('leaves a response it cannot read to the parser', async () => {
     expect(hitTexts('{"hits": {"hits": []}}')).toBeUndefined();
     expect(hitTexts('{"hits":{"hits":[{"_source":{"id":"a"}}]}} ')).toBeUndefined();
+    for (const text of ['{"hits": {"hits": []}}', '{"hits":{"hits":[{"_source":{"id":"a"}}]}} ', '{"took":1,"hits":{"hits":[]}}', '{"hits":{"hits":[1 2]}}']) {
+      expect(await writtenRows(text, false), text).toBeUndefined();
+    }
+  });
+
+  it('writes a page in one walk and keeps its last hit, where the next page starts', async () => {
+    const text = response([hit(CORPUS[0]!), hit(CORPUS[4]!, 'doc-2'), hit(CORPUS[12]!, 'doc-3')]);
+    const page = (await writtenRows(text, false))!;
+    expect(page.rows).toHaveLength(3);
+    expect(hitSort(page.last!)).toEqual([1704067200123, 'doc-3']);
+    expect(await writtenRows('{}', false)).toEqual({ rows: [], last: undefined });
+    expect(await writtenRows('{"hits":{"hits":[]}}', true)).toEqual({ rows: [], last: undefined });
+  });
+
+  it('gives the event loop back while writing a huge page as it is read', async () => {
+    const huge = (i: number) =>
+      hit(`{"id":"h${i}","timestamp":${TS},"event_message":"${'1.'.repeat(30_000)}","metadata":{"peer":"10.0.${i % 256}.1"}}`, `h${i}`);
+    const text = response(Array.from({ length: 200 }, (_, i) => huge(i)));
+    const { result: page, turns } = await loopTurnsDuring(async () => (await writtenRows(text, true))!);
+    expect(turns).toBeGreaterThan(1);
+    const rows = (
+      JSON.parse((await encodeAnswer(page.rows, { redact: true })).toString()) as { result: Array<{ id: string; metadata: Array<{ peer: string }> }> }
+    ).result;
+    expect(rows.map((row) => row.id)).toEqual(Array.from({ length: 200 }, (_, i) => `h${i}`));
+    expect(new Set(rows.map((row) => row.metadata[0]!.peer))).toEqual(new Set(['REDACTED']));
   });
 
   it('reports a stored timestamp out of form as the parsed path does', async () => {
@@ -89,6 +125,7 @@ describe('logs.all rows written from the store text', () => {
     ]) {
       await expect(parsedAnswer(text!, false)).rejects.toThrow(`stored timestamp ${quoted}`);
       await expect(textAnswer(text!, false)).rejects.toThrow(`stored timestamp ${quoted}`);
+      await expect(writtenAnswer(text!, false)).rejects.toThrow(`stored timestamp ${quoted}`);
     }
   });
 
@@ -154,6 +191,7 @@ describe('logs.all rows written from the store text', () => {
       const text = response([hit(`{"id":"a","timestamp":"${odd}"}`)]);
       await expect(parsedAnswer(text, false)).rejects.toThrow(`stored timestamp "${odd}"`);
       await expect(textAnswer(text, false)).rejects.toThrow(`stored timestamp "${odd}"`);
+      await expect(writtenAnswer(text, false)).rejects.toThrow(`stored timestamp "${odd}"`);
     }
   });
 

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { estypes } from '@elastic/elasticsearch';
 import { redactPii, redactText } from '../../redaction.ts';
 import { microsecondsFromStoredTimestamp } from '../../../shared/stored-timestamp.ts';
@@ -322,14 +323,10 @@ function timestampMicros(text: string): number {
 
 /** Writes one hit's logs.all row from its text, or throws NeedsParsing. */
 class RowWriter {
-  private readonly walk: JsonWalk;
-
   constructor(
-    text: string,
+    private readonly walk: JsonWalk,
     private readonly redact: boolean,
-  ) {
-    this.walk = new JsonWalk(text);
-  }
+  ) {}
 
   row(): string {
     const { walk } = this;
@@ -454,7 +451,7 @@ class RowWriter {
 /** A hit's logs.all row as JSON, as JSON.stringify writes the row columnRows makes of the parsed hit (redactPii'd when asked). */
 export function logRowJson(hit: LogHitText, redact: boolean): string {
   try {
-    return new RowWriter(hit.text, redact).row();
+    return new RowWriter(new JsonWalk(hit.text), redact).row();
   } catch (error) {
     if (!(error instanceof NeedsParsing)) throw error;
   }
@@ -488,6 +485,72 @@ export function hitTexts(text: string): LogHitText[] | undefined {
     throw error;
   }
   return walk.pos === text.length ? hits : undefined;
+}
+
+/** A logs.all row already written as JSON (writtenRows), copied into the answer as it is. */
+export class LogRowJson {
+  constructor(readonly json: string) {}
+}
+
+/** A page of rows writtenRows wrote, and the last hit's text (where the next page starts). */
+export interface WrittenPage {
+  rows: LogRowJson[];
+  last: LogHitText | undefined;
+}
+
+/** How long writtenRows holds the event loop before other requests get a turn: encodeAnswer's slice. */
+const WRITE_SLICE_MS = 8;
+
+const HITS_OPEN = '{"hits":{"hits":[';
+const HITS_CLOSE = ']}}';
+
+/**
+ * The rows of a search response's text, each written as logRowJson writes its hit, in one walk over
+ * the text: hitTexts and then logRowJson walked every hit twice, once to find where it ends and once
+ * to write it. The event loop is given back every WRITE_SLICE_MS between hits. Undefined when the text
+ * is not in the compact form filter_path leaves (`{"hits":{"hits":[...]}}`, or `{}`): the caller parses it.
+ */
+export async function writtenRows(text: string, redact: boolean): Promise<WrittenPage | undefined> {
+  if (text === '{}') return { rows: [], last: undefined };
+  if (!text.startsWith(HITS_OPEN) || !text.endsWith(HITS_CLOSE)) return undefined;
+  const walk = new JsonWalk(text);
+  const rows: LogRowJson[] = [];
+  walk.pos = HITS_OPEN.length;
+  if (walk.code() === CLOSE_ARRAY) return walk.pos === text.length - HITS_CLOSE.length ? { rows, last: undefined } : undefined;
+  let sliceStarted = performance.now();
+  let start = walk.pos;
+  try {
+    for (;;) {
+      start = walk.pos;
+      rows.push(new LogRowJson(hitRow(walk, redact)));
+      const code = walk.code();
+      walk.pos += 1;
+      if (code === CLOSE_ARRAY) break;
+      if (code !== COMMA) return undefined;
+      if (performance.now() - sliceStarted >= WRITE_SLICE_MS) {
+        await yieldToLoop();
+        sliceStarted = performance.now();
+      }
+    }
+  } catch (error) {
+    if (error instanceof NeedsParsing) return undefined;
+    throw error;
+  }
+  if (walk.pos !== text.length - HITS_CLOSE.length + 1) return undefined;
+  return { rows, last: new LogHitText(text.slice(start, walk.pos - 1)) };
+}
+
+/** At a hit's `{`: its row, written from the text or (a hit the walk cannot vouch for) from the parsed hit; moves past it. */
+function hitRow(walk: JsonWalk, redact: boolean): string {
+  const start = walk.pos;
+  try {
+    return new RowWriter(walk, redact).row();
+  } catch (error) {
+    if (!(error instanceof NeedsParsing)) throw error;
+  }
+  walk.pos = start;
+  walk.skipValue();
+  return logRowJson(new LogHitText(walk.text.slice(start, walk.pos)), redact);
 }
 
 /** The sort values of a hit (where the next page starts). */
