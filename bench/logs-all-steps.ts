@@ -9,7 +9,7 @@ import { createLogger } from '../shared/logger.ts';
 import { encodeAnswer } from '../src/endpoints/answer-body.ts';
 import { validateParameters } from '../src/endpoints/request.ts';
 import { search, searchText } from '../src/executor/elasticsearch.ts';
-import { hitTexts } from '../src/executor/rows/log-row-text.ts';
+import { writtenRows } from '../src/executor/rows/log-row-text.ts';
 import { columnRows } from '../src/executor/rows/logs.ts';
 import { planEndpointQuery } from '../src/planner/index.ts';
 import { buildServer } from '../src/server.ts';
@@ -26,7 +26,7 @@ logs.all's steps timed one by one beside its direct request. Needs KAFKA_BROKERS
  * sequential runs: the plan's search sent as raw HTTP (the benchmark's direct side), sent through the
  * Elasticsearch client, through our store wrapper (src/executor/elasticsearch.ts), then with the rows
  * made (columnRows) and encoded, the store's text (searchText: a plain request on the client's undici pool,
- * src/executor/plain-search.ts) and the rows written from it (the service's path since issue 20's text
+ * src/executor/plain-search.ts) and the rows written from it as it is read (writtenRows, the service's path since issue 20's text
  * rows), then our service over HTTP (auth, route, plan, execution, answer).
  *
  * With --baseline <checkout> (the code before a change, with node_modules), that checkout's service
@@ -146,8 +146,8 @@ async function main(): Promise<void> {
           ['+ answer encoded (encodeAnswer)', async () => encodeAnswer(await rowsOf(), { redact: false })],
           ["the store's text as a plain request (searchText)", () => searchText(request, store)],
           [
-            '+ rows written from the text (hitTexts, encodeAnswer)',
-            async () => encodeAnswer(hitTexts(await searchText(request, store)) ?? [], { redact: false }),
+            '+ rows written from the text as it is read (writtenRows, encodeAnswer)',
+            async () => encodeAnswer((await writtenRows(await searchText(request, store), false))?.rows ?? [], { redact: false }),
           ],
           ['our service over HTTP', () => send(url, { method: 'GET', headers: { 'x-api-key': BOOTSTRAP } }, phasesOf)],
           ...(before

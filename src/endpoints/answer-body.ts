@@ -1,5 +1,5 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { LogHitText, logRowJson } from '../executor/rows/log-row-text.ts';
+import { LogRowJson } from '../executor/rows/log-row-text.ts';
 import { redactPii } from '../redaction.ts';
 
 /**
@@ -55,11 +55,11 @@ export async function encodeAnswer(rows: readonly unknown[], options: { redact: 
   return body;
 }
 
-/** Rows as the members of a JSON array, comma-separated; a store hit's text written as its row in one walk (log-row-text.ts). */
+/** Rows as the members of a JSON array, comma-separated; a row already written from the store's text (LogRowJson) copied as it is. */
 function batchJson(rows: readonly unknown[], redact: boolean): string {
-  if (!rows.some((row) => row instanceof LogHitText)) {
+  if (!rows.some((row) => row instanceof LogRowJson)) {
     // an array serialises undefined as null, as the answer always has
     return JSON.stringify(redact ? rows.map((row) => redactPii(row)) : rows).slice(1, -1);
   }
-  return rows.map((row) => (row instanceof LogHitText ? logRowJson(row, redact) : (JSON.stringify(redact ? redactPii(row) : row) ?? 'null'))).join(',');
+  return rows.map((row) => (row instanceof LogRowJson ? row.json : (JSON.stringify(redact ? redactPii(row) : row) ?? 'null'))).join(',');
 }

@@ -164,7 +164,7 @@ async function computeAnswer(request: EndpointRequest, redact: boolean, dependen
       timing: warming ? undefined : timing,
       reads: warming ? undefined : request.reads,
       heldEvents: dependencies.sandbox.heldEvents,
-      hitTexts: true,
+      writtenLogRows: { redact },
     });
     return warming ? encodeAnswer(rows, { redact }) : timing.measureAsync('encode', () => encodeAnswer(rows, { redact }));
   };

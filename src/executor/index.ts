@@ -34,8 +34,11 @@ export interface ExecutorOptions extends StoreOptions {
   timing?: ServerTiming;
   /** The events all sandboxed queries of the process may hold at once (SANDBOX_MAX_HELD_EVENTS); none: no bound. */
   heldEvents?: HeldEvents;
-  /** logs.all's rows may come back as the store's hit texts (LogHitText): only for a caller whose encodeAnswer writes them. */
-  hitTexts?: boolean;
+  /**
+   * logs.all's rows may come back written from the store's text (LogRowJson), redacted when asked: only for a caller whose
+   * encodeAnswer copies them, with the same redaction.
+   */
+  writtenLogRows?: { redact: boolean };
 }
 
 /** Runs a plan: its scans on Elasticsearch, then (for sandboxed queries) the residual query; returns the answer's rows. */
@@ -61,7 +64,7 @@ export async function executePlan(plan: Plan, options: ExecutorOptions): Promise
     if (answer.kind === 'selected') return selectedRows(await eventRows(scan, options), answer.columns).slice(0, plan.rowCap);
     // the saved selection's rows are exactly its four columns, whatever else the CTE declares
     if (answer.format === 'log_rows') {
-      const texts = options.hitTexts ? await logHitRows(scan, options) : undefined;
+      const texts = options.writtenLogRows ? await logHitRows(scan, options, options.writtenLogRows.redact) : undefined;
       return (texts ?? (await eventRows(scan, options))).slice(0, plan.rowCap);
     }
     const rows = usageRowsOf(await aggregationsOf(scan, options), scan);

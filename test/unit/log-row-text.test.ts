@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import type { estypes } from '@elastic/elasticsearch';
-import { describe, expect, it } from 'vitest';
-import { encodeAnswer } from '../../src/endpoints/answer-body.ts';
-import { hitTexts, LogHitText } from '../../src/executor/rows/log-row-text.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { answerRowCount, encodeAnswer } from '../../src/endpoints/answer-body.ts';
+import { hitSort, LogRowJson, writtenRows } from '../../src/executor/rows/log-row-text.ts';
 import { columnRows } from '../../src/executor/rows/logs.ts';
 import { loopTurnsDuring } from '../support/loop-turns.ts';
 
@@ -12,14 +12,18 @@ async function parsedAnswer(text: string, redact: boolean): Promise<string> {
   return (await encodeAnswer(columnRows(hits, ['id', 'timestamp', 'event_message', 'metadata']), { redact })).toString();
 }
 
-async function textAnswer(text: string, redact: boolean): Promise<string> {
-  const hits = hitTexts(text);
-  expect(hits, text).toBeDefined();
-  return (await encodeAnswer(hits!, { redact })).toString();
+/** The answer of the rows writtenRows writes in one walk over the text as it is read. */
+async function writtenAnswer(text: string, redact: boolean): Promise<string> {
+  const page = await writtenRows(text, redact);
+  expect(page, text).toBeDefined();
+  return (await encodeAnswer(page!.rows, { redact })).toString();
 }
 
 async function expectSameBytes(text: string): Promise<void> {
-  for (const redact of [false, true]) expect(await textAnswer(text, redact), `redact ${redact}: ${text}`).toBe(await parsedAnswer(text, redact));
+  for (const redact of [false, true]) {
+    const parsed = await parsedAnswer(text, redact);
+    expect(await writtenAnswer(text, redact), `redact ${redact}: ${text}`).toBe(parsed);
+  }
 }
 
 const response = (hits: string[]) => `{"hits":{"hits":[${hits.join(',')}]}}`;
@@ -57,9 +61,52 @@ describe('logs.all rows written from the store text', () => {
     await expectSameBytes('{"hits":{"hits":[]}}');
   });
 
-  it('leaves a response it cannot read to the parser', () => {
-    expect(hitTexts('{"hits": {"hits": []}}')).toBeUndefined();
-    expect(hitTexts('{"hits":{"hits":[{"_source":{"id":"a"}}]}} ')).toBeUndefined();
+  it('copies records held in an array and keys that start with a digit from the text, parsing nothing', async () => {
+    const text = response([
+      hit(`{"id":"a","timestamp":${TS},"event_message":"m","metadata":[{"10.0.0.1":5,"2xx":{"a":[1,{"b":"c"}]},"k":"v"},{"r":{"s":-0.5e1}}]}`),
+      hit(`{"id":"b","timestamp":${TS},"metadata":{"10.0.0.1":5,"1st":{"x":"y"},"k":"v"}}`, 'doc-2'),
+      hit(`{"id":"c","timestamp":${TS},"metadata":{"1st":{"x":"y"},"0":"index key: parsed"}}`, 'doc-3'),
+    ]);
+    await expectSameBytes(text);
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      await writtenRows(response([hit(`{"id":"a","timestamp":${TS},"metadata":[{"10.0.0.1":5,"2xx":{"a":[1,{"b":"c"}]}},{"r":{"s":-0.5e1}}]}`)]), false);
+      await writtenRows(response([hit(`{"id":"b","timestamp":${TS},"metadata":{"10.0.0.1":5,"1st":{"x":"y"},"k":"v"}}`)]), false);
+      expect(parse).not.toHaveBeenCalled();
+      // an array-index key ("0") moves first in a parsed object: that hit still takes the parsed path
+      await writtenRows(response([hit(`{"id":"c","timestamp":${TS},"metadata":{"1st":{"x":"y"},"0":"index key: parsed"}}`)]), false);
+      expect(parse).toHaveBeenCalledTimes(1);
+    } finally {
+      parse.mockRestore();
+    }
+  });
+
+  it('leaves a response it cannot read to the parser', async () => {
+    for (const text of ['{"hits": {"hits": []}}', '{"hits":{"hits":[{"_source":{"id":"a"}}]}} ', '{"took":1,"hits":{"hits":[]}}', '{"hits":{"hits":[1 2]}}']) {
+      expect(await writtenRows(text, false), text).toBeUndefined();
+    }
+  });
+
+  it('writes a page in one walk and keeps its last hit, where the next page starts', async () => {
+    const text = response([hit(CORPUS[0]!), hit(CORPUS[4]!, 'doc-2'), hit(CORPUS[12]!, 'doc-3')]);
+    const page = (await writtenRows(text, false))!;
+    expect(page.rows).toHaveLength(3);
+    expect(hitSort(page.last!)).toEqual([1704067200123, 'doc-3']);
+    expect(await writtenRows('{}', false)).toEqual({ rows: [], last: undefined });
+    expect(await writtenRows('{"hits":{"hits":[]}}', true)).toEqual({ rows: [], last: undefined });
+  });
+
+  it('gives the event loop back while writing a huge page as it is read', async () => {
+    const huge = (i: number) =>
+      hit(`{"id":"h${i}","timestamp":${TS},"event_message":"${'1.'.repeat(30_000)}","metadata":{"peer":"10.0.${i % 256}.1"}}`, `h${i}`);
+    const text = response(Array.from({ length: 200 }, (_, i) => huge(i)));
+    const { result: page, turns } = await loopTurnsDuring(async () => (await writtenRows(text, true))!);
+    expect(turns).toBeGreaterThan(1);
+    const rows = (
+      JSON.parse((await encodeAnswer(page.rows, { redact: true })).toString()) as { result: Array<{ id: string; metadata: Array<{ peer: string }> }> }
+    ).result;
+    expect(rows.map((row) => row.id)).toEqual(Array.from({ length: 200 }, (_, i) => `h${i}`));
+    expect(new Set(rows.map((row) => row.metadata[0]!.peer))).toEqual(new Set(['REDACTED']));
   });
 
   it('reports a stored timestamp out of form as the parsed path does', async () => {
@@ -68,7 +115,7 @@ describe('logs.all rows written from the store text', () => {
       ['{"hits":{"hits":[{"_id":"x","sort":[1]}]}}', '"undefined"'],
     ]) {
       await expect(parsedAnswer(text!, false)).rejects.toThrow(`stored timestamp ${quoted}`);
-      await expect(textAnswer(text!, false)).rejects.toThrow(`stored timestamp ${quoted}`);
+      await expect(writtenAnswer(text!, false)).rejects.toThrow(`stored timestamp ${quoted}`);
     }
   });
 
@@ -133,24 +180,15 @@ describe('logs.all rows written from the store text', () => {
     ]) {
       const text = response([hit(`{"id":"a","timestamp":"${odd}"}`)]);
       await expect(parsedAnswer(text, false)).rejects.toThrow(`stored timestamp "${odd}"`);
-      await expect(textAnswer(text, false)).rejects.toThrow(`stored timestamp "${odd}"`);
+      await expect(writtenAnswer(text, false)).rejects.toThrow(`stored timestamp "${odd}"`);
     }
   });
 
-  it('gives the event loop back while writing a huge answer from the text', async () => {
-    const huge = (i: number) =>
-      hit(`{"id":"h${i}","timestamp":${TS},"event_message":"${'1.'.repeat(30_000)}","metadata":{"peer":"10.0.${i % 256}.1"}}`, `h${i}`);
-    const hits = hitTexts(response(Array.from({ length: 200 }, (_, i) => huge(i))))!;
-    const { result: body, turns } = await loopTurnsDuring(() => encodeAnswer(hits, { redact: true }));
-    expect(turns).toBeGreaterThan(1);
-    const rows = (JSON.parse(body.toString()) as { result: Array<{ id: string; metadata: Array<{ peer: string }> }> }).result;
-    expect(rows.map((row) => row.id)).toEqual(Array.from({ length: 200 }, (_, i) => `h${i}`));
-    expect(new Set(rows.map((row) => row.metadata[0]!.peer))).toEqual(new Set(['REDACTED']));
-  });
-
   it('answers each hit as its own row object in the answer, so a cached body counts them', async () => {
-    const hits = hitTexts(response([hit(CORPUS[0]!), hit(CORPUS[1]!, 'doc-2')]))!;
-    expect(hits.every((each) => each instanceof LogHitText)).toBe(true);
-    expect((JSON.parse((await encodeAnswer(hits, { redact: false })).toString()) as { result: unknown[] }).result).toHaveLength(2);
+    const { rows } = (await writtenRows(response([hit(CORPUS[0]!), hit(CORPUS[1]!, 'doc-2')]), false))!;
+    expect(rows.every((each) => each instanceof LogRowJson)).toBe(true);
+    const body = await encodeAnswer(rows, { redact: false });
+    expect((JSON.parse(body.toString()) as { result: unknown[] }).result).toHaveLength(2);
+    expect(answerRowCount(body)).toBe(2);
   });
 });
