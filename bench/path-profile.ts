@@ -13,14 +13,16 @@ import { shiftStudioQuery } from './query-phase.ts';
 import { withBenchStore } from './query-store.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
 
-answerHelp(`Usage: npx tsx bench/path-profile.ts [--events 20000] [--seconds 10] [--concurrency 16] [--top 20] [--skip-build] [--only cached,logs,bare,sql:<studio id>] [--baseline <checkout>]
+answerHelp(`Usage: npx tsx bench/path-profile.ts [--events 20000] [--seconds 10] [--concurrency 16] [--top 20] [--skip-build] [--service-node-args '<node options>'] [--only cached,logs,bare,bare-flags,sql:<studio id>] [--baseline <checkout>]
 
 Profiles the compiled query service (npm run build, then node --cpu-prof dist/src/main.js) under
 autocannon load on the cached path (usage.api-counts daily, cached), on logs.all (uncached), and a
-bare fastify route sending the cached bytes, and (only when named: --only sql:<id>) a studio query's sandboxed SQL on
+bare fastify route sending the cached bytes (bare: node's defaults, as bench:endpoints starts it; bare-flags: the
+service's node flags and environment, shared/query-service-start.ts), and (only when named: --only sql:<id>) a studio query's sandboxed SQL on
 logs.all, moved onto the loaded days (test/fixtures/examples/studio-queries.json); prints where the CPU went, per request: by package,
 by function (self time), and by function of our code (inclusive). --baseline runs another checkout's
-compiled service (npm run build there first) before ours on each path, and a closing table puts them side by side. Needs KAFKA_BROKERS and
+compiled service (npm run build there first) before ours on each path, and a closing table puts them side by side.
+--service-node-args runs our service with these node options instead of the production ones (the baseline keeps them). Needs KAFKA_BROKERS and
 ELASTICSEARCH_URL (or starts a local stack).`);
 
 /**
@@ -40,6 +42,10 @@ const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf
 const STUDIO_IDS = (ONLY ?? []).filter((name) => name.startsWith('sql:')).map((name) => name.slice('sql:'.length));
 
 const encodePath = (endpoint: string, params: Record<string, string>) => `/api/endpoints/query/${endpoint}?${new URLSearchParams(params)}`;
+/** Node options for our service in place of the production ones (shared/query-service-start.ts), e.g. to try a young generation's size. */
+const SERVICE_NODE_ARGS = process.argv.includes('--service-node-args')
+  ? process.argv[process.argv.indexOf('--service-node-args') + 1]!.split(' ').filter((option) => option !== '')
+  : QUERY_SERVICE_NODE_ARGS;
 const BASELINE = process.argv.includes('--baseline') ? path.resolve(process.argv[process.argv.indexOf('--baseline') + 1]!) : undefined;
 
 interface Run {
@@ -89,7 +95,7 @@ async function main(): Promise<void> {
           RATE_LIMIT_PER_MINUTE: '100000000',
           RATE_LIMIT_BURST: '100000000',
         },
-        nodeArgs: QUERY_SERVICE_NODE_ARGS,
+        nodeArgs: root === undefined ? SERVICE_NODE_ARGS : QUERY_SERVICE_NODE_ARGS,
         announces: /^query: (http:\/\/\S+)$/,
         cpuProfileDir: path.join(scratch, name),
         logFile: path.join(scratch, `${name}.log`),
@@ -112,27 +118,31 @@ async function main(): Promise<void> {
       const baseline = before(`sql-${id}`, false, label, () => sqlPath).map((run) => ({ ...run, name: `sql:${id}-before` }));
       return [...baseline, { name: `sql:${id}`, label, start: () => service(`sql-${id}`, false), path: () => sqlPath }];
     });
+    // the bare route as bench:endpoints starts it (node's defaults), and with the service's node flags and environment
+    const bareRun = (name: string, label: string, serviceFlags: boolean): Run => ({
+      name,
+      label,
+      start: async () => {
+        const file = path.join(scratch, `${name}.json`);
+        writeFileSync(file, cachedBody ?? '{"result":[]}');
+        return startBenchProcess({
+          script: 'bench/bare-server.ts',
+          args: [file],
+          env: serviceFlags ? { ...QUERY_SERVICE_ENV } : {},
+          nodeArgs: serviceFlags ? QUERY_SERVICE_NODE_ARGS : [],
+          announces: /^bare: (http:\/\/\S+)$/,
+          cpuProfileDir: path.join(scratch, name),
+        });
+      },
+      path: () => '/bare/0',
+    });
     const runs: Run[] = [
       ...before('cached', true, 'usage.api-counts daily, cached', () => usagePath),
       { name: 'cached', label: 'usage.api-counts daily, cached', start: () => service('cached', true), path: () => usagePath },
       ...before('logs', false, 'logs.all (uncached)', () => logsPath),
       { name: 'logs', label: 'logs.all (uncached)', start: () => service('logs', false), path: () => logsPath },
-      {
-        name: 'bare',
-        label: 'bare fastify route, the cached bytes (under tsx)',
-        start: async () => {
-          const file = path.join(scratch, 'bare.json');
-          writeFileSync(file, cachedBody ?? '{"result":[]}');
-          return startBenchProcess({
-            script: 'bench/bare-server.ts',
-            args: [file],
-            env: {},
-            announces: /^bare: (http:\/\/\S+)$/,
-            cpuProfileDir: path.join(scratch, 'bare'),
-          });
-        },
-        path: () => '/bare/0',
-      },
+      bareRun('bare', 'bare fastify route, the cached bytes (under tsx, node defaults)', false),
+      bareRun('bare-flags', "bare fastify route, the cached bytes (under tsx, the service's node flags)", true),
       ...sqlRuns,
     ];
     for (const run of runs) {

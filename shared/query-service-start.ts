@@ -8,7 +8,9 @@
  * letting it grow to several times what is live: with sandboxed queries holding rows at their bounds
  * (bench/service-memory.ts --mix heavy, 16 clients) the peak fell 583 -> 293 MB (96 MiB held) and 512 -> 255 MB (64 MiB),
  * under the quick mix 207 -> 181 and 224 -> 196 MB; its latency cost could not be told from the shared
- * machine's noise in two paired runs (docs/operations.md, the query service's memory).
+ * machine's noise in two paired runs (docs/operations.md, the query service's memory). With it V8 (node 20) keeps
+ * the young generation at 2 x 1 MB whatever --max-semi-space-size says: 635 scavenges per 100k calls of the cached lane
+ * against 155 with the semi-space flag alone (bench/cached-lane-parts.ts; docs/benchmarks.md, cachedlane3).
  */
 export const QUERY_SERVICE_NODE_ARGS: readonly string[] = ['--max-semi-space-size=4', '--optimize-for-size'];
 
