@@ -1,17 +1,12 @@
 import { answerHelp } from '../shared/command-help.ts';
-import { randomBytes } from 'node:crypto';
+import { cachedBenchStore } from './cached-bench-store.ts';
 import { IncomingMessage, type OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
-import { loadConfig, type Config } from '../shared/config.ts';
-import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
-import { ensureEventIndex } from '../shared/event-index.ts';
+import { loadConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
-import { legacyIndexName } from '../shared/partitions.ts';
-import { SOURCE_NAMES } from '../shared/sources.ts';
 import { Authenticator } from '../src/auth/authenticator.ts';
-import { KeyStore } from '../src/auth/key-store.ts';
 import { TokenBuckets } from '../src/auth/token-bucket.ts';
 import { SystemClock } from '../src/cache/clock.ts';
 import { ResultCache } from '../src/cache/result-cache.ts';
@@ -79,16 +74,8 @@ new PerformanceObserver((list) => {
 
 async function main(): Promise<void> {
   const base = loadConfig(process.env);
-  if (!base.ELASTICSEARCH_URL || !base.KAFKA_BROKERS) throw new Error('set ELASTICSEARCH_URL and KAFKA_BROKERS');
-  const prefix = `bench-lane-${randomBytes(4).toString('hex')}-`;
-  const elasticsearch = createElasticsearchClient(elasticsearchConnection(base));
-  const indices = SOURCE_NAMES.map((source) => legacyIndexName(prefix, source));
-  await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index, 0)));
-  const keys = new KeyStore(elasticsearch, prefix, 0);
-  await keys.ensureIndex();
-  const { key } = await keys.create({ account: 'bench', endpoints: 'all', projects: null });
-  const headers = { 'x-api-key': key };
-  const config: Config = { ...base, INDEX_PREFIX: prefix, LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: 100_000_000, RATE_LIMIT_BURST: 100_000_000 };
+  const store = await cachedBenchStore(base, 'lane');
+  const { elasticsearch, keys, headers, config, kafkaBrokers } = store;
   const logger = createLogger('query-service', 'info');
   // as src/main.ts makes it
   const accessLogger = createLogger('query-service', 'info', { redact: false, buffered: true });
@@ -96,7 +83,7 @@ async function main(): Promise<void> {
   const resultCache = new ResultCache({ maxBytes: config.CACHE_MAX_BYTES, clock, logger });
   const authenticator = new Authenticator({ keyStore: keys, bootstrapKey: undefined, clock, cacheSeconds: config.API_KEY_CACHE_SECONDS });
   try {
-    const app = await buildServer({ config, logger, accessLogger, elasticsearch, kafkaBrokers: base.KAFKA_BROKERS, clock, resultCache, authenticator });
+    const app = await buildServer({ config, logger, accessLogger, elasticsearch, kafkaBrokers: kafkaBrokers, clock, resultCache, authenticator });
     const first = await app.inject({ method: 'GET', url: PATH, headers });
     if (first.statusCode !== 200) throw new Error(`status ${first.statusCode}: ${first.body}`);
     const socket = droppingSocket();
@@ -198,8 +185,7 @@ async function main(): Promise<void> {
     line.flush();
     await app.close();
   } finally {
-    await elasticsearch.indices.delete({ index: [...indices, keys.index], ignore_unavailable: true });
-    await elasticsearch.close();
+    await store.drop();
   }
 }
 

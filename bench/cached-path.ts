@@ -1,17 +1,13 @@
 import { answerHelp } from '../shared/command-help.ts';
-import { randomBytes } from 'node:crypto';
+import { cachedBenchStore } from './cached-bench-store.ts';
 import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { loadConfig, type Config } from '../shared/config.ts';
-import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
-import { ensureEventIndex } from '../shared/event-index.ts';
+import { loadConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
-import { legacyIndexName } from '../shared/partitions.ts';
-import { SOURCE_NAMES } from '../shared/sources.ts';
 import { Authenticator } from '../src/auth/authenticator.ts';
-import { KeyStore } from '../src/auth/key-store.ts';
 import { TokenBuckets } from '../src/auth/token-bucket.ts';
 import { SystemClock } from '../src/cache/clock.ts';
+import { installErrorHandler } from '../src/http/error-handler.ts';
 import { requestIdOf } from '../src/http/request-id.ts';
 import { RequestLog } from '../src/http/request-log.ts';
 import { RequestLogger } from '../src/http/request-logger.ts';
@@ -62,37 +58,31 @@ async function batchMicros(app: FastifyInstance, headers: Record<string, string>
 
 async function main(): Promise<void> {
   const base = loadConfig(process.env);
-  if (!base.ELASTICSEARCH_URL || !base.KAFKA_BROKERS) throw new Error('set ELASTICSEARCH_URL and KAFKA_BROKERS');
-  const prefix = `bench-cached-${randomBytes(4).toString('hex')}-`;
-  const elasticsearch = createElasticsearchClient(elasticsearchConnection(base));
-  const indices = SOURCE_NAMES.map((source) => legacyIndexName(prefix, source));
-  await Promise.all(indices.map((index) => ensureEventIndex(elasticsearch, index, 0)));
-  const keys = new KeyStore(elasticsearch, prefix, 0);
-  await keys.ensureIndex();
-  const { key } = await keys.create({ account: 'bench', endpoints: 'all', projects: null });
-  const headers = { 'x-api-key': key };
-  // as the benchmark runs the service: rate limiting on, with a bucket this load never empties
-  const config: Config = { ...base, INDEX_PREFIX: prefix, LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: 100_000_000, RATE_LIMIT_BURST: 100_000_000 };
+  const store = await cachedBenchStore(base, 'cached');
+  const { elasticsearch, keys, headers, config, kafkaBrokers } = store;
   const logger = createLogger('query-service', 'info');
   const accessLogger = createLogger('query-service', 'info', { redact: false, buffered: true });
   const clock = new SystemClock();
   const rows: string[][] = [];
   try {
-    const ours = await buildServer({ config, logger, accessLogger, elasticsearch, kafkaBrokers: base.KAFKA_BROKERS, clock });
+    const ours = await buildServer({ config, logger, accessLogger, elasticsearch, kafkaBrokers, clock });
     const body = (await ours.inject({ method: 'GET', url: PATH, headers })).rawPayload;
     const bare = () => {
       const app = Fastify({ logger: false });
       app.get('/api/endpoints/query/:endpoint', (_request, reply) => void reply.header('content-type', 'application/json; charset=utf-8').send(body));
       return app;
     };
-    // the request-scoped options src/server.ts gives fastify
-    const withOurOptions = () =>
-      Fastify({
+    // the request-scoped options src/server.ts gives fastify, and its error envelope (the /metrics route's schema refers to it)
+    const withOurOptions = () => {
+      const app = Fastify({
         loggerInstance: logger as FastifyBaseLogger,
         genReqId: requestIdOf,
         childLoggerFactory: (parent, bindings, options) => new RequestLogger(parent, bindings, options),
         logController: new RequestLog(accessLogger),
       });
+      installErrorHandler(app);
+      return app;
+    };
     const oursOptions = () => {
       const app = withOurOptions();
       app.get('/api/endpoints/query/:endpoint', (_request, reply) => void reply.header('content-type', 'application/json; charset=utf-8').send(body));
@@ -153,7 +143,7 @@ async function main(): Promise<void> {
     if (BASELINE !== undefined) {
       const baseline = (await import(path.join(BASELINE, 'src/server.ts'))) as typeof import('../src/server.ts');
       const syncAccess = createLogger('query-service', 'info', { redact: false });
-      const build = () => baseline.buildServer({ config, logger, accessLogger: syncAccess, elasticsearch, kafkaBrokers: base.KAFKA_BROKERS!, clock });
+      const build = () => baseline.buildServer({ config, logger, accessLogger: syncAccess, elasticsearch, kafkaBrokers, clock });
       layers.push({ name: `the baseline's service (${BASELINE})`, build });
     }
     const apps: FastifyInstance[] = [];
@@ -190,8 +180,7 @@ async function main(): Promise<void> {
     });
     for (const app of apps) await app.close();
   } finally {
-    await elasticsearch.indices.delete({ index: [...indices, keys.index], ignore_unavailable: true });
-    await elasticsearch.close();
+    await store.drop();
   }
   console.log(`\nmedian of ${ROUNDS} rounds; each round, each layer answers ${REQUESTS.toLocaleString('en')} injected GET requests one after another\n`);
   console.log('| layer | body bytes | us per request | added us | bare / this |\n|---|---|---|---|---|');
