@@ -9,21 +9,32 @@ import { StableOffsets } from '../../ingest/stable-offsets.ts';
 import { readCommitted } from '../faults/support/committed-records.ts';
 import { ingestTestConfig, removeKafkaTestData, silentLogger, testKafka, waitFor } from '../support/ingest.ts';
 
+/** Two workers' kafkajs clients and stable-offset readers in one group, over one source topic and its letters. */
+function twoWorkers(name: string) {
+  const config = ingestTestConfig(name);
+  const groupId = config.INGEST_GROUP_ID;
+  const kafkaA = testKafka(config);
+  const kafkaB = testKafka(config);
+  return {
+    config,
+    brokers: config.KAFKA_BROKERS!,
+    source: `${config.TOPIC_PREFIX}source`,
+    deadLetterTopic: `${config.TOPIC_PREFIX}source.dead-letter`,
+    groupId,
+    kafkaA,
+    kafkaB,
+    offsetsA: new StableOffsets(kafkaA, groupId),
+    offsetsB: new StableOffsets(kafkaB, groupId),
+  };
+}
+
 /**
  * Two owners of the same partitions, each with its own kafkajs client, as two workers across a rebalance:
  * A, the previous owner, still finishing its chunks, and B, whose consumer the group has handed them to.
  * Both commit through batch.ts's commitChunk, as the worker does.
  */
 describe('dead letters across a change of owner: committed once, and the committed offset never goes back', () => {
-  const config = ingestTestConfig('dead-letter-settle');
-  const brokers = config.KAFKA_BROKERS!;
-  const source = `${config.TOPIC_PREFIX}source`;
-  const deadLetterTopic = `${config.TOPIC_PREFIX}source.dead-letter`;
-  const groupId = config.INGEST_GROUP_ID;
-  const kafkaA = testKafka(config);
-  const kafkaB = testKafka(config);
-  const offsetsA = new StableOffsets(kafkaA, groupId);
-  const offsetsB = new StableOffsets(kafkaB, groupId);
+  const { config, brokers, source, deadLetterTopic, groupId, kafkaA, kafkaB, offsetsA, offsetsB } = twoWorkers('dead-letter-settle');
   // a fenced owner waits longer than the test before it may claim its partition again
   const previous = new DeadLetterTransactions(kafkaA, offsetsA, groupId, silentLogger, { reclaimAfterMs: 600_000 });
   const next = new DeadLetterTransactions(kafkaB, offsetsB, groupId, silentLogger, { reclaimAfterMs: 600_000 });
@@ -146,15 +157,7 @@ describe('dead letters across a change of owner: committed once, and the committ
 });
 
 describe('a worker the group dropped without noticing it, settling a partition again', () => {
-  const config = ingestTestConfig('dead-letter-dropped');
-  const brokers = config.KAFKA_BROKERS!;
-  const source = `${config.TOPIC_PREFIX}source`;
-  const deadLetterTopic = `${config.TOPIC_PREFIX}source.dead-letter`;
-  const groupId = config.INGEST_GROUP_ID;
-  const kafkaA = testKafka(config);
-  const kafkaB = testKafka(config);
-  const offsetsA = new StableOffsets(kafkaA, groupId);
-  const offsetsB = new StableOffsets(kafkaB, groupId);
+  const { config, brokers, source, deadLetterTopic, groupId, kafkaA, kafkaB, offsetsA, offsetsB } = twoWorkers('dead-letter-dropped');
   // the dropped worker has not heard of it within the wait a fenced partition gets: it may settle again at once
   const dropped = new DeadLetterTransactions(kafkaA, offsetsA, groupId, silentLogger, { reclaimAfterMs: 0 });
   const next = new DeadLetterTransactions(kafkaB, offsetsB, groupId, silentLogger, { reclaimAfterMs: 600_000 });
