@@ -90,6 +90,16 @@ export async function loadEdgeEvents(elasticsearch: Client, prefix: string, from
   await bulkLoad(elasticsearch, dailyPartition(prefix, 'edge_logs'), to - from, (n) => edgeEvent(from + n, endMs));
 }
 
+/**
+ * `count` more edge events of BENCH_PROJECT, numbered from `from` on (every PROJECTS-th number is that project's),
+ * so that one project holds in a week what it would among 10M events: the queries that pull whole events reach their caps.
+ */
+export async function loadBenchProjectEdgeEvents(elasticsearch: Client, prefix: string, from: number, count: number, endMs: number): Promise<void> {
+  const own = Number(BENCH_PROJECT.slice('proj'.length));
+  const first = from + ((own - (from % PROJECTS) + PROJECTS) % PROJECTS);
+  await bulkLoad(elasticsearch, dailyPartition(prefix, 'edge_logs'), count, (n) => edgeEvent(first + n * PROJECTS, endMs));
+}
+
 export async function loadOtherSources(elasticsearch: Client, prefix: string, endMs: number): Promise<void> {
   for (const source of SOURCE_NAMES.filter((name) => name !== 'edge_logs')) {
     await bulkLoad(elasticsearch, dailyPartition(prefix, source), OTHER_SOURCE_EVENTS, (n) => otherSourceEvent(source, n, endMs));

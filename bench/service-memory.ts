@@ -6,11 +6,13 @@
  * studio queries, logs.all, usage cached and uncached, LQL) at some concurrency; RSS is sampled from
  * /proc, heap/external/array buffers by the probe. Prints a table.
  *
- *   npx tsx bench/service-memory.ts [--events 200000] [--seconds 30] [--concurrency 8] [--variants node-defaults,shipped]
+ *   npx tsx bench/service-memory.ts [--events 200000] [--project-events 0] [--seconds 30] [--concurrency 8] [--variants node-defaults,shipped]
  *                                   [--data-prefix bench-query-...-] [--keep-data] [--compiled] [--mix quick|heavy]
  *                                   [--baseline /path/to/other/checkout] [--env NAME=value,...]
  *
  * --compiled runs dist/src/main.js (npm run build first) with plain node, as production does; default: the sources under tsx.
+ * --project-events loads that many more edge events into the benchmark's project (the --events spread over 100 projects):
+ * 200000 lets the heavy mix's queries reach their caps.
  * --mix heavy sends only the queries (studio queries and two that pull whole events) that read more events than
  * SANDBOX_MAX_SCAN_EVENTS over the whole loaded day (each ends 400 query_too_broad once it holds its cap: the most a query
  * holds, as at 10M events), found by sending each once first.
@@ -27,16 +29,17 @@ import { createElasticsearchClient, elasticsearchConnection } from '../shared/el
 import { QUERY_SERVICE_ENV, QUERY_SERVICE_NODE_ARGS } from '../shared/query-service-start.ts';
 import { KeyStore } from '../src/auth/key-store.ts';
 import { runLoad, probe, type LoadTarget } from './load.ts';
-import { BENCH_PROJECT, loadEdgeEvents, loadOtherSources } from './query-data.ts';
+import { BENCH_PROJECT, loadBenchProjectEdgeEvents, loadEdgeEvents, loadOtherSources } from './query-data.ts';
 import { shiftStudioQuery } from './query-phase.ts';
 import { benchServers } from './servers.ts';
 import { startBenchProcess, type BenchProcess } from './service-process.ts';
 
-answerHelp(`Usage: npx tsx bench/service-memory.ts [--events 200000] [--seconds 30] [--concurrency 8] [--variants node-defaults,shipped,...]
+answerHelp(`Usage: npx tsx bench/service-memory.ts [--events 200000] [--project-events 0] [--seconds 30] [--concurrency 8] [--variants node-defaults,shipped,...]
                                    [--data-prefix bench-query-...-] [--keep-data] [--compiled] [--mix quick|heavy]
                                    [--baseline <checkout>] [--env NAME=value,...]
 The query service's memory for each start variant (idle, after the first sandboxed query, peak and steady under a mix of
-requests). With KAFKA_BROKERS and ELASTICSEARCH_URL it uses those servers; without them it starts a stack of its own.`);
+requests). --project-events loads that many more edge events into the benchmark's project (200000 lets --mix heavy's
+queries reach their caps). With KAFKA_BROKERS and ELASTICSEARCH_URL it uses those servers; without them it starts a stack of its own.`);
 
 /** What bench/memory-probe.mjs samples, in bytes. */
 interface MemorySample {
@@ -288,6 +291,7 @@ async function capHittersOf(env: Record<string, string>, key: string, candidates
 
 async function main(): Promise<void> {
   const events = Number(argument('--events') ?? 200_000);
+  const projectEvents = Number(argument('--project-events') ?? 0);
   const seconds = Number(argument('--seconds') ?? 30);
   const concurrency = Number(argument('--concurrency') ?? 8);
   const compiled = process.argv.includes('--compiled');
@@ -316,6 +320,10 @@ async function main(): Promise<void> {
       say(`loading the other sources and ${events.toLocaleString('en')} edge events under ${prefix}`);
       await loadOtherSources(elasticsearch, prefix, endMs);
       await loadEdgeEvents(elasticsearch, prefix, 0, events, endMs);
+      if (projectEvents > 0) {
+        say(`loading ${projectEvents.toLocaleString('en')} more edge events of ${BENCH_PROJECT}`);
+        await loadBenchProjectEdgeEvents(elasticsearch, prefix, events, projectEvents, endMs);
+      }
     }
     const env = {
       KAFKA_BROKERS: servers.brokers.join(','),
