@@ -138,7 +138,7 @@ export class DeadLetterTransactions {
 
   /** This assignment's settlement of the partition, begun at its first commit: fence, read the floor, commit it again as a member. */
   private settlementOf(topic: string, partition: number, member: CommitOffsets): Settlement {
-    const key = `${topic}\u0000${partition}`;
+    const key = partitionKey(topic, partition);
     const until = this.takenOver.get(key);
     if (until !== undefined && Date.now() < until) {
       throw new PartitionTakenOver(`${topic}/${partition} was taken over by another worker: its chunks wait for the next assignment`);
@@ -153,9 +153,7 @@ export class DeadLetterTransactions {
         // a rebalance began while this fence waited: the partition may be another worker's already
         if (settlement.assignment !== this.assignment) throw new Error(`the assignment changed while ${topic}/${partition} was being settled`);
         await this.offsets.fence(this.transactionalId(topic, partition));
-        const floor = await this.offsets.committed(topic, partition);
-        await confirmMembership(member, topic, partition, floor);
-        return floor;
+        return await this.confirmedOffset(topic, partition, member);
       }),
     };
     // a settlement that failed is begun again by the chunk's retry
@@ -166,7 +164,7 @@ export class DeadLetterTransactions {
 
   /** The partition's transactional producer: initialising it fences again, so the floor is read again after it. */
   private claim(settlement: Settlement, topic: string, partition: number, member: CommitOffsets): Promise<Producer> {
-    return this.fenced(`${topic}\u0000${partition}`, async () => {
+    return this.fenced(partitionKey(topic, partition), async () => {
       if (settlement.assignment !== this.assignment) throw new Error(`the assignment changed while ${topic}/${partition} was being claimed`);
       const producer = this.kafka.producer({
         createPartitioner: Partitioners.DefaultPartitioner,
@@ -180,8 +178,7 @@ export class DeadLetterTransactions {
         const fence = await producer.transaction();
         await fence.abort();
         const floor = await settlement.floor;
-        const committed = await this.offsets.committed(topic, partition);
-        await confirmMembership(member, topic, partition, committed);
+        const committed = await this.confirmedOffset(topic, partition, member);
         if (committed > floor) settlement.floor = Promise.resolve(committed);
       } catch (error) {
         await producer.disconnect().catch(() => undefined);
@@ -193,7 +190,7 @@ export class DeadLetterTransactions {
 
   /** A failed transaction: the partition is settled again before its next commit, or left alone if another worker fenced it. */
   private unsettle(settlement: Settlement, topic: string, partition: number, error: unknown): void {
-    const key = `${topic}\u0000${partition}`;
+    const key = partitionKey(topic, partition);
     this.forget(key, settlement);
     void release(settlement);
     if (isFenced(error) && settlement.assignment === this.assignment) {
@@ -217,6 +214,19 @@ export class DeadLetterTransactions {
     return run;
   }
 
+  /**
+   * After a fence: the partition's committed offset once every transactional commit has settled, committed again
+   * through the consumer. The broker checks that commit against the group's generation, so a worker the group has
+   * dropped (whose fence may have just fenced the new owner) learns it here, before it commits anything behind the
+   * new owner's floor. Nothing else commits the partition meanwhile: this worker commits it only once settled, and
+   * a previous owner's commits end at the fence (see the class comment).
+   */
+  private async confirmedOffset(topic: string, partition: number, member: CommitOffsets): Promise<bigint> {
+    const committed = await this.offsets.committed(topic, partition);
+    await member({ topics: [{ topic, partitions: [{ partition, offset: String(committed) }] }] });
+    return committed;
+  }
+
   private transactionalId(topic: string, partition: number): string {
     return `${this.groupId}.dead-letters.${topic}.${partition}`;
   }
@@ -228,14 +238,8 @@ export class DeadLetterTransactions {
   }
 }
 
-/**
- * Commits again the offset just read, through the consumer: the broker checks the group's generation, so a
- * worker the group has dropped (whose fence may have just fenced the new owner) learns it here, before it
- * commits anything behind the new owner's floor. Nothing else commits the partition meanwhile: this worker
- * commits it only once settled, and a previous owner's commits end at the fence (see the class comment).
- */
-async function confirmMembership(member: CommitOffsets, topic: string, partition: number, committed: bigint): Promise<void> {
-  await member({ topics: [{ topic, partitions: [{ partition, offset: String(committed) }] }] });
+function partitionKey(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
 }
 
 async function release(settlement: Settlement): Promise<void> {
