@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Partitioners, type Admin, type Message, type Producer } from 'kafkajs';
 import { partitionPeriodOf, retentionDaysOf, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
@@ -13,6 +16,8 @@ import { eventPartitioning } from '../ingest/event-partition.ts';
 import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import '../ingest/codecs.ts';
+import { ingestTargets } from './ingest-targets.ts';
+import { kcatMissing, kcatProduce } from './kcat.ts';
 import { percentile } from './latency.ts';
 import type { IngestBenchResult, IngestRate } from './results.ts';
 import { rsyslogMissing, startRsyslogPeer, type PeerMode } from './rsyslog-peer.ts';
@@ -50,6 +55,8 @@ export interface IngestPhaseOptions {
   freshnessSeconds?: number;
   /** Extra `node` flags for our worker (for example --cpu-prof). */
   workerNodeOptions?: string[];
+  /** false skips the drains of zstd-compressed input (zstdSkipped says so); they need kcat. */
+  zstd?: boolean;
 }
 
 const DEFAULT_CEILING = { inFlight: 2, maxEvents: 5000, maxBytes: 10 * 1024 * 1024 };
@@ -178,14 +185,14 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     );
     await dropIndices(client, ceilingPrefix);
 
-    const measureWorker = async (label: string, root?: string): Promise<void> => {
+    const measureWorker = async (label: string, root?: string, from = topicPrefix, note = 'the topics produced above'): Promise<void> => {
       const prefix = indexPrefix(label);
       await createIndices(client, prefix, config.ELASTICSEARCH_INDEX_REPLICAS, renamed(bulks.indices, ceilingPrefix, prefix));
       const worker = await startWorkerProcess({
         config,
         brokers,
         elasticsearchUrl,
-        locations: { indexPrefix: prefix, topicPrefix },
+        locations: { indexPrefix: prefix, topicPrefix: from },
         root,
         env: { INGEST_GROUP_ID: `${run}.${label}`, RETENTION_INTERVAL_SECONDS: '0' },
         nodeOptions: label === 'ours' ? options.workerNodeOptions : undefined,
@@ -198,7 +205,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
             cpuSecondsPer100k: (measured.cpuSeconds / options.events) * 100_000,
             peakRssMb: measured.peakRssBytes / 1e6,
             bulks: measured.bulks,
-            note: 'worker process (production build: node dist/ingest/main.js), from its first consumed event to the last searchable',
+            note: `worker process (production build: node dist/ingest/main.js) reading ${note}, from its first consumed event to the last searchable`,
           }),
         );
       } finally {
@@ -208,6 +215,27 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     };
     if (options.baselineRoot) await measureWorker('ours-before', options.baselineRoot);
     await measureWorker('ours');
+
+    // compressed input is where the worker's memory was highest: a fetch's bytes expand many times once decompressed
+    const zstdMissing = options.zstd === false ? 'not asked for (--no-zstd)' : kcatMissing();
+    if (zstdMissing) {
+      result.zstdSkipped = zstdMissing;
+      say(`zstd drains skipped: ${zstdMissing}`);
+    } else {
+      const zstdTopicPrefix = `${run}z.`;
+      const zstdRoutes = sourceRoutes({ TOPIC_PREFIX: zstdTopicPrefix, SOURCE_TOPICS: {} });
+      await ensureTopics(
+        admin,
+        zstdRoutes.flatMap((route) => [route.topic, route.deadLetterTopic]),
+        config.INGEST_TOPIC_PARTITIONS,
+        config.INGEST_TOPIC_REPLICATION_FACTOR,
+      );
+      say(`zstd: producing the same ${options.events} events again, compressed with zstd by kcat`);
+      await produceWithKcat(brokers, zstdRoutes, bySource, 'zstd');
+      const zstdNote = 'the same events compressed with zstd (kcat -z zstd)';
+      if (options.baselineRoot) await measureWorker('ours-before-zstd', options.baselineRoot, zstdTopicPrefix, zstdNote);
+      await measureWorker('ours-zstd', undefined, zstdTopicPrefix, zstdNote);
+    }
 
     const missing = options.peer === false ? 'not asked for (--no-peer)' : rsyslogMissing(elasticsearchUrl);
     if (missing) {
@@ -286,6 +314,32 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     await client.close();
   }
 }
+
+/** Writes each source's messages as lines of a file and has kcat produce them, compressed with `codec`. */
+async function produceWithKcat(
+  brokers: string[],
+  routes: { source: SourceName; topic: string }[],
+  bySource: Map<SourceName, Buffer[]>,
+  codec: string,
+): Promise<void> {
+  const folder = mkdtempSync(path.join(os.tmpdir(), 'bench-kcat-'));
+  try {
+    await Promise.all(
+      routes.map(async ({ source, topic }) => {
+        const values = bySource.get(source) ?? [];
+        if (values.length === 0) return;
+        const file = path.join(folder, `${source}.ndjson`);
+        // JSON.stringify writes no newline inside a value: one line is one message
+        writeFileSync(file, Buffer.concat(values.flatMap((value) => [value, NEWLINE])));
+        await kcatProduce(brokers, topic, codec, file);
+      }),
+    );
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+const NEWLINE = Buffer.from('\n');
 
 function generate(count: number): Map<SourceName, Buffer[]> {
   const bySource = new Map<SourceName, Buffer[]>();
@@ -699,6 +753,7 @@ export function ingestTable(result: IngestBenchResult): string {
     );
   }
   if (result.peerSkipped) lines.push(`| peer | skipped: ${result.peerSkipped} | | | | | |`);
+  if (result.zstdSkipped) lines.push(`| ours-zstd | skipped: ${result.zstdSkipped} | | | | | |`);
   lines.push('', 'ours (and ours-before): the worker as operators run it, its production build (`npm run build`, then `node dist/ingest/main.js`)');
   const freshness = [
     { fresh: result.freshnessSlow, share: 'a tenth of ours' },
@@ -711,5 +766,7 @@ export function ingestTable(result: IngestBenchResult): string {
         `produce-to-searchable at a steady ${fresh.eventsPerSecond} events/s (${share}): p50 ${Math.round(fresh.p50Ms)} ms, p99 ${Math.round(fresh.p99Ms)} ms (${fresh.samples} markers)`,
       );
   }
+  lines.push('', '| target (issue 21) | this run | verdict |', '|---|---|---|');
+  for (const target of ingestTargets(result)) lines.push(`| ${target.target} | ${target.figure} | ${target.verdict} |`);
   return lines.join('\n');
 }

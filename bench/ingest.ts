@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -15,17 +14,20 @@ import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import type { LocalStack } from '../stack/index.ts';
 import { ingestTable, runIngestPhase } from './ingest-phase.ts';
+import { kcatProduce } from './kcat.ts';
 import { rsyslogVersion } from './rsyslog-peer.ts';
 import { benchServers } from './servers.ts';
 import { cpuSeconds, peakRssBytes, sleep, startWorkerProcess, workerCounter, type WorkerProcess } from './worker-process.ts';
 import { answerHelp } from '../shared/command-help.ts';
 
-answerHelp(`Usage: npm run bench:ingest [-- --events N | --quick] [--no-peer] [--baseline <checkout>] [--ceiling-in-flight N]
+answerHelp(`Usage: npm run bench:ingest [-- --events N | --quick] [--no-peer] [--no-zstd] [--baseline <checkout>] [--ceiling-in-flight N]
                            [--json <file>] [--cpu-prof <dir>] [--codecs none,gzip,snappy,lz4,zstd]
 The ingest phase of npm run bench on its own: the same demo events moved by a bare consumer, the bulk
-ceiling, our worker and rsyslog, then produce-to-searchable at half our rate; prints the table with the ratios.
+ceiling, our worker and rsyslog, our worker on the same events compressed with zstd, then produce-to-searchable
+at a tenth and half our rate; prints the table with the ratios and each of issue 21's targets.
   --events N              events to ingest (default 1000000; --quick 100000)
   --no-peer               skip rsyslog
+  --no-zstd               skip the drains of zstd-compressed input (they need kcat)
   --baseline <checkout>   also measure the worker of another checkout on the same events
   --ceiling-in-flight N   bulk requests in flight for the ceiling (default 2)
   --json <file>           write the result as JSON
@@ -36,10 +38,11 @@ Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own 
 /**
  * `npm run bench:ingest`: the ingest phase of `npm run bench` on its own (bench/ingest-phase.ts):
  * the same demo events moved by a bare consumer, the bulk ceiling, our worker and rsyslog, side by
- * side in one run, then produce-to-searchable at half our rate. Prints the table with the ratios.
+ * side in one run, our worker again on the same events compressed with zstd (peak RSS), then
+ * produce-to-searchable at a tenth and half our rate. Prints the table with the ratios and the targets.
  * `--events N` (default 1,000,000), `--quick` (100,000), `--no-peer`, `--baseline <checkout>` (also
  * measures the worker of another checkout on the same events, as ours-before), `--ceiling-in-flight N`,
- * `--json <file>` (writes the result), `--cpu-prof <dir>` (our worker runs with node --cpu-prof).
+ * `--no-zstd`, `--json <file>` (writes the result), `--cpu-prof <dir>` (our worker runs with node --cpu-prof).
  * Uses KAFKA_BROKERS / ELASTICSEARCH_URL when both are set, else starts its own stack.
  *
  * `--codecs none,gzip,snappy,lz4,zstd` measures decoding instead: the same events are produced once
@@ -53,6 +56,7 @@ const { values: options } = parseArgs({
     events: { type: 'string' },
     quick: { type: 'boolean', default: false },
     'no-peer': { type: 'boolean', default: false },
+    'no-zstd': { type: 'boolean', default: false },
     baseline: { type: 'string' },
     'ceiling-in-flight': { type: 'string', default: '2' },
     json: { type: 'string' },
@@ -92,6 +96,7 @@ async function main(): Promise<void> {
     events: EVENTS,
     say,
     peer: !options['no-peer'],
+    zstd: !options['no-zstd'],
     baselineRoot: options.baseline ? path.resolve(options.baseline) : undefined,
     ceiling: { inFlight: CEILING_IN_FLIGHT, maxEvents: 5000, maxBytes: 10 * 1024 * 1024 },
     freshnessSeconds: options.quick ? 10 : 30,
@@ -175,16 +180,6 @@ async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codec
     const ratio = baseline ? `${((rate / (EVENTS / baseline.seconds)) * 100).toFixed(0)}%` : 'n/a';
     console.log(`| ${row.codec} | ${Math.round(rate)} | ${ratio} | ${Math.round(row.cpu * 100)}% of one core | ${(row.rss / 1e6).toFixed(0)} MB |`);
   }
-}
-
-function kcatProduce(brokers: string[], topic: string, codec: string, file: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('kcat', ['-P', '-b', brokers.join(','), '-t', topic, '-z', codec, '-X', 'linger.ms=20', '-l', file], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
-    child.on('error', (error) => reject(new Error(`kcat could not run (${error.message}); install it (apt-get install kcat)`)));
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`kcat -z ${codec} to ${topic} exited ${code}`))));
-  });
 }
 
 async function cleanUp(): Promise<void> {

@@ -1,3 +1,4 @@
+import { ingestTargets } from './ingest-targets.ts';
 import type { BenchRun, IngestRate, LoadPoint, QuerySeries } from './results.ts';
 
 /**
@@ -36,6 +37,15 @@ function ingestTable(run: BenchRun): Table | undefined {
       );
   }
   return { title: 'Ingest', head: ['side', 'events/s', 'MB/s', 'seconds', 'CPU s / 100k', 'peak RSS MB', 'ours / this', 'note'], rows, notes };
+}
+
+function ingestTargetsTable(run: BenchRun): Table | undefined {
+  if (!run.ingest) return undefined;
+  return {
+    title: 'Ingest targets (issue 21)',
+    head: ['target', 'this run', 'verdict'],
+    rows: ingestTargets(run.ingest).map((target) => [target.target, target.figure, target.verdict]),
+  };
 }
 
 const pointAt = (series: QuerySeries | undefined, concurrency: number): LoadPoint | undefined =>
@@ -191,9 +201,14 @@ function memoryTable(run: BenchRun): Table | undefined {
 }
 
 function tables(run: BenchRun): Table[] {
-  return [ingestTable(run), queryTable(run), run.queries ? pipelineTable(run.queries.series) : undefined, growthTable(run), memoryTable(run)].filter(
-    (table): table is Table => table !== undefined,
-  );
+  return [
+    ingestTable(run),
+    ingestTargetsTable(run),
+    queryTable(run),
+    run.queries ? pipelineTable(run.queries.series) : undefined,
+    growthTable(run),
+    memoryTable(run),
+  ].filter((table): table is Table => table !== undefined);
 }
 
 export function describeMachine(run: BenchRun): string {

@@ -34,6 +34,8 @@ export interface IngestBenchResult {
   freshnessSlow?: Freshness;
   /** Set when the peer could not run (for example rsyslog not installed), with the reason. */
   peerSkipped?: string;
+  /** Set when the drains of zstd-compressed input (ours-zstd, ours-before-zstd) could not run, with the reason. */
+  zstdSkipped?: string;
 }
 
 /** One load-generator run at one concurrency. */

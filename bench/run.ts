@@ -12,6 +12,7 @@
  *                                  1 s per point at c=1 and 16 after three warm-up probes, 5 of the studio queries), under five minutes
  *   npm run bench -- --only ingest|queries
  *   npm run bench -- --no-peer     skip rsyslog
+ *   npm run bench -- --no-zstd     skip the worker's drains of zstd-compressed input
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -27,12 +28,13 @@ import type { BenchRun, MemoryReading } from './results.ts';
 import { benchServers, type BenchServers } from './servers.ts';
 import { answerHelp } from '../shared/command-help.ts';
 
-answerHelp(`Usage: npm run bench [-- --quick] [--only ingest|queries] [--no-peer] [--out <dir>]
-The whole benchmark: ingest (ours, the bulk ceiling, a bare consumer, the rsyslog peer, freshness), then
+answerHelp(`Usage: npm run bench [-- --quick] [--only ingest|queries] [--no-peer] [--no-zstd] [--out <dir>]
+The whole benchmark: ingest (ours, the bulk ceiling, a bare consumer, the rsyslog peer, ours on zstd input, freshness), then
 queries (every endpoint at concurrency 1, 16 and 64 over two data sets); writes JSON, Markdown and a chart.
   --quick     every phase at reduced sizes, under five minutes
   --only      one phase
   --no-peer   skip rsyslog
+  --no-zstd   skip the worker's drains of zstd-compressed input (they need kcat)
   --out       where the results go (default bench/results)
 Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own stack.`);
 
@@ -41,6 +43,7 @@ const { values: options } = parseArgs({
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     'no-peer': { type: 'boolean', default: false },
+    'no-zstd': { type: 'boolean', default: false },
     out: { type: 'string', default: path.join(repositoryRoot, 'bench', 'results') },
   },
 });
@@ -114,10 +117,14 @@ try {
       freshnessSeconds: SIZES.freshnessSeconds,
       say: (line) => say(`ingest: ${line}`),
       peer: !options['no-peer'],
+      zstd: !options['no-zstd'],
     });
     const ours = run.ingest.rates.find((rate) => rate.label === 'ours');
     if (ours?.peakRssMb !== undefined)
       run.memory.push({ process: 'worker', phase: `ingest ${SIZES.ingest.toLocaleString('en-US')} events`, peakRssMb: ours.peakRssMb });
+    const zstd = run.ingest.rates.find((rate) => rate.label === 'ours-zstd');
+    if (zstd?.peakRssMb !== undefined)
+      run.memory.push({ process: 'worker', phase: `ingest ${SIZES.ingest.toLocaleString('en-US')} events, zstd input`, peakRssMb: zstd.peakRssMb });
   }
   if (options.only !== 'ingest') {
     say(`phase 2 of 2: queries over ${SIZES.datasets.map((size) => size.toLocaleString('en-US')).join(' and ')} edge events`);
