@@ -1,9 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { KafkaMessage } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
+import { decodeChunk } from '../../ingest/batch.ts';
 import { bulkEntry, canonicalBulkEntry } from '../../ingest/bulk.ts';
 import { canonicalEvent, decodeMessage, type KafkaRecord } from '../../ingest/event.ts';
 import { DEFAULT_EVENT_FIELD_NAMES, eventFieldNames, type EventFieldNames } from '../../ingest/event-fields.ts';
+import { eventPartitioning } from '../../ingest/event-partition.ts';
+import { createIngestMetrics } from '../../ingest/metrics.ts';
 import { demoEvents } from '../../scripts/demo-events.ts';
 
 /**
@@ -217,6 +221,37 @@ describe('the canonical fast path', () => {
     expect(expectSameOrDeclined(record(value), moved)).toBe(false);
     const added = eventFieldNames([{ source: '*', field: 'body', target: 'event_message' }], 'edge_logs');
     expect(expectSameOrDeclined(record(value), added)).toBe(true);
+  });
+
+  it('dead-letters an event past retention as the usual decoding does, whichever path decoded it', () => {
+    const route = {
+      source: 'edge_logs',
+      partitioning: eventPartitioning('t-', 'edge_logs', 'daily', 7),
+      deadLetterTopic: 'edge_logs.dead',
+      fieldNames: DEFAULT_EVENT_FIELD_NAMES,
+    };
+    const dependencies = {
+      metrics: createIngestMetrics(),
+      settings: { maxMessageBytes: MAX_BYTES, bulkMaxBytes: 1 << 30, bulkMaxEvents: 500, retryInitialMs: 1, retryMaxMs: 1 },
+      expiredEvents: 'dead_letter' as const,
+      now: () => Date.UTC(2026, 10, 27),
+    };
+    const values = ['{"event_message":"old","timestamp":"2026-11-01T00:00:00.000000Z"}', '{"event_message": "old","timestamp":"2026-11-01T00:00:00.000000Z"}'];
+    expect(canonicalEvent(record(values[0]!), MAX_BYTES, DEFAULT_EVENT_FIELD_NAMES)).toBeDefined();
+    expect(canonicalEvent(record(values[1]!), MAX_BYTES, DEFAULT_EVENT_FIELD_NAMES)).toBeUndefined();
+    const messages = values.map(
+      (value, offset) => ({ offset: String(offset), timestamp: '0', value: Buffer.from(value), key: null, headers: {}, attributes: 0 }) as KafkaMessage,
+    );
+    const decoded = decodeChunk(messages, 'edge_logs', 0, route, dependencies);
+    expect(decoded.events).toEqual([]);
+    expect(decoded.letters.map(({ reason, detail, value, source }) => ({ reason, detail, value: value.toString(), source }))).toEqual(
+      values.map((value, offset) => ({
+        reason: 'expired',
+        detail: 'timestamp 2026-11-01T00:00:00.000000Z is older than the retention of edge_logs',
+        value,
+        source: { topic: 'edge_logs', partition: 0, offset: String(offset) },
+      })),
+    );
   });
 
   it('gives the slow path lines or declines for every mutation of canonical messages', () => {
