@@ -154,6 +154,7 @@ export function decodeChunk(
   const letters: DeadLetter[] = [];
   const undecodable = new UndecodableGroups();
   let consumed = 0;
+  let canonicalMessages = 0;
   for (const message of chunk) {
     const marker = undecodableBatchOf(message);
     if (marker) {
@@ -166,6 +167,7 @@ export function decodeChunk(
     const canonical = canonicalEvent(record, settings.maxMessageBytes, route.fieldNames);
     if (canonical !== undefined) {
       consumed += 1;
+      canonicalMessages += 1;
       if (dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(canonical, dependencies.now())) {
         letters.push(expiredLetter(canonical.timestamp, route, topic, partition, message, undefined));
       } else events.push({ entry: canonicalBulkEntry(route.partitioning.indexOf(canonical), canonical), message, element: undefined });
@@ -192,6 +194,7 @@ export function decodeChunk(
     }
   }
   metrics.consumed.inc({ source: route.source }, consumed);
+  if (canonicalMessages > 0) metrics.canonical.inc({ source: route.source }, canonicalMessages);
   for (const group of undecodable.groups) letters.push(undecodableLetter(group, topic, partition));
   return { firstOffset: chunk[0]!.offset, lastOffset: chunk[chunk.length - 1]!.offset, events, letters, undecodable };
 }

@@ -77,6 +77,7 @@ const CANONICAL: string[] = [
   canonical({ event_message: 'µs text', timestamp: '1763632800123456' }),
   canonical({ event_message: 'no timestamp' }),
   canonical({ event_message: '' }),
+  canonical({ event_message: 'larger than a slab', metadata: { text: 'x'.repeat(300_000), more: ['é'.repeat(50_000)] } }),
 ];
 
 /** Not what JSON.stringify would write for what JSON.parse reads: the fast path must decline each. */
@@ -223,7 +224,7 @@ describe('the canonical fast path', () => {
     expect(expectSameOrDeclined(record(value), added)).toBe(true);
   });
 
-  it('dead-letters an event past retention as the usual decoding does, whichever path decoded it', () => {
+  it('dead-letters an event past retention as the usual decoding does, whichever path decoded it, and counts the canonical message', async () => {
     const route = {
       source: 'edge_logs',
       partitioning: eventPartitioning('t-', 'edge_logs', 'daily', 7),
@@ -243,6 +244,7 @@ describe('the canonical fast path', () => {
       (value, offset) => ({ offset: String(offset), timestamp: '0', value: Buffer.from(value), key: null, headers: {}, attributes: 0 }) as KafkaMessage,
     );
     const decoded = decodeChunk(messages, 'edge_logs', 0, route, dependencies);
+    expect(await dependencies.metrics.registry.metrics()).toMatch(/\ningest_messages_canonical_total\{source="edge_logs"\} 1\n/);
     expect(decoded.events).toEqual([]);
     expect(decoded.letters.map(({ reason, detail, value, source }) => ({ reason, detail, value: value.toString(), source }))).toEqual(
       values.map((value, offset) => ({
