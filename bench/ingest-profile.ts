@@ -20,7 +20,7 @@ export const INGEST_PROFILE_GROUPS = [
 
 export type IngestProfileGroup = (typeof INGEST_PROFILE_GROUPS)[number];
 
-const OUR_DECODING = /\/(ingest\/(event|event-fields|event-id|event-partition)|shared\/(event-shape|event-timestamp|stored-timestamp))\.[jt]s$/;
+const OUR_DECODING = /\/(ingest\/(event|event-fields|event-id|event-partition|canonical-event)|shared\/(event-shape|event-timestamp|stored-timestamp))\.[jt]s$/;
 const OUR_BULK = /\/ingest\/(bulk|bulk-coalescer)\.[jt]s$/;
 const OUR_FLOW = /\/ingest\/(batch|writer|write-pipeline|offset-commits|dead-letter|dead-letter-transactions|decompression-budget)\.[jt]s$/;
 

@@ -1,13 +1,13 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type { Logger } from '../shared/logger.ts';
-import { bulkEntry, chunkBySize, releaseEntries, type BulkEntry } from './bulk.ts';
+import { bulkEntry, canonicalBulkEntry, chunkBySize, releaseEntries, type BulkEntry } from './bulk.ts';
 import type { BulkCoalescer } from './bulk-coalescer.ts';
 import { deadLetterMessage, type DeadLetter } from './dead-letter.ts';
 import { decompressionBudget } from './decompression-budget.ts';
 import { MESSAGE_HEAP_BYTES } from './heap-budget.ts';
 import { isDeferredStandIn } from './deferred-batch.ts';
 import type { DeadLetterTransactions } from './dead-letter-transactions.ts';
-import { decodeMessage } from './event.ts';
+import { canonicalEvent, decodeMessage } from './event.ts';
 import type { EventFieldNames } from './event-fields.ts';
 import type { EventPartitioning } from './event-partition.ts';
 import type { IngestMetrics } from './metrics.ts';
@@ -154,6 +154,7 @@ export function decodeChunk(
   const letters: DeadLetter[] = [];
   const undecodable = new UndecodableGroups();
   let consumed = 0;
+  let canonicalMessages = 0;
   for (const message of chunk) {
     const marker = undecodableBatchOf(message);
     if (marker) {
@@ -162,14 +163,23 @@ export function decodeChunk(
       continue;
     }
     const record = { topic, partition, offset: message.offset, timestamp: message.timestamp, value: message.value, key: message.key, headers: message.headers };
+    // most producers write what JSON.stringify would: such a message's document is copied from its bytes, without JSON.parse
+    const canonical = canonicalEvent(record, settings.maxMessageBytes, route.fieldNames);
+    if (canonical !== undefined) {
+      consumed += 1;
+      canonicalMessages += 1;
+      if (dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(canonical, dependencies.now())) {
+        letters.push(expiredLetter(canonical.timestamp, route, topic, partition, message, undefined));
+      } else events.push({ entry: canonicalBulkEntry(route.partitioning.indexOf(canonical), canonical), message, element: undefined });
+      continue;
+    }
     const decoded = decodeMessage(record, settings.maxMessageBytes, route.fieldNames);
     consumed += decoded.length;
     for (let index = 0; index < decoded.length; index += 1) {
       const result = decoded[index]!;
       const element = decoded.length > 1 || (!result.ok && result.element !== undefined) ? index : undefined;
       if (result.ok && dependencies.expiredEvents === 'dead_letter' && route.partitioning.isExpired(result.event, dependencies.now())) {
-        const detail = `timestamp ${result.event.timestamp} is older than the retention of ${route.source}`;
-        letters.push({ reason: 'expired', detail, key: message.key, value: message.value!, source: sourceOf(topic, partition, message, element) });
+        letters.push(expiredLetter(result.event.timestamp, route, topic, partition, message, element));
       } else if (result.ok) {
         events.push({ entry: bulkEntry(route.partitioning.indexOf(result.event), result.event), message, element });
       } else {
@@ -184,8 +194,21 @@ export function decodeChunk(
     }
   }
   metrics.consumed.inc({ source: route.source }, consumed);
+  if (canonicalMessages > 0) metrics.canonical.inc({ source: route.source }, canonicalMessages);
   for (const group of undecodable.groups) letters.push(undecodableLetter(group, topic, partition));
   return { firstOffset: chunk[0]!.offset, lastOffset: chunk[chunk.length - 1]!.offset, events, letters, undecodable };
+}
+
+function expiredLetter(
+  timestamp: string,
+  route: SourceRoute,
+  topic: string,
+  partition: number,
+  message: KafkaMessage,
+  element: number | undefined,
+): DeadLetter {
+  const detail = `timestamp ${timestamp} is older than the retention of ${route.source}`;
+  return { reason: 'expired', detail, key: message.key, value: message.value!, source: sourceOf(topic, partition, message, element) };
 }
 
 function sourceOf(topic: string, partition: number, message: KafkaMessage, element: number | undefined): DeadLetter['source'] {

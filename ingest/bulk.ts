@@ -1,5 +1,6 @@
 import type { estypes } from '@elastic/elasticsearch';
 import type { StoredEvent } from '../shared/event-index.ts';
+import type { CanonicalEvent } from './event.ts';
 import { conflictingField } from './type-conflict.ts';
 
 /** What happened to one event of a bulk request. */
@@ -109,19 +110,65 @@ function entryBytes(id: string, index: string, action: string, document: string)
     const lines = Buffer.from(`${action}${document}\n`);
     return new BulkEntry(id, index, new Slab(lines), 0, lines.length);
   }
-  if (slabUsed + most > slab.bytes.length) {
-    const filled = slab;
-    slab = freeSlabs.pop() ?? new Slab(Buffer.allocUnsafeSlow(SLAB_BYTES));
-    slabUsed = 0;
-    if (filled.held === 0) keepFree(filled);
-  }
-  const bytes = slab.bytes;
+  const bytes = slabWithRoom(most);
   const start = slabUsed;
   slabUsed += bytes.write(action, slabUsed);
   slabUsed += bytes.write(document, slabUsed);
   bytes[slabUsed++] = 10;
   slab.held += 1;
   return new BulkEntry(id, index, slab, start, slabUsed - start);
+}
+
+/** The current slab's bytes, with room for `most` more (a fresh or free slab when it has not). */
+function slabWithRoom(most: number): Buffer {
+  if (slabUsed + most > slab.bytes.length) {
+    const filled = slab;
+    slab = freeSlabs.pop() ?? new Slab(Buffer.allocUnsafeSlow(SLAB_BYTES));
+    slabUsed = 0;
+    if (filled.held === 0) keepFree(filled);
+  }
+  return slab.bytes;
+}
+
+const PROJECT_MEMBER = ',"project":';
+const METADATA_MEMBER = ',"metadata":';
+
+/**
+ * The entry of a message in canonical form: the same two lines bulkEntry writes for its event,
+ * with the message, project and metadata copied from the message's bytes as they are.
+ */
+export function canonicalBulkEntry(index: string, event: CanonicalEvent): BulkEntry {
+  const { scanned, value } = event;
+  const id = JSON.stringify(event.id);
+  const action = `${actionPrefix(index)}${id}}}\n`;
+  const head = `{"id":${id},"timestamp":"${event.timestamp}","event_message":`;
+  const tail = `,"shape":${scanned.shape}}\n`;
+  const copied =
+    scanned.messageEnd -
+    scanned.messageStart +
+    (scanned.projectStart < 0 ? 0 : PROJECT_MEMBER.length + scanned.projectEnd - scanned.projectStart) +
+    (scanned.metadataStart < 0 ? 0 : METADATA_MEMBER.length + scanned.metadataEnd - scanned.metadataStart);
+  const most = (action.length + head.length + tail.length) * 3 + copied;
+  const owner = most > SLAB_BYTES ? new Slab(Buffer.allocUnsafe(most)) : undefined;
+  const bytes = owner === undefined ? slabWithRoom(most) : owner.bytes;
+  const start = owner === undefined ? slabUsed : 0;
+  let at = start;
+  at += bytes.write(action, at);
+  at += bytes.write(head, at);
+  at += value.copy(bytes, at, scanned.messageStart, scanned.messageEnd);
+  if (scanned.projectStart >= 0) {
+    at += bytes.write(PROJECT_MEMBER, at);
+    at += value.copy(bytes, at, scanned.projectStart, scanned.projectEnd);
+  }
+  if (scanned.metadataStart >= 0) {
+    at += bytes.write(METADATA_MEMBER, at);
+    at += value.copy(bytes, at, scanned.metadataStart, scanned.metadataEnd);
+  }
+  at += bytes.write(tail, at);
+  if (owner !== undefined) return new BulkEntry(event.id, index, owner, 0, at);
+  slabUsed = at;
+  slab.held += 1;
+  return new BulkEntry(event.id, index, slab, start, at - start);
 }
 
 /**

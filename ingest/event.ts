@@ -2,6 +2,7 @@ import type { IHeaders } from 'kafkajs';
 import type { MappableEventField } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
+import { scanCanonicalEvent, type ScannedEvent } from './canonical-event.ts';
 import { deterministicEventId } from './event-id.ts';
 import { eventTimestamp } from '../shared/event-timestamp.ts';
 import { DEFAULT_EVENT_FIELD_NAMES, type EventFieldNames } from './event-fields.ts';
@@ -87,6 +88,32 @@ export function decodeMessage(record: KafkaRecord, maxMessageBytes: number, fiel
   }
   const decoded = normaliseEvent(parsed, context, undefined);
   return [decoded.ok ? decoded : { ...decoded, value }];
+}
+
+/** A message in canonical form (ingest/canonical-event.ts) with its id and stored timestamp worked out: its document is copied from its bytes. */
+export interface CanonicalEvent {
+  id: string;
+  timestamp: string;
+  value: Buffer;
+  scanned: ScannedEvent;
+}
+
+/**
+ * The event of a message whose stored document can be written from its own bytes: one object in
+ * canonical form, only event fields under their own names, no key, no id header, a valid
+ * timestamp. Undefined for anything else, which decodeMessage then decodes, as it would anyway.
+ */
+export function canonicalEvent(record: KafkaRecord, maxMessageBytes: number, fieldNames: EventFieldNames): CanonicalEvent | undefined {
+  const value = record.value;
+  if (value === null || value.length > maxMessageBytes || (record.key ?? null) !== null || record.headers?.[ID_HEADER] !== undefined) return undefined;
+  const scanned = scanCanonicalEvent(value, fieldNames);
+  if (scanned === undefined) return undefined;
+  const given = scanned.timestamp;
+  const timestamp = given === undefined ? parseTimestamp(Number(record.timestamp)) : eventTimestamp(given);
+  if (!timestamp.ok) return undefined;
+  const storedTimestamp = typeof given === 'string' && isStoredForm(given) ? given : formatMicros(timestamp.micros);
+  const id = scanned.id ?? deterministicEventId(record.topic, record.partition, record.offset, undefined);
+  return { id, timestamp: storedTimestamp, value, scanned };
 }
 
 /** The lines of an NDJSON message, when it has several and the first is a JSON object; else undefined. */

@@ -12,6 +12,12 @@ export function createIngestMetrics() {
       labelNames: ['source'],
       registers: [registry],
     }),
+    canonical: new Counter({
+      name: 'ingest_messages_canonical_total',
+      help: 'Messages in canonical form, written to their bulk lines without JSON.parse (ingest/canonical-event.ts)',
+      labelNames: ['source'],
+      registers: [registry],
+    }),
     indexed: new Counter({ name: 'ingest_events_indexed_total', help: 'Events acknowledged by Elasticsearch', labelNames: ['source'], registers: [registry] }),
     deadLettered: new Counter({
       name: 'ingest_events_dead_lettered_total',
