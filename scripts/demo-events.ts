@@ -35,8 +35,8 @@ const LAST_HOUR_SHARE = 0.1;
 
 type Random = () => number;
 
-/** mulberry32: small, fast, good enough for demo data. */
-function seeded(seed: number): Random {
+/** mulberry32: small, fast, good enough for demo data; a seed gives the same numbers again (tests replay a failing case by it). */
+export function seeded(seed: number): Random {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

@@ -8,7 +8,7 @@ import { canonicalEvent, decodeMessage, type KafkaRecord } from '../../ingest/ev
 import { DEFAULT_EVENT_FIELD_NAMES, eventFieldNames, type EventFieldNames } from '../../ingest/event-fields.ts';
 import { eventPartitioning } from '../../ingest/event-partition.ts';
 import { createIngestMetrics } from '../../ingest/metrics.ts';
-import { demoEvents } from '../../scripts/demo-events.ts';
+import { demoEvents, seeded } from '../../scripts/demo-events.ts';
 
 /**
  * The fast path (a message in canonical form copied into its stored document, ingest/canonical-event.ts)
@@ -161,18 +161,6 @@ function demoValues(count: number): string[] {
   }))
     values.push(JSON.stringify(demo.event));
   return values;
-}
-
-/** mulberry32, so a failing mutation can be found again. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Bytes that matter to the scanner: structure, escapes, digits, whitespace, UTF-8 leads and continuations. */
