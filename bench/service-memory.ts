@@ -17,7 +17,9 @@
  * SANDBOX_MAX_SCAN_EVENTS over the whole loaded day (each ends 400 query_too_broad once it holds its cap: the most a query
  * holds, as at 10M events), found by sending each once first.
  * --baseline measures that checkout's service too (its own build), alternating with ours variant by variant, in one run.
- * --env sets more of the service's variables (e.g. SANDBOX_MAX_HELD_BYTES=...).
+ * --env sets more of the service's variables (e.g. SANDBOX_MAX_HELD_BYTES=...) for every variant; a variant is a named one
+ * (node-defaults, shipped, ...) or node options, either followed by NAME=value words for that variant alone:
+ * "shipped SANDBOX_MAX_HELD_BYTES=33554432,--max-semi-space-size=4 --max-old-space-size=256".
  */
 import { answerHelp } from '../shared/command-help.ts';
 import { randomBytes } from 'node:crypto';
@@ -39,7 +41,8 @@ answerHelp(`Usage: npx tsx bench/service-memory.ts [--events 200000] [--project-
                                    [--baseline <checkout>] [--env NAME=value,...]
 The query service's memory for each start variant (idle, after the first sandboxed query, peak and steady under a mix of
 requests). --project-events loads that many more edge events into the benchmark's project (200000 lets --mix heavy's
-queries reach their caps). With KAFKA_BROKERS and ELASTICSEARCH_URL it uses those servers; without them it starts a stack of its own.`);
+queries reach their caps). A variant is a named one or node options, either followed by NAME=value words: that variant's
+own variables ("shipped SANDBOX_MAX_HELD_BYTES=33554432"). With KAFKA_BROKERS and ELASTICSEARCH_URL it uses those servers; without them it starts a stack of its own.`);
 
 /** What bench/memory-probe.mjs samples, in bytes. */
 interface MemorySample {
