@@ -380,7 +380,8 @@ async function main(): Promise<void> {
     }
     const mix = heavy ? 'heavy mix (studio queries at their scan budget)' : 'mix';
     const extra = Object.keys(extraEnv).length > 0 ? `, ${argument('--env')}` : '';
-    console.log(`\n${events.toLocaleString('en')} edge events, ${mix} at c=${concurrency} for ${seconds} s per variant, ${script}${extra}\n`);
+    const data = reused ? `the edge events kept under ${prefix}` : `${(events + projectEvents).toLocaleString('en')} edge events`;
+    console.log(`\n${data}, ${mix} at c=${concurrency} for ${seconds} s per variant, ${script}${extra}\n`);
     printTable(results);
   } finally {
     if (process.argv.includes('--keep-data') || reused) {
