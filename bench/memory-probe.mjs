@@ -13,8 +13,19 @@ import { isMainThread } from 'node:worker_threads';
 
 function sample() {
   const usage = process.memoryUsage();
-  const newSpace = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
-  return { rss: usage.rss, heapTotal: usage.heapTotal, heapUsed: usage.heapUsed, external: usage.external, arrayBuffers: usage.arrayBuffers, newSpace };
+  const spaces = getHeapSpaceStatistics();
+  const space = (name) => spaces.find((each) => each.space_name === name) ?? { space_size: 0, space_used_size: 0 };
+  return {
+    rss: usage.rss,
+    heapTotal: usage.heapTotal,
+    heapUsed: usage.heapUsed,
+    external: usage.external,
+    arrayBuffers: usage.arrayBuffers,
+    newSpace: space('new_space').space_size,
+    oldSpace: space('old_space').space_size,
+    oldSpaceUsed: space('old_space').space_used_size,
+    largeObjects: space('lo_space').space_size,
+  };
 }
 
 if (isMainThread) {

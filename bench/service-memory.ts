@@ -17,7 +17,9 @@
  * SANDBOX_MAX_SCAN_EVENTS over the whole loaded day (each ends 400 query_too_broad once it holds its cap: the most a query
  * holds, as at 10M events), found by sending each once first.
  * --baseline measures that checkout's service too (its own build), alternating with ours variant by variant, in one run.
- * --env sets more of the service's variables (e.g. SANDBOX_MAX_HELD_BYTES=...).
+ * --env sets more of the service's variables (e.g. SANDBOX_MAX_HELD_BYTES=...) for every variant; a variant is a named one
+ * (node-defaults, shipped, ...) or node options, either followed by NAME=value words for that variant alone:
+ * "shipped SANDBOX_MAX_HELD_BYTES=33554432,--max-semi-space-size=4 --max-old-space-size=256".
  */
 import { answerHelp } from '../shared/command-help.ts';
 import { randomBytes } from 'node:crypto';
@@ -39,7 +41,8 @@ answerHelp(`Usage: npx tsx bench/service-memory.ts [--events 200000] [--project-
                                    [--baseline <checkout>] [--env NAME=value,...]
 The query service's memory for each start variant (idle, after the first sandboxed query, peak and steady under a mix of
 requests). --project-events loads that many more edge events into the benchmark's project (200000 lets --mix heavy's
-queries reach their caps). With KAFKA_BROKERS and ELASTICSEARCH_URL it uses those servers; without them it starts a stack of its own.`);
+queries reach their caps). A variant is a named one or node options, either followed by NAME=value words: that variant's
+own variables ("shipped SANDBOX_MAX_HELD_BYTES=33554432"). With KAFKA_BROKERS and ELASTICSEARCH_URL it uses those servers; without them it starts a stack of its own.`);
 
 /** What bench/memory-probe.mjs samples, in bytes. */
 interface MemorySample {
@@ -50,6 +53,11 @@ interface MemorySample {
   arrayBuffers: number;
   /** V8's young generation as sized now (semi-spaces). */
   newSpace: number;
+  /** The old generation's pages, and what live or not yet collected objects fill of them. */
+  oldSpace: number;
+  oldSpaceUsed: number;
+  /** Objects too large for a page (e.g. a search page's text), each in its own. */
+  largeObjects: number;
 }
 
 interface MemoryProbeFile {
@@ -80,6 +88,19 @@ const VARIANTS: Variant[] = [
   // the start shipped before --optimize-for-size, and a hard old-generation cap (a crash when what is live passes it)
   { name: 'semi-space-4+arena-2+old-space-192', nodeArgs: ['--max-semi-space-size=4', '--max-old-space-size=192'], env: { MALLOC_ARENA_MAX: '2' } },
 ];
+
+/**
+ * A variant named by its node options (or a named variant first), each NAME=value among them one more of the
+ * service's variables: `shipped SANDBOX_MAX_HELD_BYTES=33554432`.
+ */
+function variantOf(name: string): Variant {
+  const words = name.split(' ').filter(Boolean);
+  const named = VARIANTS.find((variant) => variant.name === words[0]);
+  const isVariable = (word: string) => /^[A-Z][A-Z0-9_]*=/.test(word);
+  const variables = words.filter(isVariable).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]);
+  const options = words.slice(named ? 1 : 0).filter((word) => !isVariable(word));
+  return { name, nodeArgs: [...(named?.nodeArgs ?? []), ...options], env: { ...named?.env, ...Object.fromEntries(variables) } };
+}
 
 const PARSER_IDLE_MS = 5000;
 /** When RSS is read again after the load: past the parser thread's idle end. */
@@ -264,6 +285,8 @@ function printTable(results: VariantResult[]): void {
     ['at peak RSS: heap used / total MB', (r) => `${mb(r.atPeak.heapUsed)} / ${mb(r.atPeak.heapTotal)}`],
     ['at peak RSS: external / arrayBuffers MB', (r) => `${mb(r.atPeak.external)} / ${mb(r.atPeak.arrayBuffers)}`],
     ['at peak RSS: new space MB', (r) => String(mb(r.atPeak.newSpace))],
+    ['at peak RSS: old space used / size MB', (r) => `${mb(r.atPeak.oldSpaceUsed)} / ${mb(r.atPeak.oldSpace)}`],
+    ['at peak RSS: large objects MB', (r) => String(mb(r.atPeak.largeObjects))],
     ['at peak RSS: outside the JS heap MB', (r) => String(mb(r.atPeak.rss - r.atPeak.heapTotal - r.atPeak.external))],
     ['peak heap used / total MB', (r) => `${mb(r.peaks.heapUsed)} / ${mb(r.peaks.heapTotal)}`],
     ['peak external / arrayBuffers MB', (r) => `${mb(r.peaks.external)} / ${mb(r.peaks.arrayBuffers)}`],
@@ -305,7 +328,7 @@ async function main(): Promise<void> {
       .map((pair) => pair.split('=', 2) as [string, string]),
   );
   const chosen = (argument('--variants') ?? VARIANTS.map((variant) => variant.name).join(',')).split(',');
-  const variants = chosen.map((name) => VARIANTS.find((variant) => variant.name === name) ?? { name, nodeArgs: name.split(' ').filter(Boolean), env: {} });
+  const variants = chosen.map((name) => VARIANTS.find((variant) => variant.name === name) ?? variantOf(name));
   const base = loadConfig(process.env);
   const servers = await benchServers(base, (line) => say(`stack: ${line}`));
   const elasticsearch = createElasticsearchClient({ ...elasticsearchConnection(base, servers.elasticsearchUrl), requestTimeoutMs: 600_000 });
@@ -357,7 +380,8 @@ async function main(): Promise<void> {
     }
     const mix = heavy ? 'heavy mix (studio queries at their scan budget)' : 'mix';
     const extra = Object.keys(extraEnv).length > 0 ? `, ${argument('--env')}` : '';
-    console.log(`\n${events.toLocaleString('en')} edge events, ${mix} at c=${concurrency} for ${seconds} s per variant, ${script}${extra}\n`);
+    const data = reused ? `the edge events kept under ${prefix}` : `${(events + projectEvents).toLocaleString('en')} edge events`;
+    console.log(`\n${data}, ${mix} at c=${concurrency} for ${seconds} s per variant, ${script}${extra}\n`);
     printTable(results);
   } finally {
     if (process.argv.includes('--keep-data') || reused) {

@@ -10,7 +10,9 @@
  * under the quick mix 207 -> 181 and 224 -> 196 MB; its latency cost could not be told from the shared
  * machine's noise in two paired runs (docs/operations.md, the query service's memory). With it V8 (node 20) keeps
  * the young generation at 2 x 1 MB whatever --max-semi-space-size says: 635 scavenges per 100k calls of the cached lane
- * against 155 with the semi-space flag alone (bench/cached-lane-parts.ts; docs/benchmarks.md, cachedlane3).
+ * against 155 with the semi-space flag alone (bench/cached-lane-parts.ts; docs/benchmarks.md, cachedlane3). It stays for
+ * want of a start without it that holds held rows' bounds: --max-old-space-size=256 keeps its old-generation saving but
+ * peaked at 219-284 MB in eight starts against 192-262 MB in eleven with it, 48 MiB held (docs/benchmarks.md, cachedflag).
  */
 export const QUERY_SERVICE_NODE_ARGS: readonly string[] = ['--max-semi-space-size=4', '--optimize-for-size'];
 
