@@ -19,8 +19,9 @@ Uses KAFKA_BROKERS and ELASTICSEARCH_URL when both are set, else starts its own 
  *                           [--keep-data | --data-prefix <prefix printed by --keep-data>] [--baseline <checkout>]
  *
  * --quick: 100,000 and 1,000,000 events, 1 s a point, the sandboxed queries at 1 and 16 only.
- * --baseline: a checkout of the code before a change (with node_modules); the saved endpoints' series
- * are measured against its service too, as "<name> [before]", for before and after from one run.
+ * --baseline: a checkout of the code before a change (with node_modules); the saved endpoints' and the
+ * sandboxed queries' series are measured against its service too, as "<name> [before]", for before and
+ * after from one run.
  * Starts its own Kafka and Elasticsearch unless KAFKA_BROKERS and ELASTICSEARCH_URL are set.
  */
 const flag = (name: string) => {

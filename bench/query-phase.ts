@@ -46,8 +46,8 @@ export interface QueryPhaseOptions {
    */
   dataPrefix?: string;
   /**
-   * A checkout of the code before a change (with its node_modules): the saved endpoints' series are
-   * also measured against its service, as `<name> [before]`, in the same run as ours.
+   * A checkout of the code before a change (with its node_modules): the saved endpoints' and the sandboxed
+   * queries' series are also measured against its service, as `<name> [before]`, in the same run as ours.
    */
   baseline?: string;
   /** Kafka and Elasticsearch to use; default KAFKA_BROKERS / ELASTICSEARCH_URL, else a local stack started for the phase. */
@@ -408,7 +408,20 @@ async function seriesGroups(context: SeriesContext): Promise<SeriesGroup[]> {
       concurrencies: context.concurrencies,
     });
   }
-  // the saved endpoints' series again against the baseline's services, each beside its own direct or bare side
+  const sandboxed = [
+    ...context.studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })),
+    ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: BENCH_PROJECT, sql } })),
+  ];
+  for (const { name, params } of sandboxed) {
+    if (context.only && !context.only.test(name)) continue;
+    const request = encodePath('logs.all', params);
+    const plan = await sandboxPlan({ endpoint: logs, params, indexPrefix: context.prefix }, context.elasticsearch, context.config);
+    const pipeline = await directPipeline(plan, context.elasticsearch, context.databases);
+    const direct: Side = { side: 'direct', pipeline, target: { origin: '', method: 'GET', headers: {}, request: () => ({ path: '' }) } };
+    groups.push({ name, sides: [ours(context.uncached, () => ({ path: request })), direct], concurrencies: context.sandboxConcurrencies });
+  }
+  // every series so far (the saved endpoints' and the sandboxed queries') again against the baseline's services,
+  // each beside its own direct, bare or pipeline side; the LQL series below have no other side and are left out
   const before = context.before;
   if (before) {
     const origins = new Map([
@@ -424,18 +437,6 @@ async function seriesGroups(context: SeriesContext): Promise<SeriesGroup[]> {
         ),
       })),
     );
-  }
-  const sandboxed = [
-    ...context.studio.map((query) => ({ name: `sql ${query.id}`, params: { ...query.params, sql: query.sql } })),
-    ...ISSUE_QUERIES.map(([name, sql]) => ({ name, params: { project: BENCH_PROJECT, sql } })),
-  ];
-  for (const { name, params } of sandboxed) {
-    if (context.only && !context.only.test(name)) continue;
-    const request = encodePath('logs.all', params);
-    const plan = await sandboxPlan({ endpoint: logs, params, indexPrefix: context.prefix }, context.elasticsearch, context.config);
-    const pipeline = await directPipeline(plan, context.elasticsearch, context.databases);
-    const direct: Side = { side: 'direct', pipeline, target: { origin: '', method: 'GET', headers: {}, request: () => ({ path: '' }) } };
-    groups.push({ name, sides: [ours(context.uncached, () => ({ path: request })), direct], concurrencies: context.sandboxConcurrencies });
   }
   const lql: [string, Record<string, string>][] = [
     ['lql filter 1h', { project: BENCH_PROJECT, ...hourWindow, lql: 'f:edge_logs m.request.path:~"^/rest" m.response.status_code:>=500' }],
