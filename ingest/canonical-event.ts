@@ -55,8 +55,10 @@ let ascii = true;
 /** The first backslash or byte above 0x7f at or after the string being scanned (the message's length when none): bytes a string's quick check cannot take. */
 let nextSpecial = 0;
 /** A byte below 0x20 has no place in canonical form: escaped inside strings, and no whitespace outside them. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is looked for
 const CONTROL = /[\x00-\x1f]/;
 const SPECIAL = /[\\\x80-\xff]/g;
+
 /**
  * The keys of the objects being scanned (the innermost last), each object's from its base, up to
  * `keyCount`: where each starts, and a fingerprint of its length and first and last bytes. Keys with
