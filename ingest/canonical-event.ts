@@ -192,7 +192,7 @@ interface ShapeNode {
   shape: string | undefined;
 }
 
-const MAX_NODES = 20_000;
+const MAX_NODES = 10_000;
 let nodeCount = 0;
 let metadataNode = pathNode('metadata');
 let shapeRoot = shapeNode();
@@ -226,7 +226,8 @@ function shapeText(): string {
   node = nextShapeNode(node, MULTI_FOLLOWS);
   for (const path of multi) node = nextShapeNode(node, path);
   if (node.shape === undefined) {
-    const sorted = (paths: PathNode[]) => paths.map((path) => path.path).sort();
+    // one path can have two nodes (key `b` under `a`, and key `a.b`): the shape names it once
+    const sorted = (paths: PathNode[]) => [...new Set(paths.map((path) => path.path))].sort();
     node.shape = JSON.stringify({ version: 1, arrays: sorted(arrays), multi: sorted(multi) });
   }
   return node.shape;
