@@ -54,10 +54,13 @@ let latin1 = '';
 let ascii = true;
 /** The first backslash or byte above 0x7f at or after the string being scanned (the message's length when none): bytes a string's quick check cannot take. */
 let nextSpecial = 0;
-/** A byte below 0x20 has no place in canonical form: escaped inside strings, and no whitespace outside them. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is looked for
-const CONTROL = /[\x00-\x1f]/;
-const SPECIAL = /[\\\x80-\xff]/g;
+/**
+ * A byte below 0x20 has no place in canonical form: escaped inside strings, and no whitespace outside
+ * them. Matching the whole text with a run (anchored) costs about half a search for one of them.
+ */
+const NO_CONTROL = /^[ -\xff]*$/;
+/** A run of printable ASCII but the backslash, from lastIndex: where it stops is the next special byte. */
+const ORDINARY_RUN = /[ -[\]-\x7f]*/y;
 
 /**
  * The keys of the objects being scanned (the innermost last), each object's from its base, up to
@@ -95,14 +98,14 @@ function hasPlainNames(names: EventFieldNames): boolean {
 export function scanCanonicalEvent(bytes: Buffer, names: EventFieldNames): ScannedEvent | undefined {
   if (!hasPlainNames(names) || bytes.length < 2 || bytes[0] !== OPEN_OBJECT) return undefined;
   latin1 = bytes.toString('latin1');
-  if (CONTROL.test(latin1)) return undefined;
+  if (!NO_CONTROL.test(latin1)) return undefined;
   ascii = isAscii(bytes);
   nextSpecial = findSpecial(0);
   keyCount = 0;
   arrays = [];
   multi = [];
   if (nodeCount > MAX_NODES) {
-    metadataNode = pathNode('metadata');
+    metadataNode = pathNode('metadata', 'metadata', undefined);
     shapeRoot = shapeNode();
     nodeCount = 0;
   }
@@ -184,7 +187,10 @@ export function scanCanonicalEvent(bytes: Buffer, names: EventFieldNames): Scann
  */
 interface PathNode {
   path: string;
-  children: Map<string, PathNode>;
+  /** The last key, and the next child of the same parent with the same key fingerprint. */
+  key: string;
+  samePrint: PathNode | undefined;
+  children: Map<number, PathNode>;
 }
 
 interface ShapeNode {
@@ -194,14 +200,14 @@ interface ShapeNode {
 
 const MAX_NODES = 10_000;
 let nodeCount = 0;
-let metadataNode = pathNode('metadata');
+let metadataNode = pathNode('metadata', 'metadata', undefined);
 let shapeRoot = shapeNode();
 /** Between a shape's arrays and its multi-element arrays. */
-const MULTI_FOLLOWS = pathNode('');
+const MULTI_FOLLOWS = pathNode('', '', undefined);
 
-function pathNode(path: string): PathNode {
+function pathNode(path: string, key: string, samePrint: PathNode | undefined): PathNode {
   nodeCount += 1;
-  return { path, children: new Map() };
+  return { path, key, samePrint, children: new Map() };
 }
 
 function shapeNode(): ShapeNode {
@@ -209,14 +215,13 @@ function shapeNode(): ShapeNode {
   return { next: new Map(), shape: undefined };
 }
 
-/** The node of `parent`'s path with the plain key at [start, end) appended. */
-function childNode(parent: PathNode, start: number, end: number): PathNode {
+/** The node of `parent`'s path with the plain key at [start, end) appended, found by the key's fingerprint and compared in place. */
+function childNode(parent: PathNode, start: number, end: number, print: number): PathNode {
+  const first = parent.children.get(print);
+  for (let child = first; child !== undefined; child = child.samePrint) if (latin1.startsWith(child.key, start)) return child;
   const key = latin1.slice(start, end);
-  let child = parent.children.get(key);
-  if (child === undefined) {
-    child = pathNode(`${parent.path}.${key}`);
-    parent.children.set(key, child);
-  }
+  const child = pathNode(`${parent.path}.${key}`, key, first);
+  parent.children.set(print, child);
   return child;
 }
 
@@ -302,7 +307,7 @@ function scanObject(bytes: Buffer, at: number, path: PathNode, depth: number): n
     if (first === OPEN_OBJECT || first === OPEN_ARRAY) {
       // only records and arrays have a path in the shape: scalars (most fields) cost no key text
       if (!plain) return -1;
-      const child = childNode(path, keyStart + 1, at - 2);
+      const child = childNode(path, start, end, print);
       if (first === OPEN_OBJECT) {
         if (!arrays.includes(child)) arrays.push(child);
         at = scanObject(bytes, at, child, depth + 1);
@@ -363,13 +368,13 @@ function scanString(bytes: Buffer, at: number): number {
 
 /** The first backslash or byte above 0x7f at or after `from`, or the message's length. */
 function findSpecial(from: number): number {
-  let found: number;
-  if (ascii) found = latin1.indexOf('\\', from);
-  else {
-    SPECIAL.lastIndex = from;
-    found = SPECIAL.exec(latin1)?.index ?? -1;
+  if (ascii) {
+    const found = latin1.indexOf('\\', from);
+    return found < 0 ? latin1.length : found;
   }
-  return found < 0 ? latin1.length : found;
+  ORDINARY_RUN.lastIndex = from;
+  ORDINARY_RUN.test(latin1);
+  return ORDINARY_RUN.lastIndex;
 }
 
 /** The rest of a string from its first escape or byte outside printable ASCII (scanString). */
