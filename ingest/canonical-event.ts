@@ -297,7 +297,7 @@ function scanObject(bytes: Buffer, at: number, path: PathNode, depth: number): n
     const print = keyPrint(bytes, start, end);
     if (print === PROTO_PRINT && bytes.compare(PROTO, 0, PROTO.length, start, end) === 0) return -1;
     for (let index = base; index < keyCount; index += 1) {
-      if (keyPrints[index] === print && bytes.compare(bytes, keyStarts[index], keyStarts[index]! + end - start, start, end) === 0) return -1;
+      if (keyPrints[index] === print && bytes.compare(bytes, keyStarts[index]!, keyStarts[index]! + end - start, start, end) === 0) return -1;
     }
     if (keyCount === keyPrints.length) return -1;
     keyStarts[keyCount] = start;
