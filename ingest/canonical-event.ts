@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import type { EventFieldNames } from './event-fields.ts';
 
 /**
@@ -47,20 +48,37 @@ const LETTER_CONTROLS = new Set([0x08, 0x09, 0x0a, 0x0c, 0x0d]);
 
 /** Whether the last string scanned had no escape and no byte above 0x7f. */
 let plain = true;
-/** A hash of the last key's bytes (scanKey). */
-let stringHash = 0;
-/** Hashes of the keys of the objects being scanned (the innermost last), each object's from its base, up to `keyCount`. */
-const keyHashes = new Int32Array(4096);
+/** The message as one byte per character, for native searches (String indexOf, regular expressions). */
+let latin1 = '';
+/** Whether the message has no byte above 0x7f. */
+let ascii = true;
+/** The first backslash or byte above 0x7f at or after the string being scanned (the message's length when none): bytes a string's quick check cannot take. */
+let nextSpecial = 0;
+/**
+ * A byte below 0x20 has no place in canonical form: escaped inside strings, and no whitespace outside
+ * them. Matching the whole text with a run (anchored) costs about half a search for one of them.
+ */
+const NO_CONTROL = /^[ -\xff]*$/;
+/** A run of printable ASCII but the backslash, from lastIndex: where it stops is the next special byte. */
+const ORDINARY_RUN = /[ -[\]-\x7f]*/y;
+
+/**
+ * The keys of the objects being scanned (the innermost last), each object's from its base, up to
+ * `keyCount`: where each starts, and a fingerprint of its length and first and last bytes. Keys with
+ * the same fingerprint are compared in full, so two keys are told apart exactly without hashing every
+ * byte. In canonical form a key's bytes are the only way to write its text, so equal text means equal bytes.
+ */
+const keyStarts = new Int32Array(4096);
+const keyPrints = new Float64Array(4096);
 let keyCount = 0;
-let arrays: string[] = [];
-let multi: string[] = [];
+let arrays: PathNode[] = [];
+let multi: PathNode[] = [];
 
-const PROTO_HASH = hashOf(Buffer.from('__proto__'));
+const PROTO = Buffer.from('__proto__');
+const PROTO_PRINT = keyPrint(PROTO, 0, PROTO.length);
 
-function hashOf(bytes: Buffer): number {
-  let hash = 0;
-  for (const byte of bytes) hash = (Math.imul(hash, 31) + byte) | 0;
-  return hash;
+function keyPrint(bytes: Buffer, start: number, end: number): number {
+  return (end - start) * 0x10000 + bytes[start]! * 0x100 + bytes[end - 1]!;
 }
 
 /** Whether a route's field names read each event field under its own name and no other field's. */
@@ -79,9 +97,18 @@ function hasPlainNames(names: EventFieldNames): boolean {
 /** The message's event fields and shape when the message is in canonical form; undefined when not sure. */
 export function scanCanonicalEvent(bytes: Buffer, names: EventFieldNames): ScannedEvent | undefined {
   if (!hasPlainNames(names) || bytes.length < 2 || bytes[0] !== OPEN_OBJECT) return undefined;
+  latin1 = bytes.toString('latin1');
+  if (!NO_CONTROL.test(latin1)) return undefined;
+  ascii = isAscii(bytes);
+  nextSpecial = findSpecial(0);
   keyCount = 0;
   arrays = [];
   multi = [];
+  if (nodeCount > MAX_NODES) {
+    metadataNode = pathNode('metadata', 'metadata', undefined);
+    shapeRoot = shapeNode();
+    nodeCount = 0;
+  }
   const event: ScannedEvent = {
     messageStart: -1,
     messageEnd: -1,
@@ -132,9 +159,9 @@ export function scanCanonicalEvent(bytes: Buffer, names: EventFieldNames): Scann
       } else return undefined;
     } else {
       if (first === OPEN_OBJECT) {
-        arrays.push('metadata');
-        at = scanObject(bytes, start, 'metadata', 1);
-      } else if (first === OPEN_ARRAY) at = scanArray(bytes, start, 'metadata', 1, true);
+        arrays.push(metadataNode);
+        at = scanObject(bytes, start, metadataNode, 1);
+      } else if (first === OPEN_ARRAY) at = scanArray(bytes, start, metadataNode, 1, true);
       else return undefined;
       if (at < 0) return undefined;
       event.metadataStart = start;
@@ -148,10 +175,76 @@ export function scanCanonicalEvent(bytes: Buffer, names: EventFieldNames): Scann
     break;
   }
   if (event.messageStart < 0) return undefined;
-  if (arrays.length > 1) arrays.sort();
-  if (multi.length > 1) multi.sort();
-  event.shape = JSON.stringify({ version: 1, arrays, multi });
+  event.shape = shapeText();
   return event;
+}
+
+/**
+ * The shape's paths as a tree of nodes, one per path, so that a path met again costs a lookup by its
+ * last key and is compared by identity. The shapes themselves hang off a second tree walked with a
+ * message's paths in the order met: messages of one kind share a shape, and sorting and serialising
+ * it cost more than the rest of the scan. Both trees start over past MAX_NODES nodes.
+ */
+interface PathNode {
+  path: string;
+  /** The last key, and the next child of the same parent with the same key fingerprint. */
+  key: string;
+  samePrint: PathNode | undefined;
+  children: Map<number, PathNode>;
+}
+
+interface ShapeNode {
+  next: Map<PathNode, ShapeNode>;
+  shape: string | undefined;
+}
+
+const MAX_NODES = 10_000;
+let nodeCount = 0;
+let metadataNode = pathNode('metadata', 'metadata', undefined);
+let shapeRoot = shapeNode();
+/** Between a shape's arrays and its multi-element arrays. */
+const MULTI_FOLLOWS = pathNode('', '', undefined);
+
+function pathNode(path: string, key: string, samePrint: PathNode | undefined): PathNode {
+  nodeCount += 1;
+  return { path, key, samePrint, children: new Map() };
+}
+
+function shapeNode(): ShapeNode {
+  nodeCount += 1;
+  return { next: new Map(), shape: undefined };
+}
+
+/** The node of `parent`'s path with the plain key at [start, end) appended, found by the key's fingerprint and compared in place. */
+function childNode(parent: PathNode, start: number, end: number, print: number): PathNode {
+  const first = parent.children.get(print);
+  for (let child = first; child !== undefined; child = child.samePrint) if (latin1.startsWith(child.key, start)) return child;
+  const key = latin1.slice(start, end);
+  const child = pathNode(`${parent.path}.${key}`, key, first);
+  parent.children.set(print, child);
+  return child;
+}
+
+function shapeText(): string {
+  let node = shapeRoot;
+  for (const path of arrays) node = nextShapeNode(node, path);
+  node = nextShapeNode(node, MULTI_FOLLOWS);
+  for (const path of multi) node = nextShapeNode(node, path);
+  if (node.shape === undefined) {
+    // one path can have two nodes (key `b` under `a`, and key `a.b`): the shape names it once
+    const sorted = (paths: PathNode[]) => [...new Set(paths.map((path) => path.path))].sort();
+    node.shape = JSON.stringify({ version: 1, arrays: sorted(arrays), multi: sorted(multi) });
+  }
+  return node.shape;
+}
+
+function nextShapeNode(node: ShapeNode, path: PathNode): ShapeNode {
+  let next = node.next.get(path);
+  if (next === undefined) {
+    next = shapeNode();
+    node.next.set(path, next);
+  }
+  return next;
 }
 
 /** The event field a top-level key names (its index in FIELDS), or -1. */
@@ -167,7 +260,7 @@ function sameText(bytes: Buffer, start: number, end: number, text: string): bool
 }
 
 /** Any value inside metadata, at `path` of the shape's view; the offset after it, or -1. */
-function scanValue(bytes: Buffer, at: number, path: string, depth: number): number {
+function scanValue(bytes: Buffer, at: number, path: PathNode, depth: number): number {
   const first = bytes[at];
   if (first === QUOTE) return scanString(bytes, at);
   if (first === OPEN_OBJECT) return scanObject(bytes, at, path, depth + 1);
@@ -187,7 +280,7 @@ function literal(bytes: Buffer, at: number, text: string): number {
  * eventShape's visitRecord does. Keys are canonical strings, none repeated, none `__proto__`, none
  * starting with a digit (JSON.parse would put array-index keys first).
  */
-function scanObject(bytes: Buffer, at: number, path: string, depth: number): number {
+function scanObject(bytes: Buffer, at: number, path: PathNode, depth: number): number {
   if (depth > MAX_DEPTH) return -1;
   at += 1;
   if (bytes[at] === CLOSE_OBJECT) return at + 1;
@@ -195,21 +288,26 @@ function scanObject(bytes: Buffer, at: number, path: string, depth: number): num
   for (;;) {
     if (bytes[at] !== QUOTE) return -1;
     const keyStart = at;
-    at = scanKey(bytes, at);
+    at = scanString(bytes, at);
     if (at < 0 || bytes[at] !== COLON) return -1;
-    const leading = bytes[keyStart + 1]!;
+    const start = keyStart + 1;
+    const end = at - 1;
+    const leading = bytes[start]!;
     if (leading >= 0x30 && leading <= 0x39) return -1;
-    const hash = stringHash;
-    if (hash === PROTO_HASH) return -1;
-    for (let index = base; index < keyCount; index += 1) if (keyHashes[index] === hash) return -1;
-    if (keyCount === keyHashes.length) return -1;
-    keyHashes[keyCount++] = hash;
+    const print = keyPrint(bytes, start, end);
+    if (print === PROTO_PRINT && bytes.compare(PROTO, 0, PROTO.length, start, end) === 0) return -1;
+    for (let index = base; index < keyCount; index += 1) {
+      if (keyPrints[index] === print && bytes.compare(bytes, keyStarts[index]!, keyStarts[index]! + end - start, start, end) === 0) return -1;
+    }
+    if (keyCount === keyPrints.length) return -1;
+    keyStarts[keyCount] = start;
+    keyPrints[keyCount++] = print;
     at += 1;
     const first = bytes[at];
     if (first === OPEN_OBJECT || first === OPEN_ARRAY) {
       // only records and arrays have a path in the shape: scalars (most fields) cost no key text
       if (!plain) return -1;
-      const child = `${path}.${bytes.toString('latin1', keyStart + 1, at - 2)}`;
+      const child = childNode(path, start, end, print);
       if (first === OPEN_OBJECT) {
         if (!arrays.includes(child)) arrays.push(child);
         at = scanObject(bytes, at, child, depth + 1);
@@ -227,7 +325,7 @@ function scanObject(bytes: Buffer, at: number, path: string, depth: number): num
 }
 
 /** An array of the view at `path` (eventShape's visitArray); `recordsOnly` for metadata itself, which must hold records. */
-function scanArray(bytes: Buffer, at: number, path: string, depth: number, recordsOnly: boolean): number {
+function scanArray(bytes: Buffer, at: number, path: PathNode, depth: number, recordsOnly: boolean): number {
   if (depth > MAX_DEPTH) return -1;
   at += 1;
   if (bytes[at] === CLOSE_ARRAY) return at + 1;
@@ -252,26 +350,34 @@ function scanArray(bytes: Buffer, at: number, path: string, depth: number, recor
 
 /**
  * A string from its opening quote: valid UTF-8, escapes only where JSON.stringify writes them and
- * as it writes them; the offset after the closing quote, or -1. Sets `plain`.
+ * as it writes them; the offset after the closing quote, or -1. Sets `plain`. The message holds no
+ * control byte (scanCanonicalEvent), so a string ending before the next backslash or byte above 0x7f
+ * is plain ASCII as it stands; any other is checked byte by byte from the first of those.
  */
 function scanString(bytes: Buffer, at: number): number {
-  const length = bytes.length;
-  at += 1;
-  // the common run of printable ASCII first, then what needs a closer look
-  while (at < length) {
-    const byte = bytes[at]!;
-    if (byte < 0x20 || byte >= 0x80 || byte === QUOTE || byte === BACKSLASH) break;
-    at += 1;
-  }
-  if (at >= length) return -1;
-  if (bytes[at] === QUOTE) {
+  const close = latin1.indexOf('"', at + 1);
+  if (close < 0) return -1;
+  if (close < nextSpecial) {
     plain = true;
-    return at + 1;
+    return close + 1;
   }
-  return scanStringRest(bytes, at);
+  const end = scanStringRest(bytes, Math.max(nextSpecial, at + 1));
+  if (end >= 0) nextSpecial = findSpecial(end);
+  return end;
 }
 
-/** The rest of a string from its first escape or byte outside printable ASCII (scanString), hashing nothing. */
+/** The first backslash or byte above 0x7f at or after `from`, or the message's length. */
+function findSpecial(from: number): number {
+  if (ascii) {
+    const found = latin1.indexOf('\\', from);
+    return found < 0 ? latin1.length : found;
+  }
+  ORDINARY_RUN.lastIndex = from;
+  ORDINARY_RUN.test(latin1);
+  return ORDINARY_RUN.lastIndex;
+}
+
+/** The rest of a string from its first escape or byte outside printable ASCII (scanString). */
 function scanStringRest(bytes: Buffer, at: number): number {
   const length = bytes.length;
   while (at < length) {
@@ -287,17 +393,6 @@ function scanStringRest(bytes: Buffer, at: number): number {
     if (at < 0) return -1;
   }
   return -1;
-}
-
-/** A key: as scanString, and sets `stringHash` to a hash of its bytes, for telling an object's keys apart. */
-function scanKey(bytes: Buffer, at: number): number {
-  const start = at + 1;
-  const end = scanString(bytes, at);
-  if (end < 0) return -1;
-  let hash = 0;
-  for (let index = start; index < end - 1; index += 1) hash = (Math.imul(hash, 31) + bytes[index]!) | 0;
-  stringHash = hash;
-  return end;
 }
 
 /** The offset after an escape as JSON.stringify writes it (a letter, or \u00XX lowercase for a control character without one), or -1. */

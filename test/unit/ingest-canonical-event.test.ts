@@ -77,6 +77,11 @@ const CANONICAL: string[] = [
   canonical({ event_message: 'µs text', timestamp: '1763632800123456' }),
   canonical({ event_message: 'no timestamp' }),
   canonical({ event_message: '' }),
+  // keys telling apart: same length, first and last byte; a near `__proto__`; a path written two ways
+  canonical({ event_message: 'fingerprints', metadata: { abc: 1, axc: { abc: 2, aYc: [1, 2] }, _________: 3, __proto_x: 4, 'a"c': 5, 'a\\c': 6 } }),
+  canonical({ event_message: 'one path two ways', metadata: { a: { b: {} }, 'a.b': {}, c: { d: [1, 2] }, 'c.d': [3, 4] } }),
+  // strings with escapes or non-ASCII bytes before and after plain ones, in keys and values
+  canonical({ event_message: 'é\n', project: 'p"q', metadata: { 'k\\': 'plain', plain: 'v\u0001', 'é😀': 'ü', x: { y: 'é' }, last: '\\' } }),
   canonical({ event_message: 'larger than a slab', metadata: { text: 'x'.repeat(300_000), more: ['é'.repeat(50_000)] } }),
 ];
 
@@ -114,11 +119,40 @@ const NOT_CANONICAL: string[] = [
   withMetadata('{"b":1,"1":2}'),
   withMetadata('{"b":1,"0":2}'),
   withMetadata(`{"deep":${'['.repeat(100)}${']'.repeat(100)}}`),
+  // a non-canonical escape after strings with canonical ones, and a repeated key only told apart in full
+  withMetadata('{"a":"\\n","b":"\\"","c":"\\/"}'),
+  withMetadata('{"a\\"":"x","b":"\\u0041"}'),
+  withMetadata('{"a\\"":1,"a\\"":2}'),
+  withMetadata('{"abc":1,"axc":2,"abc":3}'),
+  withMetadata('{"x":{"__proto__":1}}'),
+  // a control byte, raw: in a value, in a key, after the last quote, before the first
+  '{"event_message":"a\u0001b"}',
+  withMetadata('{"a\tb":1}'),
+  '{"event_message":"m"}\u001f',
+  '\n{"event_message":"m"}',
+  withMetadata('{"a":"x","b":"y\u0000"}'),
 ];
 
 /** Invalid UTF-8 inside a string: the slow path stores U+FFFD, so the bytes cannot be copied. */
-const INVALID_UTF8: Buffer[] = [[0xff], [0xc0, 0x80], [0xc3], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf5, 0x80, 0x80, 0x80], [0xf4, 0x90, 0x80, 0x80], [0x80]].map(
-  (bytes) => Buffer.concat([Buffer.from('{"event_message":"a'), Buffer.from(bytes), Buffer.from('b","metadata":{"c":1}}')]),
+const INVALID_BYTES = [
+  [0xff],
+  [0xc0, 0x80],
+  [0xc3],
+  [0xe2, 0x82],
+  [0xed, 0xa0, 0x80],
+  [0xf5, 0x80, 0x80, 0x80],
+  [0xf4, 0x90, 0x80, 0x80],
+  [0x80],
+  [0xf0, 0x9f, 0x98],
+];
+/** Each invalid sequence in event_message, in a key, in a value after valid non-ASCII and escapes, and alone at the end of a string. */
+const INVALID_UTF8: Buffer[] = INVALID_BYTES.flatMap((bytes) =>
+  [
+    ['{"event_message":"a', 'b","metadata":{"c":1}}'],
+    ['{"event_message":"a","metadata":{"k', '":1}}'],
+    ['{"event_message":"é\\n😀","metadata":{"é":"\\"","c":"x', '"}}'],
+    ['{"event_message":"m","project":"', '"}'],
+  ].map(([before, after]) => Buffer.concat([Buffer.from(before!), Buffer.from(bytes), Buffer.from(after!)])),
 );
 
 /** Canonical, but outside what the fast path handles: folding, aliases, keys, header ids, several events, poison. */
@@ -188,6 +222,16 @@ describe('the canonical fast path', () => {
 
   it('takes what JSON.stringify writes (escapes, unicode, numbers, arrays, shapes, timestamps), with the same lines', () => {
     for (const value of CANONICAL) expect({ value, taken: expectSameOrDeclined(record(value)) }).toEqual({ value, taken: true });
+  });
+
+  it('keeps shapes apart past the number of paths it remembers', () => {
+    const keys = Array.from({ length: 80 }, (_, index) => `k${index}`);
+    const wide = canonical({
+      event_message: 'wide',
+      metadata: Object.fromEntries(keys.map((key) => [key, Object.fromEntries(keys.map((inner) => [inner, {}]))])),
+    });
+    for (const value of [wide, ...CANONICAL, wide, ...demoValues(50), wide, ...CANONICAL])
+      expect({ value: value.slice(0, 80), taken: expectSameOrDeclined(record(value)) }).toEqual({ value: value.slice(0, 80), taken: true });
   });
 
   it('declines every message not in canonical form', () => {
