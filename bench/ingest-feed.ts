@@ -46,14 +46,31 @@ export async function writePool(client: Client): Promise<{ active: number; queue
   return { active: pool?.active ?? 0, queue: pool?.queue ?? 0, threads: pool?.threads ?? 0 };
 }
 
-async function elasticsearchCpuSeconds(client: Client): Promise<number> {
+/** Elasticsearch's own CPU seconds so far (its node stats: found whatever runs it, local or not). */
+export async function elasticsearchCpuSeconds(client: Client): Promise<number> {
   const stats = await client.nodes.stats({ node_id: '_local', metric: 'process' });
   const node = Object.values(stats.nodes)[0];
   return (node?.process?.cpu?.total_in_millis ?? 0) / 1000;
 }
 
+/**
+ * Elasticsearch's CPU and the machine's idle share over one span, from a mark at its start: on a machine the
+ * store shares with the contenders, what the store spent per event and what was left over.
+ */
+export async function storeSpan(client: Client): Promise<(events: number) => Promise<{ storeCpuSecondsPer100k: number; machineIdle: number }>> {
+  const cpuAtStart = await elasticsearchCpuSeconds(client);
+  const machineAtStart = machineCpu();
+  return async (events) => {
+    const cpu = (await elasticsearchCpuSeconds(client)) - cpuAtStart;
+    const machine = machineCpu();
+    const total = machine.totalSeconds - machineAtStart.totalSeconds;
+    const busy = machine.busySeconds - machineAtStart.busySeconds;
+    return { storeCpuSecondsPer100k: (cpu / events) * 100_000, machineIdle: total > 0 ? 1 - busy / total : 0 };
+  };
+}
+
 /** All cores: busy and total seconds from /proc/stat's first line (ticks of 1/100 s; idle and iowait count as idle). */
-function machineCpu(): { busySeconds: number; totalSeconds: number } {
+export function machineCpu(): { busySeconds: number; totalSeconds: number } {
   const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
   const totalTicks = ticks.reduce((sum, value) => sum + value, 0);
   return { busySeconds: (totalTicks - ticks[3]! - ticks[4]!) / 100, totalSeconds: totalTicks / 100 };

@@ -17,6 +17,7 @@ import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import '../ingest/codecs.ts';
 import { ingestTargets } from './ingest-targets.ts';
+import { storeSpan } from './ingest-feed.ts';
 import { kcatMissing, kcatProduce } from './kcat.ts';
 import { percentile } from './latency.ts';
 import type { IngestBenchResult, IngestRate } from './results.ts';
@@ -178,8 +179,10 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     );
     await dropIndices(client, warmUpPrefix);
     say(`ceiling: ${bulks.bodies.length} bulk requests, ${ceilingSettings.inFlight} in flight, into ${bulks.indices.length} indices with refresh off`);
+    const ceiling = await loadCeiling(client, ceilingPrefix, bulks, ceilingSettings.inFlight, options.events, config.ELASTICSEARCH_INDEX_REPLICAS);
     record(
-      rateOf('ceiling', await loadCeiling(client, ceilingPrefix, bulks, ceilingSettings.inFlight, options.events, config.ELASTICSEARCH_INDEX_REPLICAS), {
+      rateOf('ceiling', ceiling.seconds, {
+        ...ceiling.store,
         note: `${ceilingSettings.inFlight} bulks in flight of ≤${ceilingSettings.maxEvents} events / ${ceilingSettings.maxBytes / 1048576} MB, refresh off during the load`,
       }),
     );
@@ -204,6 +207,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
           rateOf(label, measured.seconds, {
             cpuSecondsPer100k: (measured.cpuSeconds / options.events) * 100_000,
             peakRssMb: measured.peakRssBytes / 1e6,
+            ...measured.store,
             bulks: measured.bulks,
             note: `worker process (production build: node dist/ingest/main.js) reading ${note}, from its first consumed event to the last searchable`,
           }),
@@ -270,6 +274,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
             rateOf(label, measured.seconds, {
               cpuSecondsPer100k: (measured.cpuSeconds / options.events) * 100_000,
               peakRssMb: measured.peakRssBytes / 1e6,
+              ...measured.store,
               note: 'rsyslogd, from its first indexed event to the last searchable',
             }),
           );
@@ -466,10 +471,11 @@ function ceilingBulks(produced: Produced[], config: Config, prefix: string, sett
 }
 
 /** Indices created with refresh off, the bulks sent `inFlight` at a time, refresh back on, then refreshed: the clock covers all of it. */
-async function loadCeiling(client: EsClient, prefix: string, bulks: CeilingBulks, inFlight: number, expected: number, replicas: number): Promise<number> {
+async function loadCeiling(client: EsClient, prefix: string, bulks: CeilingBulks, inFlight: number, expected: number, replicas: number): Promise<Loaded> {
   await createIndices(client, prefix, replicas, bulks.indices, { refresh_interval: '-1' });
   let next = 0;
   const started = performance.now();
+  const span = await storeSpan(client);
   const lane = async () => {
     while (next < bulks.bodies.length) {
       const body = bulks.bodies[next++]!;
@@ -484,9 +490,16 @@ async function loadCeiling(client: EsClient, prefix: string, bulks: CeilingBulks
   await client.indices.putSettings({ index: `${prefix}*`, settings: { index: { refresh_interval: '1s' } } });
   await client.indices.refresh({ index: `${prefix}*` });
   const seconds = (performance.now() - started) / 1000;
+  const store = await span(expected);
   const { count } = await client.count({ index: `${prefix}*` });
   if (count !== expected) throw new Error(`the ceiling load left ${count} documents searchable, expected ${expected}`);
-  return seconds;
+  return { seconds, store };
+}
+
+/** A contender's time, and Elasticsearch's CPU per 100k events with the machine's idle share over it (storeSpan). */
+interface Loaded {
+  seconds: number;
+  store: { storeCpuSecondsPer100k: number; machineIdle: number };
 }
 
 /** Documents searchable under the prefix; -1 while a partition being created has no shard yet (asked again next poll). */
@@ -499,8 +512,7 @@ async function searchable(client: EsClient, prefix: string): Promise<number> {
   }
 }
 
-interface Drained {
-  seconds: number;
+interface Drained extends Loaded {
   cpuSeconds: number;
   peakRssBytes: number;
   bulks?: IngestRate['bulks'];
@@ -515,6 +527,7 @@ async function drainByWorker(worker: WorkerProcess, client: EsClient, prefix: st
   }
   const started = performance.now();
   const cpuAtStart = cpuSeconds(pid);
+  const span = await storeSpan(client);
   const bulksAtStart = await workerBulkTotals(worker.port);
   let lastReport = started;
   // where the memory is when RSS is highest: the heap, or buffers outside it (fetch responses, entries, bulk bodies)
@@ -541,7 +554,7 @@ async function drainByWorker(worker: WorkerProcess, client: EsClient, prefix: st
   }
   if (atPeak) say(`memory at the highest RSS sampled: ${describeMemory(atPeak)}`);
   const seconds = (performance.now() - started) / 1000;
-  const drained: Drained = { seconds, cpuSeconds: cpuSeconds(pid) - cpuAtStart, peakRssBytes: peakRssBytes(pid) };
+  const drained: Drained = { seconds, cpuSeconds: cpuSeconds(pid) - cpuAtStart, peakRssBytes: peakRssBytes(pid), store: await span(expected) };
   const bulks = await workerBulkTotals(worker.port);
   const requests = bulks.requests - bulksAtStart.requests;
   if (requests > 0) drained.bulks = { requests, eventsPerRequest: expected / requests, meanInFlight: (bulks.seconds - bulksAtStart.seconds) / seconds };
@@ -572,6 +585,7 @@ async function drainByPeer(
   }
   const started = performance.now();
   const cpuAtStart = peer.cpuSeconds();
+  const span = await storeSpan(client);
   let lastReport = started;
   let lastCount = -1;
   let lastChange = started;
@@ -586,7 +600,8 @@ async function drainByPeer(
     }
     await sleep(50);
   }
-  return { seconds: (performance.now() - started) / 1000, cpuSeconds: peer.cpuSeconds() - cpuAtStart, peakRssBytes: peer.peakRssBytes() };
+  const seconds = (performance.now() - started) / 1000;
+  return { seconds, cpuSeconds: peer.cpuSeconds() - cpuAtStart, peakRssBytes: peer.peakRssBytes(), store: await span(expected) };
 }
 
 /**
@@ -745,15 +760,19 @@ export async function steadyLatencies(
 /** The rates with ours divided by each, so a reader sees at once which side limits. */
 export function ingestTable(result: IngestBenchResult): string {
   const ours = result.rates.find((rate) => rate.label === 'ours');
-  const lines = ['| measured | events/s | MB/s | seconds | CPU s per 100k | peak RSS MB | ours / this |', '|---|---|---|---|---|---|---|'];
+  const lines = [
+    '| measured | events/s | MB/s | seconds | CPU s per 100k | peak RSS MB | ours / this | Elasticsearch CPU s per 100k | machine idle |',
+    '|---|---|---|---|---|---|---|---|---|',
+  ];
   for (const rate of result.rates) {
     const ratio = ours && rate.label !== 'ours' ? (ours.eventsPerSecond / rate.eventsPerSecond).toFixed(2) : '';
+    const idle = rate.machineIdle === undefined ? '' : `${Math.round(rate.machineIdle * 100)}%`;
     lines.push(
-      `| ${rate.label} | ${Math.round(rate.eventsPerSecond)} | ${rate.megabytesPerSecond.toFixed(1)} | ${rate.seconds.toFixed(1)} | ${rate.cpuSecondsPer100k?.toFixed(2) ?? ''} | ${rate.peakRssMb?.toFixed(0) ?? ''} | ${ratio} |`,
+      `| ${rate.label} | ${Math.round(rate.eventsPerSecond)} | ${rate.megabytesPerSecond.toFixed(1)} | ${rate.seconds.toFixed(1)} | ${rate.cpuSecondsPer100k?.toFixed(2) ?? ''} | ${rate.peakRssMb?.toFixed(0) ?? ''} | ${ratio} | ${rate.storeCpuSecondsPer100k?.toFixed(2) ?? ''} | ${idle} |`,
     );
   }
-  if (result.peerSkipped) lines.push(`| peer | skipped: ${result.peerSkipped} | | | | | |`);
-  if (result.zstdSkipped) lines.push(`| ours-zstd | skipped: ${result.zstdSkipped} | | | | | |`);
+  if (result.peerSkipped) lines.push(`| peer | skipped: ${result.peerSkipped} | | | | | | | |`);
+  if (result.zstdSkipped) lines.push(`| ours-zstd | skipped: ${result.zstdSkipped} | | | | | | | |`);
   lines.push('', 'ours (and ours-before): the worker as operators run it, its production build (`npm run build`, then `node dist/ingest/main.js`)');
   const freshness = [
     { fresh: result.freshnessSlow, share: 'a tenth of ours' },

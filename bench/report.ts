@@ -26,6 +26,8 @@ function ingestTable(run: BenchRun): Table | undefined {
     rate.peakRssMb === undefined ? '' : number(rate.peakRssMb),
     // ours against each other side: above 1 we are faster
     ours && rate !== ours ? ratio(ours.eventsPerSecond / rate.eventsPerSecond) : '',
+    rate.storeCpuSecondsPer100k === undefined ? '' : number(rate.storeCpuSecondsPer100k, 2),
+    rate.machineIdle === undefined ? '' : `${Math.round(rate.machineIdle * 100)}%`,
     rate.note ?? '',
   ]);
   const notes = [`${number(ingest.events)} events, ${number(ingest.bytes / 1e6, 1)} MB of JSON, produced into Kafka before the clock starts`];
@@ -36,7 +38,12 @@ function ingestTable(run: BenchRun): Table | undefined {
         `produce-to-searchable at ${number(fresh.eventsPerSecond)} events/s: p50 ${number(fresh.p50Ms)} ms, p99 ${number(fresh.p99Ms)} ms (${number(fresh.samples)} markers)`,
       );
   }
-  return { title: 'Ingest', head: ['side', 'events/s', 'MB/s', 'seconds', 'CPU s / 100k', 'peak RSS MB', 'ours / this', 'note'], rows, notes };
+  return {
+    title: 'Ingest',
+    head: ['side', 'events/s', 'MB/s', 'seconds', 'CPU s / 100k', 'peak RSS MB', 'ours / this', 'Elasticsearch CPU s / 100k', 'machine idle', 'note'],
+    rows,
+    notes,
+  };
 }
 
 function ingestTargetsTable(run: BenchRun): Table | undefined {

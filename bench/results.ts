@@ -12,6 +12,9 @@ export interface IngestRate {
   seconds: number;
   cpuSecondsPer100k?: number;
   peakRssMb?: number;
+  /** Elasticsearch's CPU seconds per 100k events over the same span (its node stats), and the machine's idle share then. */
+  storeCpuSecondsPer100k?: number;
+  machineIdle?: number;
   /** Our worker's bulk requests while it drained: how many, events per request, requests in flight on average. */
   bulks?: { requests: number; eventsPerRequest: number; meanInFlight: number };
   note?: string;

@@ -8,7 +8,7 @@ function result(overrides: Partial<IngestBenchResult> = {}): IngestBenchResult {
     events: 100_000,
     bytes: 70e6,
     rates: [
-      { label: 'ceiling', eventsPerSecond: 30_000, megabytesPerSecond: 21, seconds: 3.3 },
+      { label: 'ceiling', eventsPerSecond: 30_000, megabytesPerSecond: 21, seconds: 3.3, storeCpuSecondsPer100k: 6.54, machineIdle: 0.031 },
       { label: 'ours', eventsPerSecond: 18_000, megabytesPerSecond: 12.6, seconds: 5.6, cpuSecondsPer100k: 2.71, peakRssMb: 186.4 },
       { label: 'ours-zstd', eventsPerSecond: 20_000, megabytesPerSecond: 14, seconds: 5, cpuSecondsPer100k: 1.49, peakRssMb: 256 },
     ],
@@ -49,6 +49,12 @@ describe('ingest targets', () => {
       ['180 MB', 'met'],
       ['', 'not measured: kcat is not installed'],
     ]);
+  });
+
+  it("prints Elasticsearch's CPU per 100k events and the machine's idle share beside each contender that has them", () => {
+    const lines = ingestTable(result()).split('\n');
+    expect(lines.find((line) => line.startsWith('| ceiling |'))).toMatch(/\| 0\.60 \| 6\.54 \| 3% \|$/);
+    expect(lines.find((line) => line.startsWith('| ours |'))).toMatch(/\| 186 \| {2}\| {2}\| {2}\|$/);
   });
 
   it('prints the targets under the rates in the ingest table', () => {
