@@ -69,9 +69,12 @@ export class BulkEntry {
 }
 
 export function bulkEntry(index: string, event: StoredEvent): BulkEntry {
-  // `index`, not `create`: a redelivered event overwrites itself with identical content
-  const action = `${actionPrefix(index)}${JSON.stringify(event.id)}}}\n`;
-  return entryBytes(event.id, index, action, JSON.stringify(event));
+  return entryBytes(event.id, index, actionLine(index, JSON.stringify(event.id)), JSON.stringify(event));
+}
+
+/** The NDJSON action line of an event (its id as JSON): `index`, not `create`, so a redelivered event overwrites itself with identical content. */
+function actionLine(index: string, quotedId: string): string {
+  return `${actionPrefix(index)}${quotedId}}}\n`;
 }
 
 /** The action line up to the id, per index: a source writes to a few partitions at a time. */
@@ -140,7 +143,7 @@ const METADATA_MEMBER = ',"metadata":';
 export function canonicalBulkEntry(index: string, event: CanonicalEvent): BulkEntry {
   const { scanned, value } = event;
   const id = JSON.stringify(event.id);
-  const action = `${actionPrefix(index)}${id}}}\n`;
+  const action = actionLine(index, id);
   const head = `{"id":${id},"timestamp":"${event.timestamp}","event_message":`;
   const tail = `,"shape":${scanned.shape}}\n`;
   const copied =

@@ -1,5 +1,6 @@
 import { isAscii } from 'node:buffer';
 import type { EventFieldNames } from './event-fields.ts';
+import { MAX_ID_BYTES } from './event-id.ts';
 
 /**
  * A validating byte scanner for messages already in canonical form: one JSON object holding only the
@@ -27,8 +28,6 @@ export interface ScannedEvent {
   shape: string;
 }
 
-/** Elasticsearch refuses longer `_id`s; the usual decoding explains that. */
-const MAX_ID_BYTES = 512;
 /** Deeper nesting than this is left to JSON.parse. */
 const MAX_DEPTH = 64;
 
@@ -259,12 +258,10 @@ function sameText(bytes: Buffer, start: number, end: number, text: string): bool
   return true;
 }
 
-/** Any value inside metadata, at `path` of the shape's view; the offset after it, or -1. */
-function scanValue(bytes: Buffer, at: number, path: PathNode, depth: number): number {
+/** A scalar inside metadata (records and arrays are scanned by their containers, for the shape); the offset after it, or -1. */
+function scanScalar(bytes: Buffer, at: number): number {
   const first = bytes[at];
   if (first === QUOTE) return scanString(bytes, at);
-  if (first === OPEN_OBJECT) return scanObject(bytes, at, path, depth + 1);
-  if (first === OPEN_ARRAY) return scanArray(bytes, at, path, depth + 1, false);
   if (first === 0x74) return literal(bytes, at, 'true');
   if (first === 0x66) return literal(bytes, at, 'false');
   if (first === 0x6e) return literal(bytes, at, 'null');
@@ -312,7 +309,7 @@ function scanObject(bytes: Buffer, at: number, path: PathNode, depth: number): n
         if (!arrays.includes(child)) arrays.push(child);
         at = scanObject(bytes, at, child, depth + 1);
       } else at = scanArray(bytes, at, child, depth + 1, false);
-    } else at = scanValue(bytes, at, path, depth);
+    } else at = scanScalar(bytes, at);
     if (at < 0) return -1;
     if (bytes[at] === COMMA) {
       at += 1;
@@ -336,7 +333,7 @@ function scanArray(bytes: Buffer, at: number, path: PathNode, depth: number, rec
     if (first === OPEN_OBJECT) at = scanObject(bytes, at, path, depth + 1);
     else if (recordsOnly) return -1;
     else if (first === OPEN_ARRAY) at = scanArray(bytes, at, path, depth + 1, false);
-    else at = scanValue(bytes, at, path, depth);
+    else at = scanScalar(bytes, at);
     if (at < 0) return -1;
     count += 1;
     if (count === 2 && !multi.includes(path)) multi.push(path);

@@ -1,5 +1,8 @@
 import { hash } from 'node:crypto';
 
+/** Elasticsearch refuses `_id`s longer than 512 bytes. */
+export const MAX_ID_BYTES = 512;
+
 /**
  * The id of an event that arrived without one: a UUID-shaped hash of where it sits in Kafka, so a
  * redelivered or replayed message is written over itself instead of being stored twice.

@@ -3,7 +3,7 @@ import type { MappableEventField } from '../shared/config.ts';
 import type { StoredEvent } from '../shared/event-index.ts';
 import { eventShape } from '../shared/event-shape.ts';
 import { scanCanonicalEvent, type ScannedEvent } from './canonical-event.ts';
-import { deterministicEventId } from './event-id.ts';
+import { deterministicEventId, MAX_ID_BYTES } from './event-id.ts';
 import { eventTimestamp } from '../shared/event-timestamp.ts';
 import { DEFAULT_EVENT_FIELD_NAMES, type EventFieldNames } from './event-fields.ts';
 import { formatMicros, isStoredForm, parseTimestamp } from '../shared/stored-timestamp.ts';
@@ -34,8 +34,6 @@ export interface KafkaRecord {
 
 export type DecodedEvent = { ok: true; event: StoredEvent } | { ok: false; reason: PoisonReason; detail: string; value: Buffer; element?: number };
 
-/** Elasticsearch refuses `_id`s longer than 512 bytes. */
-const MAX_ID_BYTES = 512;
 /** The Kafka header whose value becomes the id of the message's events (when they carry none). */
 export const ID_HEADER = 'id';
 /** The name the Kafka message key is kept under in metadata. */
@@ -108,12 +106,10 @@ export function canonicalEvent(record: KafkaRecord, maxMessageBytes: number, fie
   if (value === null || value.length > maxMessageBytes || (record.key ?? null) !== null || record.headers?.[ID_HEADER] !== undefined) return undefined;
   const scanned = scanCanonicalEvent(value, fieldNames);
   if (scanned === undefined) return undefined;
-  const given = scanned.timestamp;
-  const timestamp = given === undefined ? parseTimestamp(Number(record.timestamp)) : eventTimestamp(given);
+  const timestamp = storedTimestampOf(scanned.timestamp, record.timestamp);
   if (!timestamp.ok) return undefined;
-  const storedTimestamp = typeof given === 'string' && isStoredForm(given) ? given : formatMicros(timestamp.micros);
   const id = scanned.id ?? deterministicEventId(record.topic, record.partition, record.offset, undefined);
-  return { id, timestamp: storedTimestamp, value, scanned };
+  return { id, timestamp: timestamp.stored, value, scanned };
 }
 
 /** The lines of an NDJSON message, when it has several and the first is a JSON object; else undefined. */
@@ -185,7 +181,7 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
   if (typeof message.value !== 'string') {
     return { ok: false, reason: 'event_message_not_string', detail: `the message field "${message.name}" must be a string, got ${describe(message.value)}` };
   }
-  const timestamp = chosen.timestamp === undefined ? parseTimestamp(Number(context.record.timestamp)) : eventTimestamp(chosen.timestamp.value);
+  const timestamp = storedTimestampOf(chosen.timestamp?.value, context.record.timestamp);
   if (!timestamp.ok)
     return { ok: false, reason: 'invalid_timestamp', detail: chosen.timestamp ? `"${chosen.timestamp.name}": ${timestamp.reason}` : timestamp.reason };
 
@@ -206,15 +202,23 @@ export function normaliseEvent(input: unknown, context: EventContext, element: n
   for (const name of Object.keys(input)) if (!claimed.has(name)) others.push([name, input[name]]);
   const key = context.key === null ? undefined : keyValue(context.key);
   const folded = foldIntoMetadata(metadata as StoredEvent['metadata'], others, key);
-  const given = chosen.timestamp?.value;
-  const storedTimestamp = typeof given === 'string' && isStoredForm(given) ? given : formatMicros(timestamp.micros);
-  const event: StoredEvent = { id: id.id, timestamp: storedTimestamp, event_message: message.value };
+  const event: StoredEvent = { id: id.id, timestamp: timestamp.stored, event_message: message.value };
   if (project !== undefined) event.project = project.value as string;
   if (folded.metadata !== undefined) event.metadata = folded.metadata;
   if (folded.foldedFields.length > 0) event.folded_fields = folded.foldedFields;
   if (folded.keyField !== undefined) event.key_field = folded.keyField;
   event.shape = eventShape(event.metadata);
   return { ok: true, event };
+}
+
+/**
+ * The event's stored timestamp: from its own field when it has one (kept as given when already in the
+ * stored form), else from Kafka's timestamp of the message. Both decoding paths store events by this rule.
+ */
+function storedTimestampOf(given: unknown, kafkaTimestamp: string): { ok: true; stored: string } | { ok: false; reason: string } {
+  const timestamp = given === undefined ? parseTimestamp(Number(kafkaTimestamp)) : eventTimestamp(given);
+  if (!timestamp.ok) return { ok: false, reason: timestamp.reason };
+  return { ok: true, stored: typeof given === 'string' && isStoredForm(given) ? given : formatMicros(timestamp.micros) };
 }
 
 function eventId(
