@@ -1,7 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Partitioners, type Admin, type Message, type Producer } from 'kafkajs';
 import { partitionPeriodOf, retentionDaysOf, type Config } from '../shared/config.ts';
 import { createElasticsearchClient, elasticsearchConnection } from '../shared/elasticsearch.ts';
@@ -18,7 +15,7 @@ import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import '../ingest/codecs.ts';
 import { ingestTargets } from './ingest-targets.ts';
 import { storeSpan } from './ingest-feed.ts';
-import { kcatMissing, kcatProduce } from './kcat.ts';
+import { kcatMissing, kcatProduceSources } from './kcat.ts';
 import { percentile } from './latency.ts';
 import type { IngestBenchResult, IngestRate } from './results.ts';
 import { rsyslogMissing, startRsyslogPeer, type PeerMode } from './rsyslog-peer.ts';
@@ -235,7 +232,7 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
         config.INGEST_TOPIC_REPLICATION_FACTOR,
       );
       say(`zstd: producing the same ${options.events} events again, compressed with zstd by kcat`);
-      await produceWithKcat(brokers, zstdRoutes, bySource, 'zstd');
+      await kcatProduceSources(brokers, zstdRoutes, bySource, 'zstd');
       const zstdNote = 'the same events compressed with zstd (kcat -z zstd)';
       if (options.baselineRoot) await measureWorker('ours-before-zstd', options.baselineRoot, zstdTopicPrefix, zstdNote);
       await measureWorker('ours-zstd', undefined, zstdTopicPrefix, zstdNote);
@@ -319,32 +316,6 @@ export async function runIngestPhase(options: IngestPhaseOptions): Promise<Inges
     await client.close();
   }
 }
-
-/** Writes each source's messages as lines of a file and has kcat produce them, compressed with `codec`. */
-async function produceWithKcat(
-  brokers: string[],
-  routes: { source: SourceName; topic: string }[],
-  bySource: Map<SourceName, Buffer[]>,
-  codec: string,
-): Promise<void> {
-  const folder = mkdtempSync(path.join(os.tmpdir(), 'bench-kcat-'));
-  try {
-    await Promise.all(
-      routes.map(async ({ source, topic }) => {
-        const values = bySource.get(source) ?? [];
-        if (values.length === 0) return;
-        const file = path.join(folder, `${source}.ndjson`);
-        // JSON.stringify writes no newline inside a value: one line is one message
-        writeFileSync(file, Buffer.concat(values.flatMap((value) => [value, NEWLINE])));
-        await kcatProduce(brokers, topic, codec, file);
-      }),
-    );
-  } finally {
-    rmSync(folder, { recursive: true, force: true });
-  }
-}
-
-const NEWLINE = Buffer.from('\n');
 
 function generate(count: number): Map<SourceName, Buffer[]> {
   const bySource = new Map<SourceName, Buffer[]>();

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -14,7 +14,7 @@ import { createKafka } from '../ingest/kafka.ts';
 import { ensureTopics, sourceRoutes } from '../ingest/topics.ts';
 import type { LocalStack } from '../stack/index.ts';
 import { ingestTable, runIngestPhase } from './ingest-phase.ts';
-import { kcatProduce } from './kcat.ts';
+import { kcatProduceSources } from './kcat.ts';
 import { rsyslogVersion } from './rsyslog-peer.ts';
 import { benchServers } from './servers.ts';
 import { cpuSeconds, peakRssBytes, sleep, startWorkerProcess, workerCounter, type WorkerProcess } from './worker-process.ts';
@@ -115,18 +115,16 @@ async function main(): Promise<void> {
 /** Decoding cost per codec: the same events, produced compressed by kcat, drained by a fresh worker each. */
 async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codecs: string[]): Promise<void> {
   const client = createElasticsearchClient(elasticsearchConnection(config, elasticsearchUrl));
-  const folder = mkdtempSync(path.join(os.tmpdir(), 'bench-codecs-'));
   const now = new Date();
-  const lines = new Map<SourceName, string[]>();
+  const bySource = new Map<SourceName, Buffer[]>();
   let bytes = 0;
   for (const { source, event } of demoEvents({ count: EVENTS, from: new Date(now.getTime() - 86_400_000), to: now, projects: ['default', 'bench'] })) {
-    const value = JSON.stringify(event);
-    bytes += Buffer.byteLength(value) + 1;
-    const values = lines.get(source) ?? [];
+    const value = Buffer.from(JSON.stringify(event));
+    bytes += value.length + 1;
+    const values = bySource.get(source) ?? [];
     values.push(value);
-    lines.set(source, values);
+    bySource.set(source, values);
   }
-  for (const [source, values] of lines) writeFileSync(path.join(folder, `${source}.ndjson`), `${values.join('\n')}\n`);
   const admin = createKafka(kafkaConnection(config, brokers), 'logplatform-bench', logger).admin();
   await admin.connect();
   const runs: { codec: string; locations: { indexPrefix: string; topicPrefix: string } }[] = [];
@@ -142,12 +140,11 @@ async function codecBenchmark(brokers: string[], elasticsearchUrl: string, codec
         config.INGEST_TOPIC_REPLICATION_FACTOR,
       );
       say(`${codec}: producing ${EVENTS} events (${(bytes / 1e6).toFixed(1)} MB) with kcat -z ${codec}`);
-      await Promise.all(routes.map((route) => kcatProduce(brokers, route.topic, codec, path.join(folder, `${route.source}.ndjson`))));
+      await kcatProduceSources(brokers, routes, bySource, codec);
       runs.push({ codec, locations });
     }
   } finally {
     await admin.disconnect();
-    rmSync(folder, { recursive: true, force: true });
   }
 
   const rows: { codec: string; seconds: number; cpu: number; rss: number }[] = [];
