@@ -1,11 +1,11 @@
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
-import { decompress as zstdDecompress } from 'fzstd';
 import kafkajs from 'kafkajs';
 import { compressFrameSync, decompressFrameSync } from 'lz4-napi';
 import snappy from 'snappy';
 import { budgetedDecompress } from './deferred-batch.ts';
 import { guardDecompress } from './undecodable-batch.ts';
+import { zstdDecompress } from './zstd.ts';
 
 /**
  * Kafka's compression codecs for kafkajs, which ships gzip only and throws KafkaJSNotImplemented for
@@ -16,8 +16,8 @@ import { guardDecompress } from './undecodable-batch.ts';
  *   write: raw snappy (librdkafka) and xerial's block framing (the Java client); writes xerial,
  *   which every client reads.
  * - lz4: `lz4-napi` (napi-rs binding of lz4_flex), LZ4 frame format as Kafka (magic v1+) uses it.
- * - zstd: `fzstd`, a pure JavaScript decoder: nothing native to build or download. It cannot
- *   compress, and nothing here needs to (the worker never produces zstd).
+ * - zstd: the reference decoder compiled to WebAssembly (`zstddec`, zstd.ts): nothing native to
+ *   build or download. It cannot compress, and nothing here needs to (the worker never produces zstd).
  *
  * Every decompress goes through guardDecompress(), so a batch that cannot be decoded, and the
  * unassigned codec ids 5-7, become dead letters instead of a failed fetch (undecodable-batch.ts),
@@ -80,11 +80,6 @@ export function lz4Compress(data: Buffer): Buffer {
   return compressFrameSync(data);
 }
 
-export function zstdDecompressBuffer(data: Buffer): Buffer {
-  const out = zstdDecompress(data);
-  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
-}
-
 function asBuffer(value: string | Buffer): Buffer {
   return typeof value === 'string' ? Buffer.from(value) : value;
 }
@@ -106,10 +101,10 @@ export const KAFKA_CODECS: Record<
     id: CompressionTypes.ZSTD,
     compress: () => {
       throw new Error(
-        'zstd compression is not available: fzstd only decompresses; produce with gzip, snappy or lz4 (the worker reads zstd from other producers)',
+        'zstd compression is not available: the worker only decompresses zstd; produce with gzip, snappy or lz4 (the worker reads zstd from other producers)',
       );
     },
-    decompress: zstdDecompressBuffer,
+    decompress: zstdDecompress,
   },
 };
 
