@@ -658,7 +658,12 @@ async function measureFreshness(context: {
   }
 }
 
-/** Produces at a fixed rate in 100 ms ticks; marker events are polled until searchable, their latency counted from the send. */
+/**
+ * Produces at a fixed rate in 100 ms ticks; marker events are polled until searchable, their latency
+ * counted from the send. Every tick's messages are made before the stream starts: on two cores,
+ * making 8,000 demo events a second took the bench a tenth of a core that the worker and the store
+ * then did not have.
+ */
 export async function steadyLatencies(
   producer: Producer,
   client: EsClient,
@@ -669,6 +674,9 @@ export async function steadyLatencies(
 ): Promise<number[]> {
   const pendingMarkers = new Map<string, number>();
   const latencies: number[] = [];
+  const tickMs = 100;
+  const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
+  const ticks = steadyTicks(topicOf, perTick, (seconds * 1000) / tickMs, rate);
   let producing = true;
   const poller = (async () => {
     while (producing || pendingMarkers.size > 0) {
@@ -687,32 +695,11 @@ export async function steadyLatencies(
       await sleep(20);
     }
   })();
-  const events = demoEvents({
-    count: Math.ceil(rate * seconds) + rate,
-    from: new Date(Date.now() - 3_600_000),
-    to: new Date(),
-    projects: ['default'],
-    seed: 7,
-  });
-  const tickMs = 100;
-  const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
-  let sequence = 0;
   const start = performance.now();
   try {
-    for (let tick = 0; tick < (seconds * 1000) / tickMs; tick += 1) {
-      const bySource = new Map<SourceName, Message[]>();
-      const markers: string[] = [];
-      for (let n = 0; n < perTick; n += 1) {
-        const { source, event } = events.next().value!;
-        sequence += 1;
-        const id = `steady-${sequence}`;
-        if (sequence % MARKER_EVERY === 0) markers.push(id);
-        const messages = bySource.get(source) ?? [];
-        messages.push({ value: JSON.stringify({ ...event, id }) });
-        bySource.set(source, messages);
-      }
+    for (const [tick, { topicMessages, markers }] of ticks.entries()) {
       const sentAt = performance.now();
-      await Promise.all([...bySource].map(([source, messages]) => producer.send({ topic: topicOf(source), acks: -1, messages })));
+      await Promise.all(topicMessages.map(({ topic, messages }) => producer.send({ topic, acks: -1, messages })));
       for (const id of markers) pendingMarkers.set(id, sentAt);
       await sleep(Math.max(0, start + (tick + 1) * tickMs - performance.now()));
     }
@@ -726,6 +713,39 @@ export async function steadyLatencies(
   await poller;
   if (lost > 0) throw new Error(`${lost} marker events never became searchable`);
   return latencies;
+}
+
+/** The messages of each tick of a steady stream, by topic, with the ids of its marker events. */
+function steadyTicks(
+  topicOf: (source: SourceName) => string,
+  perTick: number,
+  tickCount: number,
+  rate: number,
+): { topicMessages: { topic: string; messages: Message[] }[]; markers: string[] }[] {
+  const events = demoEvents({
+    count: perTick * tickCount + rate,
+    from: new Date(Date.now() - 3_600_000),
+    to: new Date(),
+    projects: ['default'],
+    seed: 7,
+  });
+  const ticks = [];
+  let sequence = 0;
+  for (let tick = 0; tick < tickCount; tick += 1) {
+    const bySource = new Map<SourceName, Message[]>();
+    const markers: string[] = [];
+    for (let n = 0; n < perTick; n += 1) {
+      const { source, event } = events.next().value!;
+      sequence += 1;
+      const id = `steady-${sequence}`;
+      if (sequence % MARKER_EVERY === 0) markers.push(id);
+      const messages = bySource.get(source) ?? [];
+      messages.push({ value: Buffer.from(JSON.stringify({ ...event, id })) });
+      bySource.set(source, messages);
+    }
+    ticks.push({ topicMessages: [...bySource].map(([source, messages]) => ({ topic: topicOf(source), messages })), markers });
+  }
+  return ticks;
 }
 
 /** The rates with ours divided by each, so a reader sees at once which side limits. */

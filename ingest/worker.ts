@@ -30,8 +30,6 @@ import { startRetentionSchedule, type RetentionSchedule } from './retention.ts';
 import { StableOffsets } from './stable-offsets.ts';
 import { ensureTopics, sourceRoutes } from './topics.ts';
 
-/** How long a write waits for writes from other partitions to share its bulk request. */
-const BULK_LINGER_MS = 5;
 /** How long start-up waits for a Kafka or Elasticsearch that is not answering yet (starting next to us). */
 const SERVER_WAIT_MS = 120_000;
 
@@ -103,7 +101,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
   const bulk = new BulkCoalescer(client, metrics, {
     maxBytes: config.INGEST_BULK_MAX_BYTES,
     maxEvents: config.INGEST_BULK_MAX_EVENTS,
-    lingerMs: BULK_LINGER_MS,
+    lingerMs: config.INGEST_BULK_LINGER_MS,
     maxInFlight: config.INGEST_BULK_MAX_IN_FLIGHT,
   });
   let status: HealthReport['status'] = 'starting';
@@ -118,7 +116,8 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     heartbeatInterval: Math.max(500, Math.floor(config.INGEST_SESSION_TIMEOUT_MS / 10)),
     maxBytes: config.INGEST_FETCH_MAX_BYTES,
     maxBytesPerPartition: Math.min(config.INGEST_FETCH_MAX_BYTES, config.INGEST_FETCH_PARTITION_MAX_BYTES),
-    maxWaitTimeInMs: 500,
+    minBytes: config.INGEST_FETCH_MIN_BYTES,
+    maxWaitTimeInMs: config.INGEST_FETCH_MAX_WAIT_MS,
   });
   let reportFailure!: (error: Error) => void;
   const failed = new Promise<Error>((resolve) => (reportFailure = resolve));

@@ -373,6 +373,13 @@ export const configSchema = z
       .describe('ingest worker: bytes of one Elasticsearch bulk request at most'),
     INGEST_BULK_MAX_EVENTS: z.coerce.number().int().min(1).default(5000).describe('ingest worker: events of one Elasticsearch bulk request at most'),
     INGEST_BULK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(16).default(2).describe('ingest worker: bulk requests in flight at once'),
+    INGEST_BULK_LINGER_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1000)
+      .default(5)
+      .describe('ingest worker: how long a bulk that is not full waits for more events before it is sent'),
     INGEST_FETCH_MAX_BYTES: z.coerce
       .number()
       .int()
@@ -385,6 +392,21 @@ export const configSchema = z
       .min(1024)
       .default(256 * 1024)
       .describe('ingest worker: bytes of one partition in a Kafka fetch at most'),
+    INGEST_FETCH_MIN_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .default(256 * 1024)
+      .describe(
+        'ingest worker: bytes the broker gathers before it answers a fetch, unless INGEST_FETCH_MAX_WAIT_MS passes first: fewer, fuller fetches on a steady stream',
+      ),
+    INGEST_FETCH_MAX_WAIT_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(5000)
+      .default(100)
+      .describe('ingest worker: the longest the broker holds a fetch for INGEST_FETCH_MIN_BYTES: what a slow stream adds to an event\'s way to the store'),
     INGEST_MEMORY_BUDGET_BYTES: z.coerce
       .number()
       .int()
