@@ -406,7 +406,7 @@ export const configSchema = z
       .min(0)
       .max(5000)
       .default(100)
-      .describe('ingest worker: the longest the broker holds a fetch for INGEST_FETCH_MIN_BYTES: what a slow stream adds to an event\'s way to the store'),
+      .describe("ingest worker: the longest the broker holds a fetch for INGEST_FETCH_MIN_BYTES: what a slow stream adds to an event's way to the store"),
     INGEST_MEMORY_BUDGET_BYTES: z.coerce
       .number()
       .int()
