@@ -31,7 +31,7 @@ const RECORDS: RecordInput[] = [
   { offsetDelta: 6, key: Buffer.alloc(0), value: Buffer.from('\u0000binary'), headers: { __proto__: Buffer.from('p') } as Record<string, Buffer> },
 ];
 
-/** Codecs whose batches kafkajs writes itself; zstd's are written by the zstd command line (fzstd cannot compress). */
+/** Codecs whose batches kafkajs writes itself; zstd's are written by the zstd command line (our zstd codec only decompresses). */
 async function batchOf(
   codec: string,
   options: { firstOffset?: bigint; firstTimestamp?: bigint; records?: RecordInput[]; transactional?: boolean },
