@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { decodeMessage } from '../../ingest/event.ts';
 import { deterministicEventId } from '../../ingest/event-id.ts';
@@ -32,6 +33,22 @@ describe('decoding a message into events', () => {
     expect(deterministicEventId('edge_logs', 1, '7')).toBe(id);
     expect(deterministicEventId('edge_logs', 1, '8')).not.toBe(id);
     expect(deterministicEventId('edge_logs', 1, '7', 0)).not.toBe(id);
+  });
+
+  it('keeps the ids it gave before: stored events written again must overwrite themselves', () => {
+    // the ids of the worker as it was through 2026-11-27 (the hex digest's slices joined)
+    expect(deterministicEventId('edge_logs', 1, '7')).toBe('b11f910a-78fe-5a84-a45b-92e13da2e4f9');
+    expect(deterministicEventId('logs.postgres_logs', 2, '123456789012', 3)).toBe('6a50deb0-58df-5fde-a714-540c9c706e81');
+    const fromHex = (position: string) => {
+      const hex = createHash('sha256').update(position).digest('hex');
+      const variant = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+      return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+    };
+    for (let offset = 0; offset < 2000; offset += 1) {
+      expect(deterministicEventId(`topic-${offset % 7}`, offset % 5, String(offset * 7919))).toBe(
+        fromHex(`topic-${offset % 7}/${offset % 5}/${offset * 7919}`),
+      );
+    }
   });
 
   it('keeps a given id and splits an array message into its events', () => {
