@@ -30,7 +30,11 @@ function groupOfUrl(url: string): IngestProfileGroup | undefined {
   // ingest/record-batches.ts decodes record batches in kafkajs's place
   if (url.includes('/node_modules/kafkajs/src/protocol/') || /\/ingest\/record-batches\.[jt]s$/.test(url)) return 'kafkajs: record decoding';
   if (url.includes('/node_modules/kafkajs/')) return 'kafkajs: fetch, group, network';
-  if (/\/node_modules\/(zstddec|lz4-napi|snappy)\//.test(url) || url === 'node:zlib' || /\/ingest\/(codecs|zstd|deferred-batch|undecodable-batch)\.[jt]s$/.test(url))
+  if (
+    /\/node_modules\/(zstddec|lz4-napi|snappy)\//.test(url) ||
+    url === 'node:zlib' ||
+    /\/ingest\/(codecs|zstd|deferred-batch|undecodable-batch)\.[jt]s$/.test(url)
+  )
     return 'decompression (codecs, deferred stand-ins)';
   if (/\/node_modules\/@elastic\//.test(url)) return 'Elasticsearch client';
   if (/\/node_modules\/(undici|prom-client|pino|pino-std-serializers|sonic-boom)\//.test(url))
