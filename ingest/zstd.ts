@@ -17,6 +17,13 @@ import { ZSTDDecoder } from 'zstddec/stream';
 const decoder = new ZSTDDecoder();
 const ready = decoder.init();
 
+/**
+ * A batch bound past this is refused (an undecodable batch, dead-lettered with its bytes) before anything
+ * is decoded: the decoder's memory grows to the largest batch and stays there, and a batch of this size is
+ * twice the worker's whole memory budget. Producers' batches fill their blocks, so their bound is their
+ * size plus one block.
+ */
+export const MAX_BATCH_BYTES = 64 * 1024 * 1024;
 /** A block's decompressed bytes at most (RFC 8878, Block_Maximum_Size: the smaller of the window and this). */
 const BLOCK_MAXIMUM_BYTES = 128 * 1024;
 const FRAME_MAGIC = 0xfd2fb528;
@@ -91,6 +98,8 @@ export function zstdDecompressedBound(data: Uint8Array): number {
 /** Decompresses `data` (whole zstd frames) into a buffer of exactly the decompressed size. */
 export async function zstdDecompress(data: Buffer): Promise<Buffer> {
   const bound = zstdDecompressedBound(data);
+  if (bound > MAX_BATCH_BYTES)
+    throw new ZstdFrameError(`zstd: the batch's blocks may hold up to ${bound} bytes, more than the ${MAX_BATCH_BYTES} a batch may decompress to`);
   await ready;
   // zstddec returns what the decoder wrote, and nothing where it failed (a corrupt block, a wrong checksum)
   const out = decoder.decode(data, Math.max(1, bound));

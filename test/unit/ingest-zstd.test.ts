@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ZstdFrameError, zstdDecompress, zstdDecompressedBound } from '../../ingest/zstd.ts';
+import { MAX_BATCH_BYTES, ZstdFrameError, zstdDecompress, zstdDecompressedBound } from '../../ingest/zstd.ts';
 
 /** Compressed as producers stream a batch: from standard input, so the frame does not carry its content size. */
 function streamed(input: Buffer, level = 3): Buffer {
@@ -63,6 +63,23 @@ describe('zstd decompression', () => {
     const corrupt = Buffer.from(frame);
     for (let at = 20; at < 200; at += 1) corrupt[at] = 0xff;
     await expect(zstdDecompress(corrupt)).rejects.toThrow(/could not be decoded/);
+  });
+
+  it('refuses a batch whose blocks may hold more than a batch may decompress to, before decoding it', async () => {
+    // a frame of 600 one-byte compressed blocks: nothing a real producer writes, and a bound of 600 x 128 KiB
+    const blocks = 600;
+    const frame = Buffer.alloc(6 + blocks * 4);
+    frame.writeUInt32LE(0xfd2fb528, 0);
+    frame[4] = 0x00;
+    // window descriptor: 1 MiB
+    frame[5] = (20 - 10) << 3;
+    for (let block = 0; block < blocks; block += 1) {
+      const header = (1 << 3) | (2 << 1) | (block === blocks - 1 ? 1 : 0);
+      frame.writeUIntLE(header, 6 + block * 4, 3);
+    }
+    expect(zstdDecompressedBound(frame)).toBe(blocks * 131072);
+    expect(blocks * 131072).toBeGreaterThan(MAX_BATCH_BYTES);
+    await expect(zstdDecompress(frame)).rejects.toThrow(/may hold up to 78643200 bytes, more than the 67108864 a batch may decompress to/);
   });
 
   it('decodes one batch after another through the same decoder, each at its own size', async () => {
