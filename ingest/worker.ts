@@ -116,7 +116,7 @@ export async function startIngestWorker(config: Config, logger: Logger): Promise
     heartbeatInterval: Math.max(500, Math.floor(config.INGEST_SESSION_TIMEOUT_MS / 10)),
     maxBytes: config.INGEST_FETCH_MAX_BYTES,
     maxBytesPerPartition: Math.min(config.INGEST_FETCH_MAX_BYTES, config.INGEST_FETCH_PARTITION_MAX_BYTES),
-    minBytes: config.INGEST_FETCH_MIN_BYTES,
+    minBytes: Math.min(config.INGEST_FETCH_MIN_BYTES, config.INGEST_FETCH_MAX_BYTES),
     maxWaitTimeInMs: config.INGEST_FETCH_MAX_WAIT_MS,
   });
   let reportFailure!: (error: Error) => void;

@@ -398,7 +398,7 @@ export const configSchema = z
       .min(1)
       .default(256 * 1024)
       .describe(
-        'ingest worker: bytes the broker gathers before it answers a fetch, unless INGEST_FETCH_MAX_WAIT_MS passes first: fewer, fuller fetches on a steady stream',
+        'ingest worker: bytes the broker gathers before it answers a fetch (at most INGEST_FETCH_MAX_BYTES), unless INGEST_FETCH_MAX_WAIT_MS passes first: fewer, fuller fetches on a steady stream',
       ),
     INGEST_FETCH_MAX_WAIT_MS: z.coerce
       .number()
