@@ -37,7 +37,8 @@ export const ERROR_CODES = {
   too_many_endpoints: 'the store holds as many endpoints as it serves; delete one first',
   request_timeout: 'the headers or the whole request were not received within HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS',
   request_too_large:
-    'a body over HTTP_MAX_BODY_BYTES (413), or a request line and headers over HTTP_MAX_HEADER_BYTES or a path segment ' + "over the router's limit (414)",
+    'a body over HTTP_MAX_BODY_BYTES (413, answered once the rest of the body, up to 16 MiB and 5 s, is read, so the client sees it), or a request line and headers over HTTP_MAX_HEADER_BYTES or a path segment ' +
+    "over the router's limit (414)",
   rate_limited:
     'the key spent its rate limit or its export budget, the address failed authentication too often, or the key has its share of ' +
     'engine queries; ' +

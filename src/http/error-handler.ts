@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../shared/logger.ts';
 import { ApiError, RateLimited, RequestTooLarge, StoreUnavailable, type ErrorCode } from '../errors.ts';
+import { drainRefusedBody } from './refused-body.ts';
 import { REQUEST_ID_HEADER } from './request-id.ts';
 import { ERROR_SCHEMA } from './route-schemas.ts';
 
@@ -69,7 +70,14 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((thrown: FastifyError | Error, request, reply) => {
     void reply.header(REQUEST_ID_HEADER, request.id);
     const fastifyError = thrown as FastifyError;
-    const error = fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? new RequestTooLarge(fastifyError.message, 'body') : thrown;
+    if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      const error = new RequestTooLarge(fastifyError.message, 'body');
+      // the client reads the 413 only once it has sent its body: what is left of it is read first
+      return drainRefusedBody(request.raw).then(() => {
+        void reply.code(statusOf(error)).send(body(error.code, error.message));
+      });
+    }
+    const error = thrown;
     if (error instanceof ApiError) {
       void reply.code(statusOf(error)).headers(headersOf(error)).send(body(error.code, error.message));
       return;

@@ -233,7 +233,12 @@ describe(`ingest under faults (${EVENTS.toLocaleString('en')} events)`, () => {
 
     // 4. a second worker joins and works; SIGKILL the first meanwhile; then the second leaves
     await producedAtLeast(0.65);
+    // the stream waits until the group is rebalanced: on a fast drain worker-3 could otherwise have taken
+    // every event before worker-4 held a partition, leaving it nothing to index
+    await stream.pause();
     const second = await spawnWorker('worker-4 (second)');
+    await waitFor('worker-4 to join the group', async () => ((await second.health()).status === 'consuming' ? true : undefined), 120_000);
+    stream.resume();
     record('second worker joined', 'worker-4 joins the group next to worker-3');
     await waitFor('the second worker to index events', async () => ((await second.indexed()) > 0 ? true : undefined), 120_000);
     await main.kill();

@@ -380,14 +380,20 @@ describe('fuzzing the query service over HTTP', () => {
       expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: expect.any(String), message: expect.any(String) } });
       tried += 1;
     }
-    const oversized = await send(service.address, {
-      method: 'POST',
-      path: '/api/endpoints/query/logs.all',
-      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
-      body: Buffer.from(JSON.stringify({ project: 'abc', sql: `select '${'a'.repeat(2 * 1024 * 1024)}'` })),
-    });
-    expect(oversized.status).toBe(413);
-    tried += 1;
+    // the rest of a refused body is read before the 413 goes out: a client still writing when the
+    // connection closed got a broken pipe instead (Node's client in most of these, before)
+    const oversizedBody = Buffer.from(JSON.stringify({ project: 'abc', sql: `select '${'a'.repeat(2 * 1024 * 1024)}'` }));
+    for (let attempt = 0; attempt < 10; attempt += 1) {
+      const oversized = await send(service.address, {
+        method: 'POST',
+        path: '/api/endpoints/query/logs.all',
+        headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+        body: oversizedBody,
+      });
+      expect(oversized.status).toBe(413);
+      expect(JSON.parse(oversized.body)).toEqual({ error: { code: 'request_too_large', message: expect.any(String) } });
+      tried += 1;
+    }
   }, 120_000);
 
   it(`kept answering /health 200 throughout (its latency against the ${HEALTH_BOUND_MS} ms bound is printed)`, async () => {
