@@ -633,23 +633,12 @@ async function measureFreshness(context: {
   try {
     // steady state, not start-up: the group formed, every source's fields mapped, the partitions made
     const topicOf = new Map(routes.map((route) => [route.source, route.topic]));
-    const warmUp = new Map<string, Message[]>();
-    let warmUpCount = 0;
-    for (const { source, event } of demoEvents({
-      count: FRESHNESS_WARM_UP_EVENTS,
-      from: new Date(Date.now() - 3_600_000),
-      to: new Date(),
-      projects: ['default'],
-      seed: 11,
-    })) {
-      const messages = warmUp.get(topicOf.get(source)!) ?? [];
-      messages.push({ value: JSON.stringify({ ...event, id: `warm-up-${(warmUpCount += 1)}` }) });
-      warmUp.set(topicOf.get(source)!, messages);
-    }
-    for (const [topic, messages] of warmUp) await producer.send({ topic, acks: -1, messages });
-    while ((await searchable(client, locations.indexPrefix)) < warmUpCount) await sleep(100);
+    const topicOfSource = (source: SourceName) => topicOf.get(source)!;
+    const [warmUp] = demoBatches(topicOfSource, { idPrefix: 'warm-up-', seed: 11, perBatch: FRESHNESS_WARM_UP_EVENTS, batches: 1 });
+    await producer.sendBatch({ acks: -1, topicMessages: warmUp!.topicMessages });
+    while ((await searchable(client, locations.indexPrefix)) < FRESHNESS_WARM_UP_EVENTS) await sleep(100);
     say(`freshness: steady stream of ${rate} events/s for ${seconds} s, every ${MARKER_EVERY}th a marker`);
-    const latencies = await steadyLatencies(producer, client, locations.indexPrefix, (source) => topicOf.get(source)!, rate, seconds);
+    const latencies = await steadyLatencies(producer, client, locations.indexPrefix, topicOfSource, rate, seconds);
     const sorted = [...latencies].sort((a, b) => a - b);
     return { eventsPerSecond: rate, samples: sorted.length, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) };
   } finally {
@@ -677,7 +666,7 @@ export async function steadyLatencies(
   const latencies: number[] = [];
   const tickMs = 100;
   const perTick = Math.max(1, Math.round((rate * tickMs) / 1000));
-  const ticks = steadyTicks(topicOf, perTick, (seconds * 1000) / tickMs, rate);
+  const ticks = demoBatches(topicOf, { idPrefix: 'steady-', seed: 7, perBatch: perTick, batches: (seconds * 1000) / tickMs });
   let producing = true;
   const poller = (async () => {
     while (producing || pendingMarkers.size > 0) {
@@ -717,37 +706,29 @@ export async function steadyLatencies(
   return latencies;
 }
 
-/** The messages of each tick of a steady stream, by topic, with the ids of its marker events. */
-function steadyTicks(
+/** Demo events as messages by topic, `perBatch` to a batch, ids `<idPrefix><n>`; every MARKER_EVERY-th id is a batch's marker. */
+function demoBatches(
   topicOf: (source: SourceName) => string,
-  perTick: number,
-  tickCount: number,
-  rate: number,
+  { idPrefix, seed, perBatch, batches }: { idPrefix: string; seed: number; perBatch: number; batches: number },
 ): { topicMessages: { topic: string; messages: Message[] }[]; markers: string[] }[] {
-  const events = demoEvents({
-    count: perTick * tickCount + rate,
-    from: new Date(Date.now() - 3_600_000),
-    to: new Date(),
-    projects: ['default'],
-    seed: 7,
-  });
-  const ticks = [];
+  const events = demoEvents({ count: perBatch * batches, from: new Date(Date.now() - 3_600_000), to: new Date(), projects: ['default'], seed });
+  const made = [];
   let sequence = 0;
-  for (let tick = 0; tick < tickCount; tick += 1) {
+  for (let batch = 0; batch < batches; batch += 1) {
     const bySource = new Map<SourceName, Message[]>();
     const markers: string[] = [];
-    for (let n = 0; n < perTick; n += 1) {
+    for (let n = 0; n < perBatch; n += 1) {
       const { source, event } = events.next().value!;
       sequence += 1;
-      const id = `steady-${sequence}`;
+      const id = `${idPrefix}${sequence}`;
       if (sequence % MARKER_EVERY === 0) markers.push(id);
       const messages = bySource.get(source) ?? [];
       messages.push({ value: Buffer.from(JSON.stringify({ ...event, id })) });
       bySource.set(source, messages);
     }
-    ticks.push({ topicMessages: [...bySource].map(([source, messages]) => ({ topic: topicOf(source), messages })), markers });
+    made.push({ topicMessages: [...bySource].map(([source, messages]) => ({ topic: topicOf(source), messages })), markers });
   }
-  return ticks;
+  return made;
 }
 
 /** The rates with ours divided by each, so a reader sees at once which side limits. */

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 
 /** What is left of a refused body the service still reads before it answers, at most (bytes, then time). */
-export const REFUSED_BODY_DRAIN_BYTES = 16 * 1024 * 1024;
-export const REFUSED_BODY_DRAIN_MS = 5000;
+const REFUSED_BODY_DRAIN_BYTES = 16 * 1024 * 1024;
+const REFUSED_BODY_DRAIN_MS = 5000;
 
 /**
  * Reads and drops the rest of a body the service refused (over HTTP_MAX_BODY_BYTES) before the 413
@@ -12,9 +12,9 @@ export const REFUSED_BODY_DRAIN_MS = 5000;
  * than REFUSED_BODY_DRAIN_BYTES, one without a length, or one still arriving after
  * REFUSED_BODY_DRAIN_MS is answered at once instead.
  */
-export function drainRefusedBody(raw: IncomingMessage, maxBytes = REFUSED_BODY_DRAIN_BYTES, maxMs = REFUSED_BODY_DRAIN_MS): Promise<void> {
+export function drainRefusedBody(raw: IncomingMessage): Promise<void> {
   const announced = Number(raw.headers['content-length']);
-  if (raw.complete || raw.destroyed || !Number.isSafeInteger(announced) || announced > maxBytes) return Promise.resolve();
+  if (raw.complete || raw.destroyed || !Number.isSafeInteger(announced) || announced > REFUSED_BODY_DRAIN_BYTES) return Promise.resolve();
   return new Promise((resolve) => {
     let read = 0;
     const done = () => {
@@ -27,9 +27,9 @@ export function drainRefusedBody(raw: IncomingMessage, maxBytes = REFUSED_BODY_D
     };
     const onData = (chunk: Buffer) => {
       read += chunk.length;
-      if (read > maxBytes) done();
+      if (read > REFUSED_BODY_DRAIN_BYTES) done();
     };
-    const timer = setTimeout(done, maxMs);
+    const timer = setTimeout(done, REFUSED_BODY_DRAIN_MS);
     raw.on('data', onData);
     raw.once('end', done);
     raw.once('error', done);
